@@ -1,0 +1,118 @@
+"""Crash-safe file primitives.
+
+Files are the database (DESIGN principle 6), so every write goes through here: a crash at any
+instant leaves a file either old or new, never half-written, and history logs only ever grow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def fsync_dir(path: Path) -> None:
+    """Persist a rename: without syncing the directory the new name may vanish on power loss."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` via temp file + fsync + rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Text variant of :func:`atomic_write_bytes`; no newline translation, so CRLF survives."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def atomic_write_yaml(path: Path, obj: Any) -> None:
+    atomic_write_text(path, yaml.safe_dump(obj, sort_keys=False, allow_unicode=True))
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append one JSON line and fsync it.
+
+    A single ``write`` of a line under ``O_APPEND`` keeps concurrent appenders from interleaving
+    inside a line; readers skip a torn last line (see :func:`read_jsonl`).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_jsonl(path: Path, *, strict: bool = False) -> list[dict[str, Any]]:
+    """Read a JSONL log.
+
+    With ``strict`` a malformed line raises a :class:`FormatError` naming file and line; without
+    it only a torn *last* line (a crash mid-append) is tolerated and dropped.
+    """
+    from engine.errors import FormatError
+
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows: list[dict[str, Any]] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            if not strict and number == len(lines):
+                break
+            raise FormatError(
+                path, None, f"line is not valid JSON ({exc.msg})", line=number
+            ) from None
+        if not isinstance(value, dict):
+            raise FormatError(path, None, "line must be a JSON object", line=number)
+        rows.append(value)
+    return rows
+
+
+def iter_files(root: Path) -> Iterator[Path]:
+    """Every regular file below ``root`` in a stable order (for hashing and snapshots)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            yield Path(dirpath) / name

@@ -1,0 +1,18 @@
+"""Shared fixtures: real workspaces in temporary folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.workspace import Workspace
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+REAL_SKILLS = SHARED / "fixtures" / "real-skills"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    """An empty, freshly initialised workspace."""
+    return Workspace.init(tmp_path / "ws")

@@ -1,0 +1,1 @@
+"""Textual stylesheets and colour themes, shipped as package data."""

@@ -1,0 +1,1 @@
+"""The Textual workbench: a thin view over engine/."""
