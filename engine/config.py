@@ -82,6 +82,70 @@ class LimitsConfig:
 
 
 @dataclass
+class GtAuditConfig:
+    """Weights of the five ground-truth suspicion signals (they sum to 1) and the flag line."""
+
+    flag_threshold: float = 0.5
+    w_consistent_disagreement: float = 0.25
+    w_cross_version_disagreement: float = 0.25
+    w_evidenced_conclusion: float = 0.20
+    w_similar_case_contradiction: float = 0.20
+    w_type_label_outlier: float = 0.10
+    similarity_min: float = 0.8
+    outlier_max_share: float = 0.25
+    min_type_cases: int = 3
+    hedge_words: list[str] = field(
+        default_factory=lambda: [
+            "uncertain",
+            "not sure",
+            "unclear",
+            "low confidence",
+            "cannot determine",
+            "could not verify",
+            "possibly",
+            "might be",
+            "置信度低",
+            "不确定",
+            "可能",
+        ]
+    )
+
+
+@dataclass
+class DiagnosisConfig:
+    """Thresholds of the trace-diagnosis rules (engine.diagnosis) and the ground-truth audit."""
+
+    error_burst_min: int = 3
+    error_burst_window: int = 10
+    benign_error_patterns: list[str] = field(
+        default_factory=lambda: [
+            r"\b0 (results|matches|files)\b",
+            r"\bno (results|matches|files)( found)?\b",
+            r"\bfound 0\b",
+            r"no such file",
+            r"does not exist",
+            r"not found",
+        ]
+    )
+    search_tools: list[str] = field(
+        default_factory=lambda: ["grep", "glob", "search", "ls", "read", "find", "websearch"]
+    )
+    search_commands: list[str] = field(
+        default_factory=lambda: ["grep", "egrep", "fgrep", "rg", "ag", "find", "ls", "git grep"]
+    )
+    redundant_retry_min: int = 2
+    tool_loop_min_repeats: int = 5
+    premature_min_calls: int = 3
+    token_budget: int = 1_000_000
+    budget_reasons: list[str] = field(
+        default_factory=lambda: ["max_turns", "budget", "max_tokens", "timeout", "timed out"]
+    )
+    label_pattern: str = r"VERDICT:\s*(\S+)"
+    checkers_dir: str = "checkers"
+    gt_audit: GtAuditConfig = field(default_factory=GtAuditConfig)
+
+
+@dataclass
 class Config:
     """``skillsmith.yaml``; ``version`` is the workspace (agent-state) version."""
 
@@ -91,5 +155,6 @@ class Config:
     gates: GatesConfig = field(default_factory=GatesConfig)
     splits: SplitsConfig = field(default_factory=SplitsConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    diagnosis: DiagnosisConfig = field(default_factory=DiagnosisConfig)
     pinned_skills: list[str] = field(default_factory=list)
     keymap: dict[str, str] = field(default_factory=dict)
