@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -31,14 +31,16 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` via temp file + fsync + rename."""
+@contextlib.contextmanager
+def atomic_open(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """Stream a file too large to hold in memory (a snapshot) with the temp + fsync + rename
+    guarantee of :func:`atomic_write_bytes`; an exception inside the block leaves ``path`` old."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
@@ -48,6 +50,12 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` via temp file + fsync + rename."""
+    with atomic_open(path, mode) as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
