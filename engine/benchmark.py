@@ -174,7 +174,7 @@ def normalise_label(text: str) -> str:
     return re.sub(r"[\s_-]+", "-", core.casefold())
 
 
-def _scalar_text(value: Any) -> Any:
+def label_text(value: Any) -> Any:
     """YAML reads ``true``/``12`` as bool/int; a label or expected answer is always text."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -214,7 +214,7 @@ def _load_config(root: Path) -> tuple[BenchmarkConfig, Path]:
     else:
         raise FormatError(root, None, f"not a benchmark folder (no {BENCHMARK_YAML})")
     if isinstance(data, dict) and isinstance(data.get("labels"), list):
-        data = {**data, "labels": [_scalar_text(v) for v in data["labels"]]}
+        data = {**data, "labels": [label_text(v) for v in data["labels"]]}
     config = from_mapping(BenchmarkConfig, data, source)
     _validate_config(config, source, root)
     return config, source
@@ -264,7 +264,7 @@ def _validate_config(config: BenchmarkConfig, source: Path, root: Path) -> None:
 def _load_rubric(path: Path) -> Rubric:
     data = load_yaml(path)
     if isinstance(data, dict) and "expected" in data:
-        data = {**data, "expected": _scalar_text(data["expected"])}
+        data = {**data, "expected": label_text(data["expected"])}
     rubric = from_mapping(Rubric, data, path)
     if not rubric.checks:
         raise FormatError(path, "checks", "expected at least one check (or omit the key)")
@@ -537,6 +537,7 @@ __all__ = [
     "Rubric",
     "assign_splits",
     "check_benchmark",
+    "label_text",
     "load_benchmark",
     "normalise_label",
 ]

@@ -4,6 +4,8 @@ Grading is deterministic wherever it can be (label, exact, regex, contains, JSON
 the only model call is an explicit ``llm_judge`` check. A check that could not be graded makes the
 unit *invalid* rather than failed, so a missing judge never masquerades as an agent mistake.
 Evidence per check follows skill-creator's grading.json (``text``, ``passed``, ``evidence``).
+The figures over many grades live in :mod:`engine.metrics`; ``metrics`` and ``compare`` are
+re-exported here because the team API names them under grading.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Literal, Protocol
 
 from engine.benchmark import Benchmark, Case, Check, normalise_label
 from engine.errors import SkillsmithError
+from engine.metrics import Comparison, Metrics, compare, metrics
 
 EVIDENCE_CHARS = 300
 # Only these reach a check script: a rubric script must not see API keys or the workspace.
@@ -344,10 +347,14 @@ def grade(
 
 __all__ = [
     "CheckResult",
+    "Comparison",
     "Grade",
     "JudgeModel",
+    "Metrics",
     "answer_of",
+    "compare",
     "extract_verdict",
     "failure_kind",
     "grade",
+    "metrics",
 ]
