@@ -79,6 +79,9 @@ class LimitsConfig:
     max_rounds: int = 10
     workers: int = 0  # 0 = CPU count
     lock_wait_s: float = 5.0
+    # restore refuses archives beyond these (a gzip bomb or a planted huge file)
+    snapshot_max_member_bytes: int = 256 * 1024 * 1024
+    snapshot_max_total_bytes: int = 4 * 1024 * 1024 * 1024
 
 
 @dataclass
