@@ -192,8 +192,10 @@ def _load_toml(path: Path) -> Any:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"\(at line (\d+)", str(exc))
-        line = int(match.group(1)) if match else None
-        raise FormatError(path, None, f"invalid TOML: {exc}", line=line) from None
+        # Errors "at end of document" carry no line; the last line is where it went wrong.
+        line = int(match.group(1)) if match else len(path.read_bytes().splitlines()) or None
+        problem = re.sub(r"\s*\(at [^)]*\)", "", str(exc))
+        raise FormatError(path, None, f"invalid TOML: {problem}", line=line) from None
     except UnicodeDecodeError:
         raise FormatError(path, None, "file is not UTF-8 text") from None
 
@@ -437,13 +439,23 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
 
+def token_regex(value: str) -> str:
+    """A regex for ``value`` as whole tokens with flexible whitespace.
+
+    "line 12" occurs in "see line 12." and in "line\n12" but not in "line 120" — used both by
+    the leak check and by ``contains`` checks, so the two agree on what "appears" means.
+    """
+    value = value.strip()
+    pattern = r"\s+".join(re.escape(token) for token in value.split())
+    if value[:1].isalnum():
+        pattern = r"(?<![0-9A-Za-z])" + pattern
+    if value[-1:].isalnum():
+        pattern += r"(?![0-9A-Za-z])"
+    return pattern
+
+
 def _occurs(needle: str, haystack: str) -> bool:
-    """Whole-token occurrence: "line 12" is in "see line 12." but not in "line 120"."""
-    if not needle:
-        return False
-    left = r"(?<![0-9a-z])" if needle[0].isalnum() else ""
-    right = r"(?![0-9a-z])" if needle[-1].isalnum() else ""
-    return re.search(left + re.escape(needle) + right, haystack) is not None
+    return bool(needle) and re.search(token_regex(needle), haystack, re.IGNORECASE) is not None
 
 
 def _secrets_of(rubric: Rubric, labels: list[str]) -> list[tuple[str, str]]:
@@ -540,4 +552,5 @@ __all__ = [
     "label_text",
     "load_benchmark",
     "normalise_label",
+    "token_regex",
 ]

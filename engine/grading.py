@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from engine.benchmark import Benchmark, Case, Check, normalise_label
+from engine.benchmark import Benchmark, Case, Check, normalise_label, token_regex
 from engine.errors import SkillsmithError
 from engine.metrics import Comparison, Metrics, compare, metrics
 
@@ -162,8 +162,7 @@ def _check_regex(answer: str, check: Check) -> tuple[bool, str]:
 
 
 def _check_contains(answer: str, check: Check) -> tuple[bool, str]:
-    # Whitespace-flexible, so a value split across lines in the answer still counts.
-    pattern = r"\s+".join(re.escape(token) for token in str(check.value).split())
+    pattern = token_regex(str(check.value))
     match = re.search(pattern, answer, 0 if check.case_sensitive else re.IGNORECASE)
     if match is None:
         return False, "not found in the answer"
