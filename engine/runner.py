@@ -1,0 +1,572 @@
+"""The Case × runs (× variant) evaluation matrix.
+
+Every later loop trusts these numbers, so the runner is built to lose nothing and to measure only
+the agent: each unit runs in its own sealed directory (engine.agents), units run on N worker
+threads in a stable seeded order, and each finished unit is stored at once — its session file
+atomically, then its results row appended — so Ctrl-C, a cancel or a crash keeps all finished
+work. Running the same evaluation again (same run id, or automatically the newest unfinished run
+with the same inputs) fills only the missing and invalid units. A crashed, hung, flooding or
+babbling agent yields an *invalid* unit with its reason; it never counts as a failure and never
+stops the other units.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.agents import (
+    Agent,
+    AgentOutcome,
+    RoomSpec,
+    SkillFiles,
+    build_room,
+    compose_prompt,
+    make_agent,
+    remove_room,
+    scratch_root,
+)
+from engine.benchmark import DEFAULT_LABEL_PATTERN, Benchmark, Case, load_benchmark
+from engine.config import Config
+from engine.errors import SkillsmithError, UsageError
+from engine.events import (
+    Cancelled,
+    CancelToken,
+    Reporter,
+    SessionLog,
+    new_id,
+    null_reporter,
+    utc_now,
+)
+from engine.fsutil import iter_files
+from engine.grading import JudgeModel, grade
+from engine.metrics import Metrics, metrics
+from engine.runs import RunFolder, UnitKey, check_run_id, find_resumable
+from engine.workspace import Workspace
+
+SKILL, BASELINE = "skill", "baseline"
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    rows: list[dict[str, Any]]  # the latest row of every unit, in matrix order
+    metrics: Metrics  # the skill variant
+    baseline_metrics: Metrics | None
+    status: str  # finished | incomplete (some units invalid)
+    launched: int  # agent runs started by this call (0 when everything was already done)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one evaluation measures; its ``key`` identifies "the same evaluation" for resuming."""
+
+    bench: Benchmark
+    cases: tuple[Case, ...]
+    runs: int
+    agent: Agent
+    variants: dict[str, tuple[SkillFiles, ...]]
+    under_test: tuple[str, ...]
+    baseline: str | None
+    agents_md: str | None
+    versions: dict[str, dict[str, str | None]] = field(default_factory=dict)
+
+    def units(self) -> list[UnitKey]:
+        """All units, shuffled by the benchmark seed: the same seed, the same order."""
+        units = [
+            UnitKey(case.id, run, variant)
+            for case in self.cases
+            for run in range(self.runs)
+            for variant in self.variants
+        ]
+        random.Random(self.bench.seed).shuffle(units)
+        return units
+
+    def material(self) -> dict[str, Any]:
+        """Everything that decides the outcome of a unit (timeouts and worker count do not)."""
+        return {
+            "benchmark": self.bench.id,
+            "benchmark_sha256": _bench_fingerprint(self.bench),
+            "agent": {k: self.agent.describe()[k] for k in ("kind", "command", "model")},
+            "skills": {
+                v: {s.name: _sha(s.text) for s in files} for v, files in self.variants.items()
+            },
+            "agents_md_sha256": None if self.agents_md is None else _sha(self.agents_md),
+            "runs": self.runs,
+            "case_ids": [c.id for c in self.cases],
+            "seed": self.bench.seed,
+        }
+
+    def key(self) -> str:
+        return _sha(json.dumps(self.material(), sort_keys=True))
+
+    def prompt(self, case: Case) -> str:
+        return compose_prompt(
+            case.prompt(), self.bench.labels, self.bench.label_pattern, DEFAULT_LABEL_PATTERN
+        )
+
+    def skills_record(self, variant: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": s.name,
+                "version": self.versions.get(variant, {}).get(s.name),
+                "sha256": _sha(s.text),
+                "under_test": s.name in self.under_test,
+            }
+            for s in self.variants[variant]
+        ]
+
+
+@dataclass
+class _Done:
+    """A finished unit on its way from a worker to the run folder."""
+
+    unit: UnitKey
+    row: dict[str, Any]
+    session: list[dict[str, Any]]
+    outcome: AgentOutcome
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _bench_fingerprint(bench: Benchmark) -> str:
+    """A change to any statement or rubric makes old results incomparable; the scoreboard not."""
+    digest = hashlib.sha256()
+    for path in iter_files(bench.root):
+        rel = path.relative_to(bench.root).as_posix()
+        if rel == bench.scoreboard_path.name:
+            continue
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")  # exactly as stored (CRLF survives)
+
+
+# -- planning ----------------------------------------------------------------------------------
+
+
+def _skill_files(ws: Workspace, overrides: Mapping[str, str], drop: set[str]) -> list[SkillFiles]:
+    files: dict[str, SkillFiles] = {}
+    for name in ws.skill_names():
+        files[name] = SkillFiles(name, _read(ws.skill_path(name)), ws.skills_dir / name)
+    for name, text in overrides.items():
+        folder = ws.skills_dir / name
+        files[name] = SkillFiles(name, text, folder if folder.is_dir() else None)
+    return [files[name] for name in sorted(files) if name not in drop]
+
+
+def _store_text(ws: Workspace, name: str, version: str) -> str:
+    from engine.store import SkillStore
+
+    return SkillStore(ws, name).read(version)
+
+
+def _version_of(ws: Workspace, name: str, text: str) -> str | None:
+    """The published version whose text this is (None for an unpublished text)."""
+    if not (ws.history_dir / name).is_dir():
+        return None
+    from engine.store import SkillStore
+
+    store = SkillStore(ws, name)
+    wanted = _sha(text)
+    current = store.current()
+    names = [v.version for v in reversed(store.versions())]
+    if current in names:
+        names.insert(0, names.pop(names.index(current)))
+    return next((v for v in names if _sha(store.read(v)) == wanted), None)
+
+
+def make_plan(
+    ws: Workspace,
+    bench: Benchmark,
+    agent: Agent,
+    *,
+    runs: int | None,
+    skills: Mapping[str, str] | None,
+    baseline: str | None,
+    case_ids: list[str] | None,
+) -> Plan:
+    """Resolve the matrix: which cases, how many runs, which skill texts per variant."""
+    if runs is not None and runs < 1:
+        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    cases = list(bench.cases)
+    if case_ids:
+        known = {c.id for c in bench.cases}
+        for case_id in case_ids:
+            if case_id not in known:
+                raise UsageError(f"{bench.source}: benchmark {bench.id!r} has no case {case_id!r}")
+        cases = [c for c in bench.cases if c.id in set(case_ids)]
+    overrides = dict(skills or {})
+    under_test = tuple(sorted(overrides)) if overrides else tuple(ws.skill_names())
+    variants = {SKILL: tuple(_skill_files(ws, overrides, set()))}
+    if baseline == "none":
+        variants[BASELINE] = tuple(_skill_files(ws, overrides, set(under_test)))
+    elif baseline is not None:
+        if not under_test:
+            raise UsageError(f"--baseline {baseline}: there is no skill under test")
+        old = {name: _store_text(ws, name, baseline) for name in under_test}
+        variants[BASELINE] = tuple(_skill_files(ws, {**overrides, **old}, set()))
+    versions = {
+        variant: {s.name: _version_of(ws, s.name, s.text) for s in files}
+        for variant, files in variants.items()
+    }
+    agents_md = _read(ws.agents_md) if ws.agents_md.is_file() else None
+    return Plan(
+        bench=bench,
+        cases=tuple(cases),
+        runs=runs or bench.runs_per_case,
+        agent=agent,
+        variants=variants,
+        under_test=under_test,
+        baseline=baseline,
+        agents_md=agents_md,
+        versions=versions,
+    )
+
+
+# -- one unit (runs on a worker thread) --------------------------------------------------------
+
+
+def _run_unit(
+    plan: Plan,
+    unit: UnitKey,
+    run_id: str,
+    root: Path,
+    judge: JudgeModel | None,
+    should_stop: Callable[[], bool],
+) -> _Done | None:
+    """Run and grade one unit; None when it was cancelled before it could finish."""
+    if should_stop():
+        return None
+    case = next(c for c in plan.cases if c.id == unit.case_id)
+    prompt = plan.prompt(case)
+    spec = RoomSpec(
+        statement_dir=case.statement_dir,
+        prompt=prompt,
+        skills=plan.variants[unit.variant],
+        skills_subdir=plan.agent.skills_subdir,
+        agents_md=plan.agents_md,
+    )
+    room = build_room(spec, root)
+    try:
+        outcome = plan.agent.run(room, prompt, should_stop)
+        if outcome.cancelled:
+            return None
+        row = _row(plan, case, unit, run_id, outcome)
+        if outcome.invalid_reason is None:
+            graded = grade(plan.bench, case, outcome.answer, llm=judge, run_dir=room)
+            row.update(graded.row_fields())
+    finally:
+        remove_room(room)
+    session = outcome.session or [
+        {"type": "user", "content": prompt},
+        {
+            "type": "result",
+            "tokens": outcome.tokens,
+            "cost_usd": outcome.cost_usd,
+            "duration_ms": outcome.duration_ms,
+            "is_error": True,
+            "invalid_reason": outcome.invalid_reason,
+        },
+    ]
+    return _Done(unit, row, session, outcome)
+
+
+def _row(
+    plan: Plan, case: Case, unit: UnitKey, run_id: str, outcome: AgentOutcome
+) -> dict[str, Any]:
+    return {
+        "case_id": unit.case_id,
+        "run_index": unit.run_index,
+        "variant": unit.variant,
+        "ground_truth": case.rubric.expected,
+        "judge_verdict": None,
+        "pass_fail": "invalid",
+        "failure_kind": None,
+        "score": 0.0,
+        "checks": [],
+        "tokens": outcome.tokens,
+        "cost_usd": outcome.cost_usd,
+        "duration_ms": outcome.duration_ms,
+        "session_id": f"{run_id}/{unit.stem}",
+        "session_file": unit.session_file,
+        "invalid_reason": outcome.invalid_reason,
+        "split": case.split or None,
+        "case_type": case.rubric.type,
+        "critical": case.rubric.critical,
+        "exit_code": outcome.exit_code,
+        "agent_session_id": outcome.agent_session_id,
+        "finished_at": utc_now(),
+    }
+
+
+def _judge(ws: Workspace, cfg: Config, plan: Plan) -> JudgeModel | None:
+    """A judge model only when a rubric asks for one and a real provider is configured."""
+    wants = any(check.kind == "llm_judge" for c in plan.cases for check in c.rubric.checks)
+    if not wants or cfg.models.judge.provider != "anthropic":
+        return None
+    from engine.llm import make_llm
+
+    return make_llm(cfg.models.judge, ws)
+
+
+# -- the evaluation ----------------------------------------------------------------------------
+
+
+def run_evaluation(
+    ws: Workspace,
+    bench_id: str,
+    *,
+    runs: int | None = None,
+    jobs: int | None = None,
+    skills: dict[str, str] | None = None,
+    baseline: str | None = None,
+    case_ids: list[str] | None = None,
+    run_id: str | None = None,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> RunResult:
+    """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
+
+    ``skills`` maps a skill name to a SKILL.md text under test (default: the workspace's active
+    skills); ``baseline`` adds a variant without them (``"none"``) or at another version
+    (``"vK"``). An existing ``run_id`` is resumed with its own inputs; without one, the newest
+    unfinished run with identical inputs is resumed, else a new run starts. Raises ``Cancelled``
+    (or lets ``KeyboardInterrupt`` through) after recording what finished.
+    """
+    if cancel is not None:
+        cancel.check()
+    if baseline is not None and baseline != "none":
+        from engine.store import version_number
+
+        version_number(baseline)
+    cfg = ws.load_config()
+    bench = load_benchmark(ws.benchmarks_dir / bench_id)
+    agent = make_agent(ws, cfg.agent)
+    folder: RunFolder | None = None
+    if run_id is not None:
+        folder = RunFolder(ws.runs_dir / check_run_id(run_id))
+        if folder.exists():
+            manifest = folder.read_manifest()
+            if manifest.get("benchmark") != bench.id:
+                raise SkillsmithError(
+                    f"{folder.manifest_path}: run {run_id} evaluated benchmark "
+                    f"{manifest.get('benchmark')!r}, not {bench.id!r}"
+                )
+            runs = runs or manifest.get("runs")
+            case_ids = case_ids or manifest.get("case_ids")
+            baseline = baseline or (manifest.get("baseline") or {}).get("spec")
+            skills = skills or folder.load_inputs(SKILL) or None
+    plan = make_plan(
+        ws, bench, agent, runs=runs, skills=skills, baseline=baseline, case_ids=case_ids
+    )
+    if folder is not None and folder.exists():
+        _refuse_other_inputs(folder, plan)
+    if folder is None:
+        folder = find_resumable(ws.runs_dir, plan.key()) or RunFolder(ws.runs_dir / new_id("run"))
+    with folder.claim():
+        return _evaluate(ws, cfg, plan, folder, jobs, reporter, cancel)
+
+
+def _refuse_other_inputs(folder: RunFolder, plan: Plan) -> None:
+    manifest = folder.read_manifest()
+    if manifest.get("key") == plan.key():
+        return
+    before: dict[str, Any] = manifest.get("inputs") or {}
+    changed = [k for k, v in plan.material().items() if before.get(k) != v] or ["inputs"]
+    raise SkillsmithError(
+        f"{folder.manifest_path}: run {folder.run_id} was made with different "
+        f"{', '.join(changed)}; run without --resume to start a new evaluation"
+    )
+
+
+def _evaluate(
+    ws: Workspace,
+    cfg: Config,
+    plan: Plan,
+    folder: RunFolder,
+    jobs: int | None,
+    reporter: Reporter,
+    cancel: CancelToken | None,
+) -> RunResult:
+    units = plan.units()
+    resumed = folder.exists()
+    with ws.lock(f"eval {plan.bench.id}"):
+        folder.repair_torn_tail()
+        manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
+        if resumed:
+            old = folder.read_manifest()
+            manifest["started_at"] = old.get("started_at", manifest["started_at"])
+            manifest["resumed_at"] = [*old.get("resumed_at", []), utc_now()]
+            manifest["scoreboard_recorded"] = bool(old.get("scoreboard_recorded"))
+        else:
+            for name in plan.under_test:
+                text = next(s.text for s in plan.variants[SKILL] if s.name == name)
+                folder.save_input(SKILL, name, text)
+        folder.write_manifest(manifest)
+    latest = folder.latest_rows()
+    todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
+    workers = max(1, min(manifest["jobs"], len(todo) or 1))
+    log = SessionLog(ws.sessions_dir, "eval", session_id=folder.run_id, forward=reporter)
+    log.emit(
+        "started",
+        run_id=folder.run_id,
+        benchmark=plan.bench.id,
+        total=len(units),
+        todo=len(todo),
+        resumed=resumed,
+        jobs=workers,
+    )
+    stop = threading.Event()
+
+    def should_stop() -> bool:
+        return stop.is_set() or (cancel is not None and cancel.cancelled)
+
+    root = scratch_root(ws.root)
+    judge = _judge(ws, cfg, plan)
+    done = len(units) - len(todo)
+    launched = 0
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:
+            futures: list[Future[_Done | None]] = [
+                pool.submit(_run_unit, plan, unit, folder.run_id, root, judge, should_stop)
+                for unit in todo
+            ]
+            try:
+                for future in as_completed(futures):
+                    finished = future.result()
+                    if finished is None:
+                        continue
+                    launched += 1
+                    _store(folder, finished)
+                    done += 1
+                    log.emit("case_finished", **_summary(finished.row))
+                    log.emit("progress", done=done, total=len(units))
+            except BaseException:
+                stop.set()
+                for future in futures:
+                    future.cancel()
+                raise
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled()
+    except (Cancelled, KeyboardInterrupt):
+        _finish(ws, folder, manifest, units, "interrupted")
+        log.emit("finished", run_id=folder.run_id, status="interrupted", counts=manifest["counts"])
+        raise
+    return _complete(ws, plan, folder, manifest, units, log, launched)
+
+
+def _store(folder: RunFolder, finished: _Done) -> None:
+    """Session first, then the row: a row never points at a session that is not on disk."""
+    folder.write_session(finished.unit, finished.session)
+    outcome = finished.outcome
+    if outcome.raw_stream is not None:
+        finished.row["raw_file"] = folder.write_raw(
+            finished.unit, "stream.jsonl", outcome.raw_stream
+        )
+    if outcome.stderr_tail.strip():
+        folder.write_raw(finished.unit, "stderr.txt", outcome.stderr_tail)
+    folder.append_row(finished.row)
+
+
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
+    keys = ("case_id", "run_index", "variant", "pass_fail", "score", "judge_verdict")
+    return {k: row[k] for k in keys} | {
+        "invalid_reason": row["invalid_reason"],
+        "duration_ms": row["duration_ms"],
+    }
+
+
+def _manifest(plan: Plan, folder: RunFolder, jobs: int) -> dict[str, Any]:
+    baseline = None
+    if plan.baseline is not None:
+        baseline = {"spec": plan.baseline, "skills": plan.skills_record(BASELINE)}
+    return {
+        "run_id": folder.run_id,
+        "benchmark": plan.bench.id,
+        "agent": plan.agent.describe(),
+        "skills": plan.skills_record(SKILL),
+        "baseline": baseline,
+        "seed": plan.bench.seed,
+        "runs": plan.runs,
+        "case_ids": [c.id for c in plan.cases],
+        "units_total": len(plan.cases) * plan.runs * len(plan.variants),
+        "jobs": jobs,
+        "key": plan.key(),
+        "inputs": plan.material(),
+        "started_at": utc_now(),
+        "finished_at": None,
+        "status": "running",
+        "counts": {},
+    }
+
+
+def _counts(rows: dict[UnitKey, dict[str, Any]], units: list[UnitKey]) -> dict[str, int]:
+    counts = {"pass": 0, "fail": 0, "invalid": 0, "missing": 0}
+    for unit in units:
+        counts[rows[unit]["pass_fail"] if unit in rows else "missing"] += 1
+    return counts
+
+
+def _finish(
+    ws: Workspace,
+    folder: RunFolder,
+    manifest: dict[str, Any],
+    units: list[UnitKey],
+    status: str,
+) -> dict[UnitKey, dict[str, Any]]:
+    """Record the final status and counts, and keep only the latest row per unit."""
+    latest = folder.latest_rows()
+    manifest.update(status=status, finished_at=utc_now(), counts=_counts(latest, units))
+    with ws.lock(f"eval {manifest['benchmark']}"):
+        folder.write_manifest(manifest)
+        folder.compact(sorted(units))
+    return latest
+
+
+def _complete(
+    ws: Workspace,
+    plan: Plan,
+    folder: RunFolder,
+    manifest: dict[str, Any],
+    units: list[UnitKey],
+    log: SessionLog,
+    launched: int,
+) -> RunResult:
+    status = "finished" if _counts(folder.latest_rows(), units)["invalid"] == 0 else "incomplete"
+    latest = _finish(ws, folder, manifest, units, status)
+    rows = [latest[u] for u in sorted(units) if u in latest]
+    positive = plan.bench.positive_label
+    skill_metrics = metrics([r for r in rows if r["variant"] == SKILL], positive)
+    baseline_rows = [r for r in rows if r["variant"] == BASELINE]
+    result = RunResult(
+        run_id=folder.run_id,
+        run_dir=folder.path,
+        rows=rows,
+        metrics=skill_metrics,
+        baseline_metrics=metrics(baseline_rows, positive) if plan.baseline else None,
+        status=status,
+        launched=launched,
+    )
+    log.emit(
+        "finished",
+        run_id=folder.run_id,
+        status=status,
+        counts=manifest["counts"],
+        pass_rate=skill_metrics.pass_rate,
+        f1=skill_metrics.f1,
+    )
+    return result
