@@ -162,9 +162,15 @@ def _write(path: Path, lines: list[str]) -> Path:
 def test_read_results_validates_every_line(tmp_path: Path) -> None:
     good = json.dumps(row("c1", 0, V, V, "pass"))
     article = json.dumps(
-        {"case_id": "biz-vul-002", "ground_truth": True, "judge_verdict": False, "pass_fail": "fail",
-         "failure_kind": "FN", "platform_extra": 3}
-    )  # fmt: skip
+        {
+            "case_id": "biz-vul-002",
+            "ground_truth": True,
+            "judge_verdict": False,
+            "pass_fail": "fail",
+            "failure_kind": "FN",
+            "platform_extra": 3,
+        }
+    )
     rows = read_results(_write(tmp_path / "results.jsonl", [good, "", article]))
     assert rows[0] == json.loads(good)
     assert rows[1]["ground_truth"] == "true" and rows[1]["judge_verdict"] == "false"
