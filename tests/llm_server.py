@@ -178,27 +178,31 @@ def tool_results(req: JsonDict) -> list[JsonDict]:
     return []
 
 
-def _cache_prefix(req: JsonDict) -> list[Any]:
-    """The request prefix through the last ``cache_control`` marker (tools → system → messages)."""
-    sequence: list[Any] = list(req.get("tools") or [])
+def _prompt_blocks(req: JsonDict) -> tuple[list[Any], list[int]]:
+    """The request as one block sequence (tools → system → messages) and its cache breakpoints.
+
+    A breakpoint is the end (exclusive) of a block marked ``cache_control``, or of the whole
+    sequence when the request carries a top-level ``cache_control``. The markers themselves are
+    stripped, as the real cache ignores them. A request writes the prefixes at its breakpoints
+    and reads the longest prefix (at any block boundary) written before, so a client that moves
+    its marker to the newest message each turn still reads what it wrote on the last turn.
+    """
+    raw: list[Any] = list(req.get("tools") or [])
     system = req.get("system")
-    if isinstance(system, list):
-        sequence.extend(system)
-    elif system:
-        sequence.append(system)
+    raw.extend(system if isinstance(system, list) else [system] if system else [])
     for message in req.get("messages") or []:
         content = message.get("content")
-        if isinstance(content, list):
-            sequence.extend(content)
-        else:
-            sequence.append(content)
+        raw.extend(content if isinstance(content, list) else [content])
+    marked = [
+        i + 1 for i, block in enumerate(raw) if isinstance(block, dict) and "cache_control" in block
+    ]
     if req.get("cache_control"):
-        return sequence
-    last = -1
-    for i, item in enumerate(sequence):
-        if isinstance(item, dict) and item.get("cache_control"):
-            last = i
-    return sequence[: last + 1]
+        marked.append(len(raw))
+    blocks = [
+        {k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b
+        for b in raw
+    ]
+    return blocks, marked
 
 
 class MessagesServer:
@@ -328,29 +332,25 @@ class MessagesServer:
         return Reply(text=queued) if isinstance(queued, str) else queued
 
     def _usage(self, req: JsonDict, reply: Reply, content: list[JsonDict]) -> JsonDict:
-        total = (
-            estimate_tokens(req.get("tools"))
-            + estimate_tokens(req.get("system"))
-            + estimate_tokens(req.get("messages"))
-        )
-        prefix = _cache_prefix(req) if self.simulate_cache else []
-        prefix_tokens = estimate_tokens(prefix) if prefix else 0
-        read = write = 0
-        if prefix_tokens:
-            key = hashlib.sha256(
-                json.dumps([req.get("model"), prefix], sort_keys=True).encode()
-            ).hexdigest()
+        blocks, breakpoints = _prompt_blocks(req)
+        total = estimate_tokens(blocks)
+        read = written = 0
+        if self.simulate_cache and breakpoints:
+            digest = hashlib.sha256(json.dumps(req.get("model")).encode())
+            keys = []  # keys[i]: the prefix of the first i + 1 blocks
+            for block in blocks[: breakpoints[-1]]:
+                digest.update(json.dumps(block, sort_keys=True).encode())
+                keys.append(digest.copy().hexdigest())
             with self._lock:
-                if key in self._cache:
-                    read = prefix_tokens
-                else:
-                    self._cache.add(key)
-                    write = prefix_tokens
+                hits = [i + 1 for i, key in enumerate(keys) if key in self._cache]
+                self._cache.update(keys[end - 1] for end in breakpoints)
+            read = estimate_tokens(blocks[: max(hits)]) if hits else 0
+            written = max(0, estimate_tokens(blocks[: breakpoints[-1]]) - read)
         return {
-            "input_tokens": _pick(reply.input_tokens, max(1, total - prefix_tokens)),
+            "input_tokens": _pick(reply.input_tokens, max(1, total - read - written)),
             "output_tokens": _pick(reply.output_tokens, max(1, estimate_tokens(content))),
             "cache_read_input_tokens": _pick(reply.cache_read_tokens, read),
-            "cache_creation_input_tokens": _pick(reply.cache_write_tokens, write),
+            "cache_creation_input_tokens": _pick(reply.cache_write_tokens, written),
         }
 
     def _message(self, req: JsonDict, reply: Reply) -> JsonDict:
