@@ -1,0 +1,142 @@
+"""``skillsmith history | publish | rollback | fork``: the version store from the command line."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from engine.cli import print_json, wants_json, workspace_of
+from engine.errors import SkillsmithError
+from engine.schema import to_mapping
+from engine.store import SkillStore, read_text
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "history", parents=[common], help="versions, current pointer and timeline of a skill"
+    )
+    p.add_argument("skill")
+    p.add_argument("--branch", help="show a branch instead of the main line")
+    p.set_defaults(func=_history)
+
+    p = sub.add_parser("publish", parents=[common], help="make FILE the next version of a skill")
+    p.add_argument("skill")
+    p.add_argument("file", type=Path, help="the new SKILL.md text")
+    p.add_argument("--why", required=True, help="reason, kept in the audit log")
+    p.add_argument("--branch", help="publish on a branch (leaves the active skill alone)")
+    p.set_defaults(func=_publish)
+
+    p = sub.add_parser("rollback", parents=[common], help="point current at vK; nothing is deleted")
+    p.add_argument("skill")
+    p.add_argument("version", help="vK")
+    p.add_argument("--why", required=True, help="reason, kept in the audit log")
+    p.add_argument("--branch", help="move a branch's pointer instead")
+    p.set_defaults(func=_rollback)
+
+    p = sub.add_parser("fork", parents=[common], help="start a branch sharing the taboo list")
+    p.add_argument("skill")
+    p.add_argument("branch")
+    p.add_argument("--from", dest="source", help="fork a branch instead of the main line")
+    p.set_defaults(func=_fork)
+
+
+def _store(args: argparse.Namespace, branch: str | None) -> SkillStore:
+    ws = workspace_of(args)
+    ws.load_config()  # a broken skillsmith.yaml is reported before anything is touched
+    return SkillStore(ws, args.skill, branch)
+
+
+def _history(args: argparse.Namespace) -> int:
+    store = _store(args, args.branch)
+    current = store.ensure_adopted()
+    if current is None:
+        raise SkillsmithError(f"{store.skill_file}: no such skill (and no history)")
+    versions = store.versions()
+    data: dict[str, Any] = {
+        "skill": store.name,
+        "branch": store.branch,
+        "current": current,
+        "versions": [
+            {**to_mapping(v), "path": str(v.path), "current": v.version == current}
+            for v in versions
+        ],
+        "branches": store.branches(),
+        "taboo": [to_mapping(e) for e in store.taboo().entries()],
+        "audit": store.audit(),
+        "timeline": store.timeline(),
+    }
+    if wants_json(args):
+        print_json(data)
+        return 0
+    print(f"{store.name} ({store.branch or 'main'}): current {current}")
+    for v in versions:
+        mark = "*" if v.version == current else " "
+        print(f"{mark} {v.version:<5} {v.created_at:<21} {v.why}")
+    if data["branches"]:
+        print("branches: " + ", ".join(data["branches"]))
+    print(f"taboo: {len(data['taboo'])} entries")
+    print("timeline:")
+    for row in data["timeline"]:
+        print("  " + _describe(row))
+    return 0
+
+
+def _describe(row: dict[str, Any]) -> str:
+    where = f"[{row['branch']}] " if row.get("branch") else ""
+    op = row.get("op", "?")
+    if op in ("publish", "rollback", "fork"):
+        what = f"{row.get('from') or '-'} → {row.get('to')}  {row.get('why', '')}"
+    elif op == "taboo_append":
+        what = f"{row.get('rule_id')} {row.get('diff_hash')}  {row.get('reason', '')}"
+    elif op == "candidate":
+        what = f"{row.get('candidate')} {row.get('from_status')} → {row.get('to_status')}"
+    elif op == "snapshot":
+        what = f"{row.get('file')}  {row.get('note', '')}"
+    else:
+        what = " ".join(f"{k}={v}" for k, v in row.items() if k not in ("when", "op", "branch"))
+    return f"{row.get('when', ''):<21} {where}{op:<12} {what}".rstrip()
+
+
+def _publish(args: argparse.Namespace) -> int:
+    store = _store(args, args.branch)
+    path: Path = args.file
+    try:
+        text = read_text(path)
+    except FileNotFoundError:
+        raise SkillsmithError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise SkillsmithError(f"{path}: expected UTF-8 text") from None
+    version = store.publish(
+        text, why=args.why, provenance={"source": "manual", "file": str(path.resolve())}
+    )
+    if wants_json(args):
+        print_json({"skill": store.name, "branch": store.branch, "version": version})
+    else:
+        print(f"published {store.name} {version} ({store.branch or 'main'})")
+    return 0
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    store = _store(args, args.branch)
+    before = store.ensure_adopted()
+    store.rollback(args.version, why=args.why)
+    if wants_json(args):
+        print_json(
+            {"skill": store.name, "branch": store.branch, "from": before, "to": args.version}
+        )
+    else:
+        print(f"{store.name} ({store.branch or 'main'}): current {before} → {args.version}")
+    return 0
+
+
+def _fork(args: argparse.Namespace) -> int:
+    store = _store(args, args.source)
+    branch = store.fork(args.branch)
+    if wants_json(args):
+        print_json({"skill": store.name, "branch": branch.branch, "current": branch.current()})
+    else:
+        print(
+            f"forked {store.name} at {branch.current()} into branch {branch.branch} ({branch.dir})"
+        )
+    return 0

@@ -1,0 +1,497 @@
+"""Snapshots of the agent state: ``snapshots/v<version>.tar.gz`` (PenguinHarness "Snapshot 与版本").
+
+The agent state is what an evolution edits — ``skillsmith.yaml``, ``AGENTS.md``, ``skills/`` and
+the version store ``history/`` — and nothing else: never ``vault/`` (secrets), never runs, caches or
+lock files. A snapshot is the unit of "go back to how the agent was at version N", so restore is
+built to be safe against archives from elsewhere: every member is checked before anything is
+touched, the new state is unpacked beside the old one and swapped in item by item under a journal,
+and the state being replaced is itself snapshotted first so a restore can be undone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+import tarfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.config import Config
+from engine.errors import FormatError, SkillsmithError
+from engine.events import utc_now
+from engine.fsutil import append_jsonl, atomic_open, atomic_write_json, atomic_write_text, fsync_dir
+from engine.schema import from_mapping
+from engine.workspace import CONFIG_NAME, Workspace
+
+MANIFEST = ".skillsmith-snapshot.json"
+STATE_ITEMS = (CONFIG_NAME, "AGENTS.md", "skills", "history")
+_STATE_DIRS = ("skills", "history")
+RESTORE_JOURNAL = ".restore.json"
+RESTORE_LOG = "restores.jsonl"
+MAX_MEMBERS = 200_000
+_NAME = re.compile(r"^v(\d+)(?:-(\d+))?\.tar\.gz$")
+_POINTER = re.compile(r"^history/[^/]+/(branches/[^/]+/)?current$")
+_POINTER_TARGET = re.compile(r"^v\d+$")
+_CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".DS_Store"}
+_KEY_SHAPE = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")
+_COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
+
+# Workspaces this process is restoring right now: their temp folders are live, not leftovers.
+_busy: set[Path] = set()
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    version: int
+    path: Path
+    size: int
+    created_at: str
+    note: str
+
+
+@dataclass
+class _Archive:
+    """What :func:`_inspect` learnt about an archive that passed every check."""
+
+    path: Path
+    version: int
+    note: str = ""
+    created_at: str = ""
+    members: list[str] = field(default_factory=list)
+    top: set[str] = field(default_factory=set)
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def create_snapshot(ws: Workspace, note: str = "") -> Path:
+    """Write the agent state to ``snapshots/v<version>.tar.gz`` (``v<version>-<n>`` if taken)."""
+    from engine.store import stores_of
+
+    with ws.lock("snapshot"):
+        recover(ws)
+        dest, version = _write_snapshot(ws, note)
+        for store in stores_of(ws):
+            store.record("snapshot", file=f"snapshots/{dest.name}", version=version, note=note)
+        return dest
+
+
+def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
+    cfg = ws.load_config()
+    dest = _free_name(ws, cfg.version)
+    secrets_found = _secret_needles(ws)
+    manifest = json.dumps(
+        {"format": 1, "version": cfg.version, "created_at": utc_now(), "note": note},
+        ensure_ascii=False,
+    ).encode("utf-8")
+    with (
+        atomic_open(dest) as fh,
+        gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=_COMPRESSLEVEL, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        info = tarfile.TarInfo(MANIFEST)
+        info.size, info.mode = len(manifest), 0o644
+        tar.addfile(info, io.BytesIO(manifest))
+        for arcname, path in _state_members(ws):
+            info = tar.gettarinfo(str(path), arcname)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if info.isreg():
+                data = path.read_bytes()
+                _refuse_secrets(path, data, secrets_found)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                tar.addfile(info)
+    return dest, cfg.version
+
+
+def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
+    """Archive name and path of every piece of agent state, in a stable sorted order."""
+    from engine.store import is_leftover
+
+    def walk(path: Path, arcname: str) -> Iterator[tuple[str, Path]]:
+        if path.is_symlink():
+            if _POINTER.match(arcname) and _POINTER_TARGET.match(os.readlink(path)):
+                yield arcname, path
+                return
+            raise SkillsmithError(
+                f"{path}: symbolic links cannot be snapshotted (only history 'current' pointers); "
+                "replace it with a copy of the file"
+            )
+        if path.is_file():
+            yield arcname, path
+        elif path.is_dir():
+            yield arcname, path
+            for child in sorted(path.iterdir(), key=lambda p: p.name):
+                if child.name in _CACHES or child.name.endswith(".pyc") or is_leftover(child.name):
+                    continue
+                yield from walk(child, f"{arcname}/{child.name}")
+        else:
+            raise SkillsmithError(f"{path}: only files and folders can be snapshotted")
+
+    for item in STATE_ITEMS:
+        path = ws.root / item
+        if path.exists() or path.is_symlink():
+            yield from walk(path, item)
+
+
+def _secret_needles(ws: Workspace) -> list[bytes]:
+    """Literal secrets that must never leave the vault: the API key and every vault file's value."""
+    needles: list[bytes] = []
+    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    if len(key) >= 12:
+        needles.append(key.encode())
+    if ws.vault_dir.is_dir():
+        for path in sorted(ws.vault_dir.rglob("*")):
+            if path.is_file() and path.stat().st_size <= 64 * 1024:
+                value = path.read_bytes().strip()
+                if len(value) >= 12:
+                    needles.append(value)
+    return needles
+
+
+def _refuse_secrets(path: Path, data: bytes, needles: list[bytes]) -> None:
+    if _KEY_SHAPE.search(data) or any(n in data for n in needles):
+        raise SkillsmithError(
+            f"{path}: holds a secret (an API key or a vault value); secrets never go into "
+            "snapshots — move it to vault/ and reference it instead"
+        )
+
+
+def _free_name(ws: Workspace, version: int) -> Path:
+    ws.snapshots_dir.mkdir(exist_ok=True)
+    dest = ws.snapshots_dir / f"v{version}.tar.gz"
+    n = 2
+    while dest.exists():
+        dest = ws.snapshots_dir / f"v{version}-{n}.tar.gz"
+        n += 1
+    return dest
+
+
+# -- listing ---------------------------------------------------------------------------------------
+def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
+    """Snapshots oldest version first; a damaged file is still listed (restore will refuse it)."""
+    found: list[tuple[int, int, SnapshotInfo]] = []
+    if not ws.snapshots_dir.is_dir():
+        return []
+    for path in ws.snapshots_dir.iterdir():
+        match = _NAME.match(path.name)
+        if not match or not path.is_file():
+            continue
+        manifest = _read_manifest(path)
+        stat = path.stat()
+        info = SnapshotInfo(
+            version=int(manifest.get("version") or match.group(1)),
+            path=path,
+            size=stat.st_size,
+            created_at=str(manifest.get("created_at", "")),
+            note=str(manifest.get("note", "")),
+        )
+        found.append((info.version, int(match.group(2) or 1), info))
+    return [info for _, _, info in sorted(found, key=lambda t: (t[0], t[1]))]
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            first = tar.next()
+            if first is None or first.name != MANIFEST or not first.isreg():
+                return {}
+            src = tar.extractfile(first)
+            data = json.loads(src.read(64 * 1024)) if src is not None else {}
+    except (tarfile.TarError, OSError, EOFError, zlib.error, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# -- validation ------------------------------------------------------------------------------------
+def _inspect(path: Path, member_cap: int, total_cap: int) -> _Archive:
+    """Check EVERY member of an archive; any problem refuses the whole archive in one line."""
+
+    def refuse(name: str, problem: str) -> SkillsmithError:
+        return SkillsmithError(f"{path}: refused: member {name!r} {problem}; nothing was changed")
+
+    archive = _Archive(path=path, version=-1)
+    kinds: dict[str, str] = {}
+    total = 0
+    config: Config | None = None
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                name = _member_name(member.name)
+                if name is None:
+                    raise refuse(member.name, "has an absolute path or climbs out with '..'")
+                if name in kinds:
+                    raise refuse(name, "appears twice")
+                if len(kinds) >= MAX_MEMBERS:
+                    raise refuse(name, f"is past the limit of {MAX_MEMBERS} members")
+                top = name.split("/", 1)[0]
+                if top not in (*STATE_ITEMS, MANIFEST):
+                    allowed = ", ".join((*STATE_ITEMS, MANIFEST))
+                    raise refuse(name, f"is outside the agent state (allowed: {allowed})")
+                if member.issym():
+                    if not (_POINTER.match(name) and _POINTER_TARGET.match(member.linkname)):
+                        raise refuse(name, f"is a symbolic link to {member.linkname!r}")
+                    kinds[name] = "link"
+                elif member.islnk():
+                    raise refuse(name, f"is a hard link to {member.linkname!r}")
+                elif member.isdir():
+                    kinds[name] = "dir"
+                elif member.isreg():
+                    if member.size > member_cap:
+                        raise refuse(name, f"is {member.size} bytes, over the cap of {member_cap}")
+                    total += member.size
+                    if total > total_cap:
+                        raise refuse(name, f"takes the archive over the total cap of {total_cap}")
+                    kinds[name] = "file"
+                    if name == CONFIG_NAME:
+                        config = _read_config(tar, member, f"{path}:{CONFIG_NAME}")
+                    elif name == MANIFEST:
+                        _take_manifest(archive, tar, member)
+                elif member.ischr() or member.isblk():
+                    raise refuse(name, "is a device file")
+                else:
+                    raise refuse(name, "is a FIFO or another special file")
+                archive.members.append(name)
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise SkillsmithError(f"{path}: not a readable tar.gz snapshot ({exc})") from None
+    for name, kind in kinds.items():
+        parts = name.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if kinds.get(parent, "dir") != "dir":
+                raise refuse(name, f"lies under {parent!r}, which is not a folder")
+        if name in (CONFIG_NAME, "AGENTS.md") and kind != "file":
+            raise refuse(name, "must be a regular file")
+        if name in _STATE_DIRS and kind != "dir":
+            raise refuse(name, "must be a folder")
+    if config is None:
+        raise SkillsmithError(
+            f"{path}: refused: no {CONFIG_NAME} inside, not a Skillsmith snapshot"
+        )
+    archive.version = config.version
+    archive.top = {name.split("/", 1)[0] for name in kinds}
+    return archive
+
+
+def _member_name(raw: str) -> str | None:
+    """The archive name as a clean relative path, or None if it is absolute or climbs out."""
+    if not raw or raw.startswith("/") or "\\" in raw or "\x00" in raw:
+        return None
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def _read_config(tar: tarfile.TarFile, member: tarfile.TarInfo, label: str) -> Config:
+    src = tar.extractfile(member)
+    raw = src.read() if src is not None else b""
+    try:
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError):
+        raise FormatError(label, None, "expected a valid UTF-8 YAML configuration") from None
+    return from_mapping(Config, data, label)
+
+
+def _take_manifest(archive: _Archive, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+    src = tar.extractfile(member)
+    try:
+        data = json.loads(src.read(64 * 1024)) if src is not None else {}
+    except (ValueError, UnicodeDecodeError):
+        data = {}
+    if isinstance(data, dict):
+        archive.note = str(data.get("note", ""))
+        archive.created_at = str(data.get("created_at", ""))
+
+
+def _caps(ws: Workspace) -> tuple[int, int]:
+    limits = ws.load_config().limits
+    return limits.snapshot_max_member_bytes, limits.snapshot_max_total_bytes
+
+
+# -- restore ---------------------------------------------------------------------------------------
+def restore(ws: Workspace, source: str | Path, *, yes: bool = False) -> Path:
+    """Make the agent state equal to a snapshot; returns the snapshot of the state it replaced.
+
+    ``source`` is a file or "vK" (the newest snapshot of version K). A version not newer than the
+    current one is refused unless ``yes``; vault/, runs/ and everything else outside the agent
+    state are left alone.
+    """
+    with ws.lock("restore"):
+        recover(ws)
+        path = _resolve_source(ws, source)
+        archive = _inspect(path, *_caps(ws))
+        current = ws.load_config().version
+        if archive.version <= current and not yes:
+            how = "older than" if archive.version < current else "the same as"
+            raise SkillsmithError(
+                f"{path}: holds version {archive.version}, {how} the current version {current}; "
+                "pass --yes to restore it anyway"
+            )
+        stage = ws.root / f".tmp-restore-{secrets.token_hex(4)}"
+        items = sorted(archive.top & set(STATE_ITEMS) | set(_STATE_DIRS))
+        _busy.add(ws.root)
+        try:
+            try:
+                _extract(path, stage / "new")
+                before, _ = _write_snapshot(ws, f"before restoring {path.name}")
+            except BaseException:
+                shutil.rmtree(stage, ignore_errors=True)
+                raise
+            atomic_write_json(
+                ws.root / RESTORE_JOURNAL,
+                {"stage": stage.name, "items": items, "source": str(path)},
+            )
+            _swap(ws, stage, items)
+        finally:
+            _busy.discard(ws.root)
+        append_jsonl(
+            ws.snapshots_dir / RESTORE_LOG,
+            {
+                "when": utc_now(),
+                "source": str(path),
+                "version": archive.version,
+                "replaced_version": current,
+                "pre_restore": f"snapshots/{before.name}",
+            },
+        )
+        return before
+
+
+def _resolve_source(ws: Workspace, source: str | Path) -> Path:
+    text = str(source)
+    if re.fullmatch(r"v\d+", text) and not Path(text).exists():
+        wanted = int(text[1:])
+        matches = [s for s in list_snapshots(ws) if s.version == wanted]
+        if not matches:
+            have = ", ".join(sorted({f"v{s.version}" for s in list_snapshots(ws)})) or "none"
+            raise SkillsmithError(f"{ws.snapshots_dir}: no snapshot of {text} (have: {have})")
+        return matches[-1].path
+    path = Path(source).expanduser().resolve()
+    if not path.is_file():
+        raise SkillsmithError(f"{path}: no such snapshot file")
+    return path
+
+
+def _extract(path: Path, dest: Path) -> None:
+    """Unpack an inspected archive into ``dest`` (inside the workspace, so the swap is a rename)."""
+    dest.mkdir(parents=True)
+    with tarfile.open(path, "r:gz") as tar:
+        for member in tar:
+            name = _member_name(member.name)
+            if name is None or name == MANIFEST:
+                continue
+            target = dest / name
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif member.issym():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.symlink(member.linkname, target)
+                except OSError:
+                    atomic_write_text(target, member.linkname + "\n")
+            else:
+                src = tar.extractfile(member)
+                assert src is not None  # inspected: a regular file
+                with atomic_open(target, mode=member.mode & 0o755 | 0o600) as out:
+                    shutil.copyfileobj(src, out, 1024 * 1024)
+                os.utime(target, (member.mtime, member.mtime))
+    for item in _STATE_DIRS:
+        (dest / item).mkdir(exist_ok=True)
+    fsync_dir(dest)
+
+
+def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:
+    """Move each state item of ``stage/new`` into place and the replaced one into ``stage/old``.
+
+    Runs again unchanged after a crash: an item still waiting in ``new`` is swapped, one already
+    swapped is left alone, and an item the snapshot lacks (AGENTS.md) is moved out, so the result
+    is always the whole new state.
+    """
+    new, old = stage / "new", stage / "old"
+    old.mkdir(parents=True, exist_ok=True)
+    for item in STATE_ITEMS:
+        src, live, kept = new / item, ws.root / item, old / item
+        waiting = src.exists() or src.is_symlink()
+        if item in items and not waiting:
+            continue  # swapped before a crash
+        if (live.exists() or live.is_symlink()) and not (kept.exists() or kept.is_symlink()):
+            os.rename(live, kept)
+        if waiting:
+            os.rename(src, live)
+    fsync_dir(ws.root)
+    (ws.root / RESTORE_JOURNAL).unlink()
+    fsync_dir(ws.root)
+    shutil.rmtree(stage)
+
+
+# -- import ----------------------------------------------------------------------------------------
+def import_snapshot(ws: Workspace, path: Path) -> Path:
+    """Copy a snapshot made elsewhere into ``snapshots/`` once it passes every restore check."""
+    path = Path(path).expanduser().resolve()
+    if not path.is_file():
+        raise SkillsmithError(f"{path}: no such snapshot file")
+    with ws.lock("import snapshot"):
+        recover(ws)
+        archive = _inspect(path, *_caps(ws))
+        dest = _free_name(ws, archive.version)
+        with path.open("rb") as src, atomic_open(dest) as out:
+            shutil.copyfileobj(src, out, 1024 * 1024)
+        return dest
+
+
+# -- recovery --------------------------------------------------------------------------------------
+def _leftovers(ws: Workspace) -> Iterator[Path]:
+    if ws.root in _busy:
+        return
+    if ws.root.is_dir():
+        yield from (p for p in ws.root.iterdir() if p.name.startswith(".tmp-restore-"))
+    if ws.snapshots_dir.is_dir():
+        yield from (
+            p
+            for p in ws.snapshots_dir.iterdir()
+            if p.name.startswith(".") and p.name.endswith(".tmp")
+        )
+
+
+def needs_recovery(ws: Workspace) -> bool:
+    """Cheap check whether a crashed snapshot or restore left something to finish or remove."""
+    if ws.root in _busy:
+        return False
+    return (ws.root / RESTORE_JOURNAL).exists() or any(_leftovers(ws))
+
+
+def recover(ws: Workspace) -> None:
+    """Finish a restore whose swap had begun; drop the temp files of anything that had not.
+
+    Call with the workspace lock held.
+    """
+    if ws.root in _busy:
+        return
+    journal = ws.root / RESTORE_JOURNAL
+    if journal.exists():
+        try:
+            intent = json.loads(journal.read_bytes())
+            stage, items = ws.root / intent["stage"], list(intent["items"])
+        except (ValueError, KeyError, TypeError):
+            raise FormatError(journal, "stage", "expected the restore journal's fields") from None
+        if stage.is_dir():
+            _swap(ws, stage, items)
+        else:
+            journal.unlink()
+    for path in list(_leftovers(ws)):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()

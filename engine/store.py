@@ -1,0 +1,519 @@
+"""The version store of one skill: ``history/<name>/`` (DESIGN.md "Workspace layout").
+
+Every published text is kept as ``vN/`` forever; ``current`` names the active one and
+``skills/<name>/SKILL.md`` mirrors it. Rolling back only moves the pointer, so nothing is lost, and
+every move is written to ``edit_audit.jsonl`` so a skill that silently went v7 → v5 can always be
+explained. Branches (``branches/<b>/``) get their own versions and pointer but share the skill's
+taboo list, audit and timeline, so a lesson learnt on an experiment protects the main line too.
+
+Crash safety: a multi-file change (new version folder, pointer, active SKILL.md, workspace
+version, log lines) is first written down as an intent in ``.pending.json``; each step is
+idempotent, so whoever opens the store next rolls an interrupted change forward. A crash therefore
+leaves the old state (intent not yet written) or, after recovery, the new one — never a mix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import FormatError, LockError, SkillsmithError
+from engine.events import utc_now
+from engine.fsutil import (
+    append_jsonl,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    fsync_dir,
+    read_jsonl,
+)
+from engine.taboo import TabooEntry, TabooList, diff_hash, read_taboo, taboo_records
+from engine.workspace import Workspace
+
+__all__ = [
+    "SkillStore",
+    "TabooEntry",
+    "TabooList",
+    "VersionInfo",
+    "check_name",
+    "diff_hash",
+    "is_leftover",
+    "stores_of",
+    "unified_diff",
+]
+
+VERSION_FILES = ("SKILL.md", "metrics.json", "gate_verdict.json", "patch.diff", "provenance.json")
+JOURNAL = ".pending.json"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_VERSION = re.compile(r"^v(\d+)$")
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    version: str
+    path: Path
+    created_at: str
+    why: str
+    parent: str | None
+
+
+def check_name(kind: str, name: str) -> str:
+    """Skill and branch names become folder names, so they may not climb out of history/."""
+    if not _NAME.match(name) or ".." in name:
+        raise SkillsmithError(
+            f"{kind} name {name!r}: expected letters, digits, '.', '_' or '-' (no '..', no '/')"
+        )
+    return name
+
+
+def version_number(version: str) -> int:
+    match = _VERSION.match(version)
+    if not match:
+        raise SkillsmithError(f"version {version!r}: expected vN (for example v3)")
+    return int(match.group(1))
+
+
+def unified_diff(old: str, new: str) -> str:
+    """The patch of one SKILL.md edit, in the ``--- a/SKILL.md`` form the patch filters expect."""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), "a/SKILL.md", "b/SKILL.md"
+    )
+    out: list[str] = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def read_text(path: Path) -> str:
+    """Text exactly as stored: ``Path.read_text`` would turn CRLF into LF."""
+    return path.read_bytes().decode("utf-8")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise FormatError(path, None, "file is missing") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(path, None, f"expected JSON ({exc})") from None
+
+
+def is_leftover(name: str) -> bool:
+    """Temporary names this store and fsutil create; anything else belongs to someone."""
+    return name.startswith((".tmp-", ".current.")) or (
+        name.startswith(".") and name.endswith(".tmp")
+    )
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+class SkillStore:
+    """Versions, pointer, audit, timeline and taboo list of one skill (optionally one branch)."""
+
+    def __init__(self, ws: Workspace, name: str, branch: str | None = None) -> None:
+        self.ws = ws
+        self.name = check_name("skill", name)
+        self.branch = check_name("branch", branch) if branch is not None else None
+        self.root = ws.history_dir / name
+        self.dir = self.root if branch is None else self.root / "branches" / branch
+        if branch is not None and not self.dir.is_dir():
+            raise SkillsmithError(
+                f"{self.dir}: skill '{name}' has no branch '{branch}' (fork it first)"
+            )
+        self._recover_if_needed()
+
+    # -- paths -------------------------------------------------------------------------------------
+    @property
+    def skill_file(self) -> Path:
+        return self.ws.skill_path(self.name)
+
+    @property
+    def audit_path(self) -> Path:
+        return self.root / "edit_audit.jsonl"
+
+    @property
+    def timeline_path(self) -> Path:
+        return self.root / "timeline.jsonl"
+
+    @property
+    def taboo_path(self) -> Path:
+        return self.root / "taboo.json"
+
+    def _versions_dir(self, branch: str | None) -> Path:
+        return self.root if branch is None else self.root / "branches" / branch
+
+    # -- reading -----------------------------------------------------------------------------------
+    def current(self) -> str | None:
+        return self._pointer(self.dir)
+
+    def _pointer(self, vdir: Path) -> str | None:
+        pointer = vdir / "current"
+        if pointer.is_symlink():
+            target = os.readlink(pointer)
+        elif pointer.is_file():
+            target = pointer.read_text(encoding="utf-8").strip()
+        else:
+            return None
+        if not _VERSION.match(target) or not (vdir / target).is_dir():
+            raise FormatError(
+                pointer, None, f"expected a pointer to an existing vN, got {target!r}"
+            )
+        return target
+
+    def versions(self) -> list[VersionInfo]:
+        found: list[VersionInfo] = []
+        for version in self._version_names(self.dir):
+            path = self.dir / version
+            prov = _read_json(path / "provenance.json")
+            if not isinstance(prov, dict):
+                raise FormatError(path / "provenance.json", None, "expected a JSON object")
+            found.append(
+                VersionInfo(
+                    version=version,
+                    path=path,
+                    created_at=str(prov.get("created_at", "")),
+                    why=str(prov.get("why", "")),
+                    parent=prov.get("parent"),
+                )
+            )
+        return found
+
+    @staticmethod
+    def _version_names(vdir: Path) -> list[str]:
+        if not vdir.is_dir():
+            return []
+        names = [p.name for p in vdir.iterdir() if _VERSION.match(p.name) and p.is_dir()]
+        return sorted(names, key=version_number)
+
+    def read(self, version: str) -> str:
+        version_number(version)
+        path = self.dir / version / "SKILL.md"
+        if not path.is_file():
+            have = ", ".join(self._version_names(self.dir)) or "none"
+            raise SkillsmithError(f"{self.dir}: no version {version} (have: {have})")
+        return read_text(path)
+
+    def timeline(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.timeline_path)
+
+    def audit(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.audit_path)
+
+    def branches(self) -> list[str]:
+        bdir = self.root / "branches"
+        if not bdir.is_dir():
+            return []
+        return sorted(p.name for p in bdir.iterdir() if p.is_dir() and not is_leftover(p.name))
+
+    def taboo(self) -> TabooList:
+        return TabooList(self.taboo_path, self._append_taboo, utc_now)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def ensure_adopted(self) -> str | None:
+        """Make the skill's existing SKILL.md its ``v0`` (first use); returns the current version.
+
+        A branch is adopted by construction; a skill with neither history nor SKILL.md has no
+        version yet (its first publish creates it) and returns None.
+        """
+        found = self.current()
+        if found is not None or self.branch is not None:
+            return found
+        with self.ws.lock(f"adopt {self.name}"):
+            self._recover()
+            found = self.current()
+            if found is not None or not self.skill_file.is_file():
+                return found
+            text = read_text(self.skill_file)
+            return self._stage_version(
+                text,
+                why=f"adopted from skills/{self.name}/SKILL.md",
+                parent=None,
+                metrics={},
+                gate_verdict={"verdict": "adopted", "gates": []},
+                patch="",
+                provenance={"source": "adopt"},
+                bump=False,
+            )
+
+    def publish(
+        self,
+        text: str,
+        *,
+        why: str,
+        metrics: dict[str, Any] | None = None,
+        gate_verdict: dict[str, Any] | None = None,
+        patch: str | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> str:
+        """Make ``text`` the next version and point ``current`` at it; returns the new "vN".
+
+        On the main line this also replaces ``skills/<name>/SKILL.md`` and bumps the workspace
+        version; a branch is an experiment and leaves the active agent state alone.
+        """
+        with self.ws.lock(f"publish {self.name}"):
+            self._recover()
+            parent = self.ensure_adopted()
+            old = self.read(parent) if parent is not None else ""
+            if parent is not None and old == text:
+                raise SkillsmithError(
+                    f"{self.dir / parent}: nothing to publish, the text is identical to {parent}"
+                )
+            self._refuse_drift(parent, text)
+            return self._stage_version(
+                text,
+                why=why,
+                parent=parent,
+                metrics=metrics or {},
+                gate_verdict=gate_verdict or {"verdict": "accepted", "gates": [], "reason": why},
+                patch=unified_diff(old, text) if patch is None else patch,
+                provenance=provenance or {},
+                bump=self.branch is None,
+            )
+
+    def rollback(self, version: str, *, why: str) -> None:
+        """Point ``current`` back at an earlier (or any existing) version; nothing is deleted."""
+        with self.ws.lock(f"rollback {self.name}"):
+            self._recover()
+            cur = self.ensure_adopted()
+            self.read(version)
+            if version == cur:
+                raise SkillsmithError(f"{self.dir / 'current'}: already at {version}")
+            self._refuse_drift(cur, None)
+            self._commit(
+                {"op": "rollback", "branch": self.branch, "from": cur, "to": version, "why": why}
+            )
+
+    def fork(self, branch: str) -> SkillStore:
+        """Start ``branches/<branch>/`` at the current version; it shares this skill's taboo."""
+        check_name("branch", branch)
+        with self.ws.lock(f"fork {self.name}"):
+            self._recover()
+            base = self.ensure_adopted()
+            if base is None:
+                raise SkillsmithError(f"{self.skill_file}: no such skill to fork")
+            target = self.root / "branches" / branch
+            if target.exists():
+                raise SkillsmithError(f"{target}: branch '{branch}' already exists")
+            stage = self.root / "branches" / f".tmp-fork-{secrets.token_hex(4)}"
+            for fname in VERSION_FILES:
+                atomic_write_bytes(stage / base / fname, (self.dir / base / fname).read_bytes())
+            fsync_dir(stage / base)
+            self._set_pointer(stage, base)
+            source = self.branch or "main"
+            self._commit(
+                {
+                    "op": "fork",
+                    "branch": branch,
+                    "from": None,
+                    "to": base,
+                    "why": f"fork of {source} at {base}",
+                    "forked_from": source,
+                    "stage": str(stage.relative_to(self.root)),
+                    "target": str(target.relative_to(self.root)),
+                }
+            )
+        return SkillStore(self.ws, self.name, branch)
+
+    def record(self, op: str, **data: Any) -> None:
+        """Append one line to the skill's timeline (candidate decisions, snapshots, undos)."""
+        with self.ws.lock(f"{op} {self.name}"):
+            append_jsonl(
+                self.timeline_path, {"when": utc_now(), "op": op, "branch": self.branch, **data}
+            )
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _refuse_drift(self, cur: str | None, text: str | None) -> None:
+        """Hand edits to skills/<name>/SKILL.md are never overwritten without being kept first."""
+        if self.branch is not None or cur is None or not self.skill_file.is_file():
+            return
+        live = read_text(self.skill_file)
+        if live != self.read(cur) and live != text:
+            raise SkillsmithError(
+                f"{self.skill_file}: edited by hand since {cur}; publish it first "
+                f"(skillsmith publish {self.name} {self.skill_file} --why …) so it is not lost"
+            )
+
+    def _stage_version(
+        self,
+        text: str,
+        *,
+        why: str,
+        parent: str | None,
+        metrics: dict[str, Any],
+        gate_verdict: dict[str, Any],
+        patch: str,
+        provenance: dict[str, Any],
+        bump: bool,
+    ) -> str:
+        names = self._version_names(self.dir)
+        version = f"v{version_number(names[-1]) + 1}" if names else "v0"
+        now = utc_now()
+        stage = self.dir / f".tmp-publish-{secrets.token_hex(4)}"
+        prov = {
+            **provenance,
+            "version": version,
+            "parent": parent,
+            "why": why,
+            "created_at": now,
+            "branch": self.branch,
+        }
+        atomic_write_text(stage / "SKILL.md", text)
+        atomic_write_json(stage / "metrics.json", metrics)
+        atomic_write_json(stage / "gate_verdict.json", gate_verdict)
+        atomic_write_text(stage / "patch.diff", patch)
+        atomic_write_json(stage / "provenance.json", prov)
+        fsync_dir(stage)
+        intent: dict[str, Any] = {
+            "op": "publish",
+            "branch": self.branch,
+            "from": parent,
+            "to": version,
+            "why": why,
+            "stage": str(stage.relative_to(self.root)),
+            "target": str((self.dir / version).relative_to(self.root)),
+        }
+        if provenance.get("source") == "adopt":
+            intent["adopted"] = True
+        if bump:
+            intent["workspace_version"] = self.ws.load_config().version + 1
+        self._commit(intent)
+        return version
+
+    def _append_taboo(self, entry: TabooEntry) -> TabooEntry:
+        with self.ws.lock(f"taboo {self.name}"):
+            self._recover()
+            for known in read_taboo(self.taboo_path):
+                if known.rule_id == entry.rule_id and known.diff_hash == entry.diff_hash:
+                    return known
+            self._commit(
+                {
+                    "op": "taboo_append",
+                    "branch": self.branch,
+                    "entry": taboo_records([entry])[0],
+                }
+            )
+            return entry
+
+    def _commit(self, intent: dict[str, Any]) -> None:
+        intent = {**intent, "op_id": secrets.token_hex(8), "when": utc_now()}
+        journal = self.root / JOURNAL
+        atomic_write_json(journal, intent)
+        self._apply(intent)
+        journal.unlink()
+        fsync_dir(self.root)
+
+    def _apply(self, intent: dict[str, Any]) -> None:
+        """Carry out (or finish) one intent; every step can safely run twice."""
+        op = intent["op"]
+        branch = intent.get("branch")
+        vdir = self._versions_dir(branch)
+        if "stage" in intent:
+            target = self.root / intent["target"]
+            if not target.exists():
+                os.rename(self.root / intent["stage"], target)
+                fsync_dir(target.parent)
+        if op in ("publish", "rollback", "fork"):
+            self._set_pointer(vdir, intent["to"])
+            if branch is None:
+                text = read_text(vdir / intent["to"] / "SKILL.md")
+                if not self.skill_file.is_file() or read_text(self.skill_file) != text:
+                    atomic_write_text(self.skill_file, text)
+            if "workspace_version" in intent:
+                cfg = self.ws.load_config()
+                if cfg.version < intent["workspace_version"]:
+                    cfg.version = intent["workspace_version"]
+                    self.ws.save_config(cfg)
+            audit = {
+                k: intent.get(k) for k in ("when", "from", "to", "why", "branch", "op", "op_id")
+            }
+            self._append_once(self.audit_path, audit)
+        if op == "taboo_append":
+            entries = read_taboo(self.taboo_path)
+            entry = TabooEntry(**intent["entry"])
+            if entry not in entries:
+                atomic_write_json(self.taboo_path, taboo_records([*entries, entry]))
+        line = {k: v for k, v in intent.items() if k not in ("stage", "target", "entry")}
+        self._append_once(self.timeline_path, {**line, **intent.get("entry", {})})
+
+    @staticmethod
+    def _append_once(path: Path, record: dict[str, Any]) -> None:
+        """Append unless a previous, interrupted attempt already wrote this operation's line."""
+        rows = read_jsonl(path)
+        if rows and rows[-1].get("op_id") == record["op_id"]:
+            return
+        append_jsonl(path, record)
+
+    @staticmethod
+    def _set_pointer(vdir: Path, version: str) -> None:
+        """Move ``current`` atomically: a new link under a temp name renamed over the old one."""
+        pointer = vdir / "current"
+        if pointer.is_symlink() and os.readlink(pointer) == version:
+            return
+        tmp = vdir / f".current.{secrets.token_hex(4)}"
+        try:
+            os.symlink(version, tmp)
+        except OSError:  # no symlinks here (some network and Windows filesystems)
+            atomic_write_text(pointer, version + "\n")
+            return
+        os.replace(tmp, pointer)
+        fsync_dir(vdir)
+
+    # -- recovery ----------------------------------------------------------------------------------
+    def _leftovers(self) -> Iterator[Path]:
+        dirs = [self.root, self.skill_file.parent]
+        if (self.root / "branches").is_dir():
+            dirs.append(self.root / "branches")
+            dirs.extend(p for p in (self.root / "branches").iterdir() if p.is_dir())
+        for d in dirs:
+            if d.is_dir():
+                yield from (p for p in d.iterdir() if is_leftover(p.name))
+
+    def _recover_if_needed(self) -> None:
+        from engine.snapshots import needs_recovery
+
+        quiet = not (self.root / JOURNAL).exists() and not any(self._leftovers())
+        if quiet and not needs_recovery(self.ws):
+            return
+        try:
+            with self.ws.lock(f"recover {self.name}", wait_s=0):
+                self._recover()
+        except LockError:
+            pass  # the holder is alive and finishes its own work; the next writer recovers
+
+    def _recover(self) -> None:
+        """Finish an interrupted change and drop the temp files of one that never committed."""
+        from engine.snapshots import recover
+
+        recover(self.ws)
+        journal = self.root / JOURNAL
+        if journal.exists():
+            intent = _read_json(journal)
+            staged = "stage" not in intent or (self.root / intent["target"]).exists()
+            if staged or (self.root / intent["stage"]).exists():
+                self._apply(intent)
+            journal.unlink()
+            fsync_dir(self.root)
+        for path in list(self._leftovers()):
+            _remove(path)
+
+
+def stores_of(ws: Workspace) -> Iterator[SkillStore]:
+    """Stores of every skill that has a history (for workspace-wide timeline lines)."""
+    if not ws.history_dir.is_dir():
+        return
+    for path in sorted(ws.history_dir.iterdir()):
+        if path.is_dir() and not is_leftover(path.name) and _NAME.match(path.name):
+            yield SkillStore(ws, path.name)
