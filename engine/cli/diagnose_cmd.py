@@ -1,0 +1,171 @@
+"""``skillsmith diagnose RUN``: why did the cases of a run fail, and can the labels be trusted?"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from engine.cli import print_json, wants_json, workspace_of
+from engine.config import Config
+from engine.diagnosis import Diagnosis, Registry
+from engine.diagnosis.run import benchmark_of, diagnose_run, load_run
+from engine.errors import SkillsmithError
+from engine.gt_audit import GtAudit, audit_runs
+from engine.workspace import Workspace
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        parents=[common],
+        help="trace summaries, rule hits, root causes, ground-truth suspicion",
+    )
+    p.add_argument("run", help="run id under runs/ or a path to a run folder")
+    p.add_argument("--skill", help="skill whose steps are cross-checked (default: the only one)")
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="another run of the benchmark (e.g. another skill version) for the GT audit",
+    )
+    p.add_argument("--traces", action="store_true", help="print every trace summary in full")
+    p.set_defaults(func=_diagnose)
+
+
+def _workspace(args: argparse.Namespace) -> Workspace | None:
+    """The workspace if there is one; a path to an exported run needs none."""
+    try:
+        return workspace_of(args)
+    except SkillsmithError:
+        if getattr(args, "workspace", None):
+            raise
+        return None
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    ws = _workspace(args)
+    config = ws.load_config() if ws is not None else Config()
+    registry = Registry.for_folder(ws.root / config.diagnosis.checkers_dir if ws else None)
+    diagnosed = []
+    for ref in [args.run, *args.also]:
+        run = load_run(ref, ws)
+        bench = benchmark_of(run, ws)
+        diagnosis = diagnose_run(
+            run,
+            config=config.diagnosis,
+            registry=registry,
+            min_share=config.limits.root_cause_min_share,
+            skill=args.skill,
+            bench=bench,
+        )
+        diagnosed.append((run, diagnosis, bench))
+    primary_run, diagnosis, bench = diagnosed[0]
+    gt = audit_runs(
+        [(r, d) for r, d, _ in diagnosed], bench=bench, config=config.diagnosis.gt_audit
+    )
+    if wants_json(args):
+        print_json(
+            {
+                "run_id": primary_run.run_id,
+                "run_dir": str(primary_run.folder),
+                "benchmark": primary_run.benchmark_id,
+                "checkers": registry.ids(),
+                "diagnosis": diagnosis.to_dict(),
+                "gt_audit": gt.to_dict(),
+            }
+        )
+        return 0
+    _render(Console(highlight=False), primary_run.run_id, diagnosis, gt, traces=args.traces)
+    return 0
+
+
+def _render(
+    console: Console, run_id: str, diagnosis: Diagnosis, gt: GtAudit, *, traces: bool
+) -> None:
+    console.print(
+        f"[bold]diagnosis of {run_id}[/]: {len(diagnosis.cases)} rows, "
+        f"{len(diagnosis.failing_case_ids)} failing cases"
+    )
+    cases = Table(title="traces", title_justify="left")
+    for column in ("row", "outcome", "calls", "errors", "claimed", "evidenced", "ratio", "hits"):
+        cases.add_column(column)
+    for case in diagnosis.cases:
+        s = case.summary
+        if s is None:
+            cases.add_row(case.key, case.outcome, "-", "-", "-", "-", "-", case.note or "")
+            continue
+        cases.add_row(
+            case.key,
+            case.outcome,
+            str(s.stats.tool_calls_total),
+            f"{s.stats.errors} ({s.stats.benign_errors} benign)",
+            ",".join(map(str, s.progress.claimed)) or "-",
+            ",".join(map(str, s.progress.evidenced)) or "-",
+            f"{s.compression_ratio:.0f}:1",
+            ", ".join(case.rule_ids) or "-",
+        )
+    console.print(cases)
+    if diagnosis.root_causes:
+        causes = Table(
+            title=f"root causes (a patch needs ≥ {diagnosis.min_share:.0%} of failures)",
+            title_justify="left",
+        )
+        for column in ("root cause", "cases", "share", "patch", "case ids"):
+            causes.add_column(column)
+        n = len(diagnosis.failing_case_ids)
+        for rc in diagnosis.root_causes:
+            causes.add_row(
+                rc.id,
+                f"{rc.count}/{n}",
+                f"{rc.share:.0%}",
+                "[green]yes[/]" if rc.worth_patch else "no",
+                ", ".join(rc.case_ids),
+            )
+        console.print(causes)
+        for rc in diagnosis.root_causes:
+            console.print(f"[bold]{rc.id}[/]: {rc.explanation}")
+            for line in rc.evidence:
+                console.print(f"    {line}", markup=False)
+    else:
+        console.print("no root cause: no failing case shows a flow anomaly")
+    if diagnosis.undiagnosed_case_ids:
+        console.print(f"undiagnosed failures: {', '.join(diagnosis.undiagnosed_case_ids)}")
+    if diagnosis.low_priority:
+        flawed = "; ".join(f"{c} ({', '.join(r)})" for c, r in diagnosis.low_priority.items())
+        console.print(f"passing but flawed (low priority): {flawed}", markup=False)
+    verdict = "evolution triggered" if diagnosis.triggers_evolution else "no evolution"
+    console.print(f"[bold]{verdict}[/] (direction: {diagnosis.direction or '-'})")
+    _render_gt(console, gt)
+    if traces:
+        for case in diagnosis.cases:
+            if case.summary is not None:
+                console.print(case.summary.render_text(), markup=False)
+
+
+def _render_gt(console: Console, gt: GtAudit) -> None:
+    if gt.suspicions:
+        table = Table(title=f"ground-truth suspicion (flag ≥ {gt.threshold})", title_justify="left")
+        for column in ("case", "score", "flagged", "reasons"):
+            table.add_column(column)
+        for s in gt.suspicions:
+            table.add_row(
+                s.case_id,
+                f"{s.score:.2f}",
+                "[yellow]GT suspect[/]" if s.flagged else "-",
+                "; ".join(s.reasons) or "-",
+            )
+        console.print(table)
+    for problem in gt.data_quality:
+        if problem["problem"] == "contradictory_labels_in_type":
+            labels = "; ".join(f"{k}: {', '.join(v)}" for k, v in problem["labels"].items())
+            console.print(f"data quality: type {problem['case_type']!r} has labels {labels}")
+        else:
+            a, b = problem["case_ids"]
+            console.print(
+                f"data quality: {a} and {b} are near-identical "
+                f"({problem['similarity']:.2f}) but labelled {problem['labels']}"
+            )
