@@ -5,6 +5,9 @@ engine runs unchanged on the real Anthropic API (:class:`AnthropicLLM`) or on th
 with no network (:class:`OfflineLLM`). Every call is accounted (tokens, cache use, cost, retries)
 per call and per client, because every number must trace back to what produced it.
 
+Prompts are passed through :func:`engine.vault.redact` on the way out, so no vault value or
+key-shaped string reaches the API whatever a caller put into them.
+
 The system prompt is the stable prefix of every call a role makes (instructions, the skill under
 edit), so it is sent as one text block marked ``cache_control: ephemeral``: repeated calls read it
 from the prompt cache at a tenth of the input price.
@@ -282,13 +285,13 @@ class AnthropicLLM(_Accounted):
     ) -> Completion:
         limit = max_tokens or self.max_tokens
         system_blocks: list[TextBlockParam] | anthropic.Omit = (
-            [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+            [{"type": "text", "text": redact(system), "cache_control": {"type": "ephemeral"}}]
             if system
             else anthropic.omit
         )
         tool_params = cast("list[ToolUnionParam]", list(tools)) if tools else anthropic.omit
         choice = cast("ToolChoiceParam", tool_choice) if tool_choice else anthropic.omit
-        params = cast("list[MessageParam]", messages)
+        params = cast("list[MessageParam]", _redacted(messages))
         started = time.monotonic()
         try:
             if on_text is None and limit <= STREAM_ABOVE_TOKENS:
@@ -394,6 +397,21 @@ class AnthropicLLM(_Accounted):
         else:
             line = f"{where}: {type(exc).__name__}: {exc}"
         return redact(" ".join(line.split()))
+
+
+def _redacted(value: Any) -> Any:
+    """A copy of a message structure with every string passed through :func:`redact`.
+
+    The last line of defence of "no secret in a prompt": whatever a caller assembled (traces,
+    tool output, file contents), no vault value or key-shaped string leaves the machine.
+    """
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    return value
 
 
 def _api_error(exc: anthropic.APIStatusError) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
@@ -253,6 +254,29 @@ def test_key_never_in_errors_or_logs(
     assert KEY not in caplog.text
     for request in messages_server.requests:
         assert KEY not in str(request.headers)
+
+
+def test_secrets_never_reach_the_api(messages_server: MessagesServer) -> None:
+    aws = "AKIAIOSFODNN7EXAMPLE"
+    messages_server.reply(Reply(text="ok", tool_uses=[ToolUse("read", {"path": "x"})]), "done")
+    llm = client(messages_server)
+    history: list[dict[str, Any]] = [{"role": "user", "content": f"trace: token={KEY}"}]
+    first = llm.complete(f"skill text, leaked {aws}", history)
+    history += [
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": aws}]},
+    ]
+    llm.complete("s", history)
+
+    assert first.text == "ok"
+    for request in messages_server.message_requests:
+        sent = json.dumps(request.json)
+        assert KEY not in sent and aws not in sent
+        assert "[REDACTED]" in sent
+    assert history[0]["content"] == f"trace: token={KEY}"  # the caller's data is not mutated
 
 
 def test_timeout_is_one_line(messages_server: MessagesServer) -> None:
