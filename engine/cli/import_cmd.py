@@ -1,0 +1,61 @@
+"""``skillsmith import KIND PATH --bench ID``: runs and test sets from elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from engine.cli import print_json, wants_json, workspace_of
+from engine.errors import UsageError
+from engine.importers import import_cases, import_evals, import_run
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "import",
+        parents=[common],
+        help="import a run export, skill-creator evals.json, or a JSONL/CSV of cases",
+        description=(
+            "KIND run: a results.jsonl + sessions/ (+ manifest.json) export, folder or .zip, "
+            "into runs/. KIND evals: skill-creator's evals/evals.json into benchmarks/ID. "
+            "KIND cases: a .jsonl or .csv of (input, expected) into benchmarks/ID."
+        ),
+    )
+    p.add_argument(
+        "kind", choices=("run", "evals", "cases"), metavar="KIND", help="run|evals|cases"
+    )
+    p.add_argument("path", type=Path, metavar="PATH")
+    p.add_argument("--bench", metavar="ID", help="benchmark id (required for evals and cases)")
+    p.add_argument("--run-id", help="run id for an imported run (default: a new one)")
+    p.add_argument(
+        "--labels", help="cases: comma-separated label set, positive first (e.g. vulnerable,safe)"
+    )
+    p.add_argument("--runs", type=int, default=1, help="runs per case of a new benchmark")
+    p.add_argument("--seed", type=int, default=7, help="split seed of a new benchmark")
+    p.set_defaults(func=_import)
+
+
+def _import(args: argparse.Namespace) -> int:
+    if args.kind != "run" and not args.bench:
+        raise UsageError(f"import {args.kind}: --bench ID is required")
+    if args.runs < 1:
+        raise UsageError("--runs: expected ≥ 1")
+    ws = workspace_of(args)
+    if args.kind == "run":
+        result = import_run(ws, args.path, bench=args.bench, run_id=args.run_id)
+        what = "rows"
+    elif args.kind == "evals":
+        result = import_evals(ws, args.path, bench=args.bench, runs=args.runs)
+        what = "cases"
+    else:
+        labels = [x.strip() for x in args.labels.split(",") if x.strip()] if args.labels else None
+        result = import_cases(
+            ws, args.path, bench=args.bench, labels=labels, runs=args.runs, seed=args.seed
+        )
+        what = "cases"
+    if wants_json(args):
+        print_json(result.to_dict())
+    else:
+        print(f"imported {result.count} {what} into {result.path}")
+    return 0
