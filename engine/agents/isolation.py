@@ -60,6 +60,7 @@ def scratch_root(workspace_root: Path) -> Path:
 
 def build_room(spec: RoomSpec, root: Path) -> Path:
     """Create a fresh run directory under ``root`` holding exactly what ``spec`` names."""
+    root.mkdir(parents=True, exist_ok=True)
     room = Path(tempfile.mkdtemp(prefix="unit-", dir=root))
     try:
         for item in sorted(spec.statement_dir.iterdir()):
@@ -68,14 +69,14 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
                     f"{item}: a statement file may not be named {item.name!r} "
                     "(the harness writes it into the run folder)"
                 )
-            _copy(item, room / item.name)
+            _copy(item, room / item.name, spec.statement_dir.resolve())
         (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
         if spec.agents_md is not None:
             (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
         for skill in spec.skills:
             target = room / spec.skills_subdir / skill.name
             if skill.folder is not None and skill.folder.is_dir():
-                _copy(skill.folder, target)
+                _copy(skill.folder, target, skill.folder.resolve())
             target.mkdir(parents=True, exist_ok=True)
             (target / "SKILL.md").write_bytes(skill.text.encode("utf-8"))
         (room / HOME_DIR).mkdir()
@@ -86,26 +87,22 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
     return room
 
 
-def _copy(src: Path, dst: Path) -> None:
-    """Copy a file or tree; symlinks are followed only when they stay inside the source.
+def _copy(src: Path, dst: Path, base: Path) -> None:
+    """Copy a file or tree; symlinks are followed only when they stay inside ``base``.
 
     A statement or skill folder linking to ``../../vault`` must not smuggle secrets in.
     """
-    base = src.resolve() if src.is_dir() else src.parent.resolve()
-    if src.is_symlink() and not _inside(src.resolve(), base if src.is_dir() else src.parent):
+    if src.is_symlink() and not _inside(src.resolve(), base):
         return
     if not src.is_dir():
         shutil.copyfile(src, dst)
         return
     dst.mkdir(parents=True, exist_ok=True)
     for child in sorted(src.iterdir()):
-        if child.is_symlink() and not _inside(child.resolve(), base):
-            continue
-        _copy(child, dst / child.name)
+        _copy(child, dst / child.name, base)
 
 
 def _inside(path: Path, base: Path) -> bool:
-    base = base.resolve()
     return path == base or base in path.parents
 
 

@@ -1,0 +1,78 @@
+"""Workspaces wired to the test agents of tests/agents/, for the agent and runner tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from engine.workspace import Workspace
+from tests.bench_helpers import write_benchmark, write_case
+
+AGENTS = Path(__file__).resolve().parent / "agents"
+SCRIPTED = AGENTS / "scripted_agent.py"
+ADVERSARIAL = AGENTS / "adversarial_agent.py"
+COUNT_ENV = "SKILLSMITH_TEST_COUNT_DIR"
+LABELS = {"labels": ["vulnerable", "safe"], "runs_per_case": 1, "seed": 7}
+
+
+def command_workspace(
+    root: Path,
+    script: Path = SCRIPTED,
+    *,
+    timeout_s: float = 20.0,
+    max_output_bytes: int = 1_000_000,
+    env_allow: tuple[str, ...] = (COUNT_ENV,),
+) -> Workspace:
+    """A workspace whose target agent is ``python <script>`` (kind ``command``)."""
+    ws = Workspace.init(root)
+    cfg = ws.load_config()
+    cfg.agent.kind = "command"
+    cfg.agent.command = [sys.executable, str(script)]
+    cfg.agent.timeout_s = timeout_s
+    cfg.agent.max_output_bytes = max_output_bytes
+    cfg.agent.env_allow = list(env_allow)
+    ws.save_config(cfg)
+    return ws
+
+
+def add_skill(ws: Workspace, name: str, body: str, files: dict[str, str] | None = None) -> Path:
+    folder = ws.skills_dir / name
+    folder.mkdir(parents=True, exist_ok=True)
+    text = f"---\nname: {name}\ndescription: Audit code. Use for every audit.\n---\n{body}"
+    (folder / "SKILL.md").write_text(text, encoding="utf-8")
+    for rel, content in (files or {}).items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(content, encoding="utf-8")
+    return folder
+
+
+def mode_benchmark(
+    ws: Workspace,
+    cases: dict[str, tuple[str, str, str]],
+    *,
+    bench_id: str = "b",
+    runs: int = 1,
+) -> Path:
+    """Cases ``id → (mode, code, expected)`` for the scripted agent (mode.txt, code.txt)."""
+    root = write_benchmark(
+        ws.benchmarks_dir / bench_id, {}, config={**LABELS, "runs_per_case": runs}
+    )
+    for case_id, (mode, code, expected) in cases.items():
+        write_case(
+            root, case_id, {"expected": expected}, files={"mode.txt": mode, "code.txt": code}
+        )
+    return root
+
+
+def launches(count_dir: Path) -> list[str]:
+    path = count_dir / "launches"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs code: a zombie (killed, not yet reaped by init) does not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")

@@ -1,0 +1,181 @@
+"""The sealed run directory: what an agent can and cannot see (real subprocesses, real files)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.agents import RoomSpec, SkillFiles, build_room, remove_room, room_env, scratch_root
+from engine.errors import SkillsmithError
+from engine.runner import run_evaluation
+from engine.vault import write_secret
+from engine.workspace import Workspace
+from tests.bench_helpers import write_benchmark, write_case
+from tests.runner_helpers import ADVERSARIAL, LABELS, add_skill, command_workspace
+
+RUBRIC_SECRET = "the injection sits in handler dot py near the cursor call"
+VAULT_SECRET = "vault-value-5b7e1c9d2a"
+API_KEY = "sk-ant-api03-adversarial-test-key-0123456789"
+
+
+def _report(session_file: Path) -> dict[str, object]:
+    lines = [json.loads(line) for line in session_file.read_text().splitlines()]
+    answer = next(ln["content"] for ln in reversed(lines) if ln["type"] == "assistant")
+    encoded = answer.split("REPORT ", 1)[1].split()[0]
+    report: dict[str, object] = json.loads(bytes.fromhex(encoded))
+    return report
+
+
+def test_adversarial_agent_finds_no_rubric_vault_workspace_or_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    monkeypatch.setenv("SKILLSMITH_WORKSPACE", str(tmp_path / "ws"))
+    ws = command_workspace(tmp_path / "ws", ADVERSARIAL, env_allow=())
+    write_secret(ws, "anthropic_api_key", VAULT_SECRET)
+    (ws.agents_md).write_text("Be careful.\n")
+    add_skill(ws, "audit", "1. Read the code.\n", {"references/notes.md": "reference text\n"})
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    for case_id in ("one", "two"):
+        write_case(
+            root,
+            case_id,
+            {"expected": "vulnerable", "notes": RUBRIC_SECRET},
+            files={"handler.py": "cursor.execute(q)\n"},
+        )
+
+    result = run_evaluation(ws, "b", jobs=2)
+
+    assert [r["pass_fail"] for r in result.rows] == ["fail", "fail"]  # valid units, wrong label
+    for row in result.rows:
+        report = _report(result.run_dir / row["session_file"])
+        dump = json.dumps(report)
+        for secret in (RUBRIC_SECRET, VAULT_SECRET, API_KEY, str(ws.root), "rubric.yaml"):
+            assert secret not in dump, f"leaked {secret!r}"
+        assert "skillsmith.yaml" not in dump
+        assert report["api_key"] is None
+        env = report["env"]
+        assert isinstance(env, dict)
+        allowed = {"PATH", "LANG", "TERM", "TZ", "HOME", "TMPDIR", "PWD"}
+        allowed |= {"SKILLSMITH_PROMPT_FILE", "SKILLSMITH_SKILLS_DIR"}
+        assert {k for k in env if not k.startswith("LC_")} <= allowed
+        cwd = Path(str(report["cwd"]))
+        assert ws.root not in cwd.parents
+        assert env["HOME"] == str(cwd / ".home")
+        assert report["guesses"] == {}
+        # what it was meant to see is there: the statement, the prompt, AGENTS.md, the skill
+        siblings = report["sibling_files"]
+        assert isinstance(siblings, dict)
+        mine = {
+            Path(p).relative_to(cwd).as_posix() for p in siblings if Path(p).is_relative_to(cwd)
+        }
+        assert {"handler.py", "PROMPT.md", "AGENTS.md", "prompt.md"} <= mine
+        assert {"skills/audit/SKILL.md", "skills/audit/references/notes.md"} <= mine
+    # and the run folder holds no secret either (redaction as well as isolation)
+    for path in result.run_dir.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert VAULT_SECRET not in text and API_KEY not in text
+    key_digest = hashlib.sha256(API_KEY.encode()).hexdigest()
+    assert key_digest not in (result.run_dir / "results.jsonl").read_text()
+
+
+def test_room_holds_exactly_the_statement_prompt_agents_md_and_skills(tmp_path: Path) -> None:
+    statement = tmp_path / "statement"
+    (statement / "src").mkdir(parents=True)
+    (statement / "prompt.md").write_text("Audit.\n")
+    (statement / "src" / "a.py").write_text("x = 1\n")
+    secret_dir = tmp_path / "private"
+    secret_dir.mkdir()
+    (secret_dir / "key").write_text("do not copy\n")
+    (statement / "escape").symlink_to(secret_dir)  # a link out of the statement is not followed
+    skill_dir = tmp_path / "skill"
+    (skill_dir / "scripts").mkdir(parents=True)
+    (skill_dir / "SKILL.md").write_text("old text\n")
+    (skill_dir / "scripts" / "run.sh").write_text("echo hi\n")
+    spec = RoomSpec(
+        statement_dir=statement,
+        prompt="# Task\n\nAudit.\n",
+        skills=(SkillFiles("audit", "new text\r\n", skill_dir),),
+        skills_subdir=".claude/skills",
+        agents_md="Rules.\n",
+    )
+    room = build_room(spec, tmp_path / "scratch")
+    try:
+        files = sorted(p.relative_to(room).as_posix() for p in room.rglob("*") if p.is_file())
+        assert files == [
+            ".claude/skills/audit/SKILL.md",
+            ".claude/skills/audit/scripts/run.sh",
+            "AGENTS.md",
+            "PROMPT.md",
+            "prompt.md",
+            "src/a.py",
+        ]
+        assert (room / ".claude/skills/audit/SKILL.md").read_bytes() == b"new text\r\n"
+        assert (room / ".home").is_dir() and (room / ".tmp").is_dir()
+    finally:
+        remove_room(room)
+    assert not room.exists()
+
+
+def test_statement_file_with_a_reserved_name_is_refused(tmp_path: Path) -> None:
+    statement = tmp_path / "statement"
+    statement.mkdir()
+    (statement / "PROMPT.md").write_text("mine\n")
+    spec = RoomSpec(statement, "# Task\n", (), "skills")
+    with pytest.raises(SkillsmithError, match=r"PROMPT\.md"):
+        build_room(spec, tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["statement"]  # nothing half-built left
+
+
+def test_environment_is_built_from_the_allow_list(tmp_path: Path) -> None:
+    source = {
+        "PATH": "/bin",
+        "LC_ALL": "C",
+        "ANTHROPIC_API_KEY": "sk-x",
+        "SKILLSMITH_WORKSPACE": "/ws",
+        "MY_FLAG": "1",
+        "HOME": "/root",
+    }
+    env = room_env(tmp_path, allow=["MY_FLAG"], extra={"X": "y"}, source=source)
+    assert env == {
+        "PATH": "/bin",
+        "LC_ALL": "C",
+        "MY_FLAG": "1",
+        "HOME": str(tmp_path / ".home"),
+        "TMPDIR": str(tmp_path / ".tmp"),
+        "PWD": str(tmp_path),
+        "SKILLSMITH_PROMPT_FILE": "PROMPT.md",
+        "X": "y",
+    }
+
+
+def test_scratch_root_inside_the_workspace_is_refused(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(workspace.root / "tmp"))
+    with pytest.raises(SkillsmithError, match="inside the workspace"):
+        scratch_root(workspace.root)
+
+
+def test_room_removal_survives_an_agent_that_locked_its_files(tmp_path: Path) -> None:
+    statement = tmp_path / "statement"
+    statement.mkdir()
+    (statement / "prompt.md").write_text("x\n")
+    room = build_room(RoomSpec(statement, "# Task\n", (), "skills"), tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.chmod(outside, 0o755)
+    (room / "locked" / "deep").mkdir(parents=True)
+    (room / "locked" / "deep" / "f").write_text("x")
+    (room / "link").symlink_to(outside)
+    os.chmod(room / "locked", 0)
+    remove_room(room)
+    assert not room.exists()
+    assert outside.is_dir() and (outside.stat().st_mode & 0o777) == 0o755

@@ -1,0 +1,209 @@
+"""Agent output → session lines: the plain JSONL dialect and ``claude -p`` stream-json."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from engine.agents import OutputError, parse_claude_stream, parse_session_jsonl
+
+
+def _stream(*objs: dict[str, Any]) -> bytes:
+    return "".join(json.dumps(o) + "\n" for o in objs).encode()
+
+
+def _assistant(msg_id: str, block: dict[str, Any], usage: dict[str, int]) -> dict[str, Any]:
+    message = {"id": msg_id, "role": "assistant", "content": [block], "usage": usage}
+    return {"type": "assistant", "message": message, "session_id": "sess-1"}
+
+
+def _tool_result(call_id: str, content: Any, is_error: bool = False) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    if is_error:
+        block["is_error"] = True
+    return {"type": "user", "message": {"role": "user", "content": [block]}}
+
+
+USAGE = {"input_tokens": 3, "output_tokens": 7, "cache_read_input_tokens": 100}
+RESULT = {
+    "type": "result",
+    "subtype": "success",
+    "is_error": False,
+    "result": "STEPS DONE: 1\nVERDICT: vulnerable",
+    "total_cost_usd": 0.0421,
+    "duration_ms": 1234,
+    "num_turns": 3,
+    "usage": {
+        "input_tokens": 5,
+        "cache_creation_input_tokens": 200,
+        "cache_read_input_tokens": 300,
+        "output_tokens": 40,
+    },
+}
+
+
+def test_claude_stream_merges_messages_pairs_tools_and_reads_the_result_line() -> None:
+    raw = _stream(
+        {"type": "system", "subtype": "init", "session_id": "sess-1", "tools": ["Bash"]},
+        _assistant(
+            "m1",
+            {"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": "audit"}},
+            USAGE,
+        ),
+        _tool_result("t1", "Launching skill: audit"),
+        {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": "# Audit body"}]},
+        },
+        _assistant("m2", {"type": "text", "text": "Running step 1."}, USAGE),
+        _assistant(
+            "m2",
+            {
+                "type": "tool_use",
+                "id": "t2",
+                "name": "Bash",
+                "input": {"command": "grep -n 'eval(' code.txt", "description": "s"},
+            },
+            USAGE,
+        ),
+        _assistant(
+            "m2",
+            {"type": "tool_use", "id": "t3", "name": "Read", "input": {"file_path": "/r/a.py"}},
+            USAGE,
+        ),
+        {"type": "stream_event", "event": {"type": "ping"}},
+        {"type": "brand-new-kind", "whatever": 1},
+        _tool_result("t2", [{"type": "text", "text": "1:x = eval(y)"}]),
+        _tool_result("t3", "<tool_use_error>File does not exist.</tool_use_error>", is_error=True),
+        _assistant("m3", {"type": "thinking", "thinking": "hmm"}, USAGE),
+        _assistant("m3", {"type": "text", "text": "STEPS DONE: 1\nVERDICT: vulnerable"}, USAGE),
+        RESULT,
+    )
+    parsed = parse_claude_stream(raw, "# Task\nAudit.")
+    assert parsed.lines == [
+        {"type": "user", "content": "# Task\nAudit."},
+        {
+            "type": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "t1", "name": "Skill", "args": "audit"}],
+        },
+        {
+            "type": "tool",
+            "tool_name": "Skill",
+            "tool_call_id": "t1",
+            "result": "Launching skill: audit",
+            "is_error": False,
+        },
+        {
+            "type": "assistant",
+            "content": "Running step 1.",
+            "tool_calls": [
+                {"id": "t2", "name": "Bash", "args": "grep -n 'eval(' code.txt"},
+                {"id": "t3", "name": "Read", "args": "/r/a.py"},
+            ],
+        },
+        {
+            "type": "tool",
+            "tool_name": "Bash",
+            "tool_call_id": "t2",
+            "result": "1:x = eval(y)",
+            "is_error": False,
+        },
+        {
+            "type": "tool",
+            "tool_name": "Read",
+            "tool_call_id": "t3",
+            "result": "<tool_use_error>File does not exist.</tool_use_error>",
+            "is_error": True,
+        },
+        {"type": "assistant", "content": "STEPS DONE: 1\nVERDICT: vulnerable"},
+        {
+            "type": "result",
+            "tokens": {"input": 505, "output": 40},
+            "cost_usd": 0.0421,
+            "duration_ms": 1234,
+            "is_error": False,
+            "subtype": "success",
+            "num_turns": 3,
+        },
+    ]
+    assert parsed.tokens == {"input": 505, "output": 40}
+    assert parsed.cost_usd == 0.0421
+    assert parsed.agent_session_id == "sess-1"
+
+
+def test_usage_is_counted_once_per_message_when_the_result_has_none() -> None:
+    result = {k: v for k, v in RESULT.items() if k != "usage"}
+    raw = _stream(
+        _assistant("m1", {"type": "text", "text": "a"}, USAGE),
+        _assistant("m1", {"type": "text", "text": "b"}, USAGE),  # same message: same usage
+        _assistant("m2", {"type": "text", "text": "c"}, USAGE),
+        result,
+    )
+    parsed = parse_claude_stream(raw, "p")
+    assert parsed.tokens == {"input": 2 * 103, "output": 2 * 7}
+    assert parsed.lines[1]["content"] == "a\nb"
+
+
+def test_max_turns_is_the_agents_failure_not_an_invalid_unit() -> None:
+    result = dict(RESULT, subtype="error_max_turns", is_error=True)
+    del result["result"]
+    raw = _stream(
+        _assistant(
+            "m1",
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
+            USAGE,
+        ),
+        _tool_result("t1", "a.py"),
+        result,
+    )
+    parsed = parse_claude_stream(raw, "p")
+    assert parsed.lines[-1]["subtype"] == "error_max_turns"
+    assert parsed.lines[-2]["type"] == "tool"
+
+
+@pytest.mark.parametrize(
+    ("stream", "reason"),
+    [
+        (_stream(_assistant("m", {"type": "text", "text": "x"}, USAGE)), "without a result line"),
+        (b'{"type": "system"}\nnot json at all\n', "line 2 is not JSON"),
+        (
+            _stream(dict(RESULT, is_error=True, api_error_status=529, result="Overloaded")),
+            "API status 529",
+        ),
+        (
+            _stream(dict(RESULT, is_error=True, subtype="error_during_execution", result="")),
+            "error_during_execution",
+        ),
+    ],
+)
+def test_unusable_claude_streams_say_why(stream: bytes, reason: str) -> None:
+    with pytest.raises(OutputError, match=reason):
+        parse_claude_stream(stream, "p")
+
+
+def test_plain_session_jsonl_takes_usage_from_its_result_line() -> None:
+    raw = _stream(
+        {"type": "user", "content": "p"},
+        {"type": "assistant", "content": "VERDICT: safe", "extra": "kept"},
+        {"type": "result", "tokens": {"input": 12, "output": 3}, "cost_usd": 0.5},
+    )
+    parsed = parse_session_jsonl(raw)
+    assert parsed.lines[1] == {"type": "assistant", "content": "VERDICT: safe", "extra": "kept"}
+    assert parsed.tokens == {"input": 12, "output": 3}
+    assert parsed.cost_usd == 0.5
+
+
+@pytest.mark.parametrize(
+    ("stream", "reason"),
+    [
+        (b'{"type": "user", "content": "p"}\nhello\n', "stdout line 2 is not JSON: 'hello'"),
+        (b"[1, 2]\n", "stdout line 1 is not a session line"),
+        (b'{"content": "no type"}\n', "stdout line 1 is not a session line"),
+    ],
+)
+def test_garbage_in_plain_output_is_named_by_line(stream: bytes, reason: str) -> None:
+    with pytest.raises(OutputError, match=reason.replace("(", r"\(")):
+        parse_session_jsonl(stream)
