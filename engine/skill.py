@@ -21,6 +21,7 @@ import yaml
 from engine.errors import FormatError
 
 SKILL_FILE = "SKILL.md"
+_MISSING = object()
 BOM = "\ufeff"
 
 # One line with its own ending. Only CR, LF and CRLF end a line: str.splitlines() would also split
@@ -470,8 +471,11 @@ class SkillDoc:
             if not new_texts:
                 # Clear the section: its blank margins collapse into the trailing ones.
                 return self._splice(span.heading + 1, span.end, [])
-            last_eol = lines[span.end - 1].eol
-            raws = [t + nl for t in new_texts[:-1]] + [new_texts[-1] + last_eol]
+            # Line k keeps the ending the old line k had, so unchanged text stays byte-identical
+            # even in a file with mixed endings; the last line keeps the section's last ending.
+            eols = [ln.eol for ln in lines[span.start : span.end]]
+            raws = [t + (eols[k] if k < len(eols) - 1 else nl) for k, t in enumerate(new_texts)]
+            raws[-1] = new_texts[-1] + eols[-1]
             return self._splice(span.start, span.end, raws)
         if not new_texts:
             return self
@@ -510,6 +514,9 @@ class SkillDoc:
 
     def with_frontmatter_value(self, key: str, value: Any) -> SkillDoc:
         """Set one top-level frontmatter key; the other keys keep their raw text and order."""
+        current = self.frontmatter.get(key, _MISSING)
+        if type(current) is type(value) and current == value:
+            return self
         nl = self.newline
         dumped = yaml.safe_dump(
             {key: value},
@@ -552,24 +559,47 @@ def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
+class _YamlProblem(Exception):
+    def __init__(self, problem: str, line: int) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
+
+
+_TRAILING_BLANKS = re.compile(r"[ \t]+(?=\r\n|\r|\n|$)")
+
+
+def _compose(inner: str) -> tuple[yaml.Node | None, Any]:
+    """The YAML node tree (for key positions) and its value; problems carry the file line."""
+    loader = yaml.SafeLoader(inner)
+    try:
+        node = loader.get_single_node()
+        return node, loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 2
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _YamlProblem(f"invalid YAML: {problem}", line) from None
+    except ValueError as exc:  # e.g. a date-looking value such as 2024-13-45
+        raise _YamlProblem(f"invalid YAML value: {exc}", 2) from None
+    finally:
+        loader.dispose()
+
+
 def _parse_frontmatter(
     inner: str, close: int, path: Path | None
 ) -> tuple[dict[str, Any], tuple[_Entry, ...]]:
     """The mapping and, per top-level key, the raw lines that set it (for surgical edits)."""
     where = path or SKILL_FILE
-    loader = yaml.SafeLoader(inner)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 2
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FormatError(where, "frontmatter", f"invalid YAML: {problem}", line=line) from None
-    except ValueError as exc:  # e.g. a date-looking value such as 2024-13-45
-        raise FormatError(where, "frontmatter", f"invalid YAML value: {exc}", line=2) from None
-    finally:
-        loader.dispose()
+        node, data = _compose(inner)
+    except _YamlProblem as problem:
+        # PyYAML refuses a tab after a plain scalar ("name: x<TAB>") that YAML 1.2 and the JS
+        # loaders accept; the lines stay as they are, only the parse ignores trailing blanks.
+        try:
+            node, data = _compose(_TRAILING_BLANKS.sub("", inner))
+        except _YamlProblem:
+            raise FormatError(where, "frontmatter", problem.problem, line=problem.line) from None
     if data is None:
         return {}, ()
     if not isinstance(data, dict):
