@@ -362,13 +362,13 @@ class AnthropicLLM(_Accounted):
 
     def _explain(self, exc: anthropic.APIError) -> str:
         """One redacted line: what failed, after how many attempts, and what to do."""
-        attempts = self.max_retries + 1
+        attempts = f"{self.max_retries + 1} attempt{'s' if self.max_retries else ''}"
         where = f"anthropic ({self.model})"
         if isinstance(exc, anthropic.APITimeoutError):
-            line = f"{where}: no answer within {self.timeout_s:g}s after {attempts} attempts"
+            line = f"{where}: no answer within {self.timeout_s:g}s after {attempts}"
         elif isinstance(exc, anthropic.APIConnectionError):
             target = self.base_url or "api.anthropic.com"
-            line = f"{where}: cannot reach {target} after {attempts} attempts"
+            line = f"{where}: cannot reach {target} after {attempts}"
         elif isinstance(exc, anthropic.AuthenticationError):
             line = (
                 f"{where}: authentication failed (401); check ANTHROPIC_API_KEY or "
@@ -377,18 +377,14 @@ class AnthropicLLM(_Accounted):
         elif isinstance(exc, anthropic.PermissionDeniedError):
             line = f"{where}: permission denied (403): {_api_message(exc)}"
         elif isinstance(exc, anthropic.RateLimitError):
-            line = (
-                f"{where}: rate limited (429) after {attempts} attempts; "
-                "retry later or use fewer workers"
-            )
+            line = f"{where}: rate limited (429) after {attempts}; retry later or use fewer workers"
         elif isinstance(exc, anthropic.APIStatusError) and _api_type(exc) == "overloaded_error":
-            tries = "mid-answer" if exc.status_code == 200 else f"after {attempts} attempts"
+            tries = "mid-answer" if exc.status_code == 200 else f"after {attempts}"
             line = f"{where}: API overloaded ({tries}); retry later"
+        elif isinstance(exc, anthropic.APIStatusError) and exc.status_code == 200:
+            line = f"{where}: the answer broke off ({_api_type(exc)}): {_api_message(exc)}"
         elif isinstance(exc, anthropic.InternalServerError):
-            line = (
-                f"{where}: server error {exc.status_code} after {attempts} attempts: "
-                f"{_api_message(exc)}"
-            )
+            line = f"{where}: server error {exc.status_code} after {attempts}: {_api_message(exc)}"
         elif isinstance(exc, anthropic.APIStatusError):
             line = (
                 f"{where}: request refused ({exc.status_code} {_api_type(exc)}): "

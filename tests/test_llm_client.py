@@ -201,9 +201,15 @@ def test_529_overloaded_exhausted(messages_server: MessagesServer) -> None:
 
 def test_overloaded_mid_stream(messages_server: MessagesServer) -> None:
     messages_server.fail_next(1, status=529, during_stream=True)
-    messages_server.reply("never finished")
+    messages_server.fail_next(1, status=500, during_stream=True, message="stream reset")
+    messages_server.reply("never finished", "never finished either")
+    llm = client(messages_server)
     with pytest.raises(SkillsmithError, match=r"API overloaded \(mid-answer\)"):
-        client(messages_server).complete("s", [{"role": "user", "content": "q"}], on_text=print)
+        llm.complete("s", [{"role": "user", "content": "q"}], on_text=print)
+    with pytest.raises(SkillsmithError) as err:
+        llm.complete("s", [{"role": "user", "content": "q"}], on_text=print)
+    assert str(err.value).endswith("the answer broke off (api_error): stream reset")
+    assert llm.calls == 0
 
 
 def test_bad_request_is_not_retried(messages_server: MessagesServer) -> None:
@@ -285,7 +291,7 @@ def test_timeout_is_one_line(messages_server: MessagesServer) -> None:
         return "too late"
 
     messages_server.respond_with(slow)
-    with pytest.raises(SkillsmithError, match=r"no answer within 0.2s after 1 attempts"):
+    with pytest.raises(SkillsmithError, match=r"no answer within 0.2s after 1 attempt$"):
         client(messages_server, timeout_s=0.2, max_retries=0).complete(
             "s", [{"role": "user", "content": "q"}]
         )
