@@ -1,0 +1,70 @@
+"""history / publish / rollback / fork as separate processes: exit codes, one-line errors, output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.workspace import Workspace
+from tests.store_helpers import cli, make_skill
+
+
+def test_bad_config_is_one_line_naming_file_and_field(workspace: Workspace) -> None:
+    make_skill(workspace, "x", "---\nname: x\n---\n")
+    workspace.config_path.write_text("version: 0\nlimits: {max_rounds: many}\n")
+    for args in (["history", "x"], ["snapshot"], ["queue"], ["restore", "v0"]):
+        done = cli(workspace, *args)
+        assert done.returncode == 1, args
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert str(workspace.config_path) in lines[0]
+        assert "limits.max_rounds" in lines[0] and "expected an integer" in lines[0]
+        assert "Traceback" not in done.stderr
+    assert not (workspace.history_dir / "x").exists()  # nothing was adopted on a broken config
+
+
+def test_publish_rollback_fork_history_from_the_command_line(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    make_skill(workspace, "x", "---\nname: x\n---\nv0 body\n")
+    new = tmp_path / "new.md"
+    for n in (1, 2):
+        new.write_text(f"---\nname: x\n---\nv{n} body\n")
+        done = cli(workspace, "publish", "x", str(new), "--why", f"round {n}")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"published x v{n} (main)"
+    done = cli(workspace, "rollback", "x", "v1", "--why", "v2 broke holdout")
+    assert done.returncode == 0 and "current v2 → v1" in done.stdout
+    done = cli(workspace, "fork", "x", "exp")
+    assert done.returncode == 0 and "into branch exp" in done.stdout
+    new.write_text("branch text\n")
+    assert cli(workspace, "publish", "x", str(new), "--why", "b", "--branch", "exp").returncode == 0
+
+    done = cli(workspace, "history", "x", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["current"] == "v1" and data["branches"] == ["exp"]
+    assert [(v["version"], v["current"]) for v in data["versions"]] == [
+        ("v0", False),
+        ("v1", True),
+        ("v2", False),
+    ]
+    assert [t["op"] for t in data["timeline"]] == ["publish"] * 3 + ["rollback", "fork", "publish"]
+    assert len(data["audit"]) == 6
+    assert workspace.skill_path("x").read_text() == "---\nname: x\n---\nv1 body\n"
+
+    text = cli(workspace, "history", "x", "--branch", "exp").stdout
+    assert text.splitlines()[0] == "x (exp): current v2"
+    assert "fork" in text and "v2 broke holdout" in text
+
+    # refusals: exit 1 and one line; bad usage: exit 2
+    for args, message in (
+        (["rollback", "x", "v9", "--why", "w"], "no version v9"),
+        (["publish", "x", str(tmp_path / "missing.md"), "--why", "w"], "missing.md: no such file"),
+        (["history", "nope"], "nope/SKILL.md: no such skill"),
+        (["fork", "x", "exp"], "branch 'exp' already exists"),
+    ):
+        done = cli(workspace, *args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert len(done.stderr.splitlines()) == 1 and message in done.stderr, done.stderr
+    assert cli(workspace, "publish", "x", str(new)).returncode == 2  # --why is required
