@@ -29,9 +29,8 @@ class ModelConfig:
     """One model role (proposer, judge, reviewer, reflection)."""
 
     provider: Literal["offline", "anthropic"] = "offline"
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     max_tokens: int = 4096
-    temperature: float = 0.0
     timeout_s: float = 120.0
     max_retries: int = 3
 
