@@ -40,7 +40,11 @@ def session_lines(
     for n, (name, args, output, is_error) in enumerate(calls, start=1):
         cid = f"t{n}"
         lines.append(
-            {"type": "assistant", "content": "", "tool_calls": [{"id": cid, "name": name, "args": args}]}
+            {
+                "type": "assistant",
+                "content": "",
+                "tool_calls": [{"id": cid, "name": name, "args": args}],
+            }
         )
         lines.append(
             {

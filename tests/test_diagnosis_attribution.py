@@ -23,7 +23,9 @@ from tests.diag_helpers import (
 
 
 def test_worked_trace_with_fn_gives_the_root_cause(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "biz-vul-037.jsonl", session_lines(worked_example_calls(), WORKED_FINAL))
+    path = write_jsonl(
+        tmp_path / "biz-vul-037.jsonl", session_lines(worked_example_calls(), WORKED_FINAL)
+    )
     steps = skill_steps()
     trace = load_trace(path)
     item = CaseInput(
@@ -72,9 +74,7 @@ def test_a_case_counts_once_across_its_runs_and_baseline_rows_are_not_attributed
     path = write_jsonl(tmp_path / "s.jsonl", session_lines(worked_example_calls(), WORKED_FINAL))
     trace = load_trace(path)
     summary = summarise(trace, steps)
-    items = [
-        CaseInput(row("c1", "FN", run_index=i), trace, summary, steps=steps) for i in range(3)
-    ]
+    items = [CaseInput(row("c1", "FN", run_index=i), trace, summary, steps=steps) for i in range(3)]
     items.append(CaseInput(row("c2", "FN", variant="baseline"), trace, summary, steps=steps))
     diagnosis = diagnose(items)
     assert diagnosis.failing_case_ids == ["c1"]

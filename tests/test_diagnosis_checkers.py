@@ -12,7 +12,7 @@ from engine.diagnosis.run import diagnose_run, load_run
 from engine.errors import FormatError, SkillsmithError
 from tests.diag_helpers import thirteen_failures_run
 
-FUNCTION_CHECKER = '''
+FUNCTION_CHECKER = """
 from engine.diagnosis import checker
 
 @checker("scanner_not_run", "the audit never ran scan.py")
@@ -20,7 +20,7 @@ def scanner_not_run(ctx):
     if any("scan.py" in call.args for call in ctx.trace.calls):
         return None
     return [f"no call ran scan.py in {ctx.summary.stats.tool_calls_total} calls"]
-'''
+"""
 
 CLASS_CHECKER = '''
 class VerdictMissing:
@@ -94,13 +94,13 @@ def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_failing_checker_names_itself_and_the_case(tmp_path: Path) -> None:
-    body = '''
+    body = """
     from engine.diagnosis import checker
 
     @checker("crashy")
     def crashy(ctx):
         return 1 / 0
-    '''
+    """
     write_checker(tmp_path / "checkers", "crashy.py", body)
     run = load_run(thirteen_failures_run(tmp_path / "run-1"))
     with pytest.raises(SkillsmithError) as info:
@@ -111,13 +111,13 @@ def test_a_failing_checker_names_itself_and_the_case(tmp_path: Path) -> None:
 
 
 def test_a_checker_must_return_evidence_strings(tmp_path: Path) -> None:
-    body = '''
+    body = """
     from engine.diagnosis import checker
 
     @checker("sloppy")
     def sloppy(ctx):
         return "one string"
-    '''
+    """
     write_checker(tmp_path / "checkers", "sloppy.py", body)
     run = load_run(thirteen_failures_run(tmp_path / "run-1"))
     with pytest.raises(SkillsmithError, match="must return a list of evidence strings"):

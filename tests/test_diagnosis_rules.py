@@ -46,9 +46,7 @@ def _diagnose_file(
     return diagnose([item], config=config)
 
 
-def hits(
-    tmp_path: Path, calls: list[Call], final: str = DONE, **kw: Any
-) -> dict[str, list[str]]:
+def hits(tmp_path: Path, calls: list[Call], final: str = DONE, **kw: Any) -> dict[str, list[str]]:
     path = write_jsonl(tmp_path / "c1.jsonl", session_lines(calls, final))
     (case,) = _diagnose_file(path, **kw).cases
     return {h.rule_id: h.evidence for h in case.hits}

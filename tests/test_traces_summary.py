@@ -19,7 +19,9 @@ from tests.diag_helpers import (
 
 
 def test_worked_example_layers_match_the_article(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "biz-vul-037.jsonl", session_lines(worked_example_calls(), WORKED_FINAL))
+    path = write_jsonl(
+        tmp_path / "biz-vul-037.jsonl", session_lines(worked_example_calls(), WORKED_FINAL)
+    )
     data = summarise(load_trace(path), skill_steps()).to_dict()
     assert data["tool_calls_total"] == 67
     assert data["tool_breakdown"] == {"Read": 38, "Grep": 21, "Bash": 8}
