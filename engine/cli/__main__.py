@@ -1,3 +1,4 @@
 from engine.cli import run
 
-run()
+if __name__ == "__main__":  # build_parser imports every module here; only `-m` may run
+    run()
