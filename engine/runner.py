@@ -50,6 +50,7 @@ from engine.fsutil import iter_files
 from engine.grading import JudgeModel, grade
 from engine.metrics import Metrics, metrics
 from engine.runs import RunFolder, UnitKey, check_run_id, find_resumable
+from engine.scoreboard import Runtime, append_record, record_from_rows
 from engine.workspace import Workspace
 
 SKILL, BASELINE = "skill", "baseline"
@@ -552,6 +553,11 @@ def _complete(
     positive = plan.bench.positive_label
     skill_metrics = metrics([r for r in rows if r["variant"] == SKILL], positive)
     baseline_rows = [r for r in rows if r["variant"] == BASELINE]
+    if not manifest.get("scoreboard_recorded"):
+        _record_scores(plan, folder.run_id, rows, skill_metrics)
+        manifest["scoreboard_recorded"] = True
+        with ws.lock(f"eval {plan.bench.id}"):
+            folder.write_manifest(manifest)
     result = RunResult(
         run_id=folder.run_id,
         run_dir=folder.path,
@@ -570,3 +576,43 @@ def _complete(
         f1=skill_metrics.f1,
     )
     return result
+
+
+def _runtime(agent: Agent) -> Runtime:
+    """PenguinHarness' (provider, model) pair for the agent that produced the scores."""
+    if agent.kind == "claude-code":
+        return Runtime("anthropic", agent.model or "claude-code default")
+    if agent.kind == "demo":
+        return Runtime("skillsmith", agent.model or "demo-agent")
+    return Runtime("command", agent.model or Path(agent.command[0]).name)
+
+
+def _record_scores(plan: Plan, run_id: str, rows: list[dict[str, Any]], main: Metrics) -> None:
+    """One scoreboard record per variant with valid units (an all-invalid run scores nothing)."""
+    for variant in plan.variants:
+        variant_rows = [r for r in rows if r["variant"] == variant]
+        figures = main if variant == SKILL else metrics(variant_rows, plan.bench.positive_label)
+        if not figures.valid:
+            continue
+        skills = {
+            s["name"]: s["version"] or f"sha256:{s['sha256'][:12]}"
+            for s in plan.skills_record(variant)
+        }
+        shown = ", ".join(f"{k}@{v}" for k, v in skills.items()) or "no skills"
+        title = f"{plan.bench.id} [{variant}] pass {figures.pass_rate:.0%}"
+        summary = (
+            f"run {run_id}: {figures.valid}/{figures.units} valid units, pass rate "
+            f"{figures.pass_rate:.2f}"
+            + (f", F1 {figures.f1:.2f}" if figures.f1 is not None else "")
+            + f"; {shown}"
+        )
+        record = record_from_rows(
+            variant_rows,
+            runtime=_runtime(plan.agent),
+            summary_title=title,
+            summary=summary,
+            run_id=run_id,
+            variant=variant,
+            skills=skills,
+        )
+        append_record(plan.bench.root, record)

@@ -1,0 +1,220 @@
+"""``skillsmith eval BENCH``: run the Case × runs matrix and show what it measured.
+
+Progress goes to stderr (a rich bar), the results table or ``--json`` to stdout, so the machine
+output stays clean while a human still sees the run moving. Ctrl-C keeps every finished unit and
+says how to resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine.cli import print_json, wants_json, workspace_of
+from engine.errors import UsageError
+from engine.events import Cancelled, Event
+from engine.metrics import Metrics, Spread
+from engine.runner import BASELINE, SKILL, RunResult, run_evaluation
+from engine.workspace import Workspace
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("eval", parents=[common], help="run the Case × runs evaluation matrix")
+    p.add_argument("bench", metavar="BENCH", help="benchmark id (a folder under benchmarks/)")
+    p.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
+    p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    p.add_argument(
+        "--skill",
+        action="append",
+        default=[],
+        metavar="NAME[@vK]",
+        help="skill under test, optionally at a stored version (repeatable; default: all)",
+    )
+    p.add_argument("--baseline", metavar="none|vK", help="also run without the skill, or at vK")
+    p.add_argument(
+        "--cases", action="append", default=[], metavar="IDS", help="only these case ids (a,b,…)"
+    )
+    p.add_argument("--resume", metavar="RUN_ID", help="fill the missing units of this run")
+    p.set_defaults(func=_eval)
+
+
+def _skill_texts(ws: Workspace, specs: list[str]) -> dict[str, str] | None:
+    """``NAME`` → the active text, ``NAME@vK`` → that stored version's text."""
+    if not specs:
+        return None
+    from engine.store import SkillStore
+
+    texts: dict[str, str] = {}
+    for spec in specs:
+        name, _, version = spec.partition("@")
+        if version:
+            texts[name] = SkillStore(ws, name).read(version)
+        elif ws.skill_path(name).is_file():
+            texts[name] = ws.skill_path(name).read_bytes().decode("utf-8")
+        else:
+            have = ", ".join(ws.skill_names()) or "none"
+            raise UsageError(f"--skill {spec}: no skill {name!r} in {ws.skills_dir} (have: {have})")
+    return texts
+
+
+def _eval(args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    if args.baseline is not None and args.baseline != "none" and not args.baseline.startswith("v"):
+        raise UsageError(f"--baseline {args.baseline}: expected 'none' or a version like v2")
+    for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    case_ids = [c.strip() for group in args.cases for c in group.split(",") if c.strip()]
+    console = Console(stderr=True)
+    started: dict[str, Any] = {}
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=wants_json(args),
+        disable=not console.is_terminal,
+    )
+    task = progress.add_task(f"eval {args.bench}", total=None, status="")
+
+    def report(event: Event) -> None:
+        data = event.data
+        if event.kind == "started":
+            started.update(data)
+            done = data["total"] - data["todo"]
+            progress.update(task, total=data["total"], completed=done)
+        elif event.kind == "progress":
+            progress.update(task, completed=data["done"])
+        elif event.kind == "case_finished":
+            mark = {"pass": "[green]pass", "fail": "[red]fail"}.get(
+                data["pass_fail"], "[yellow]invalid"
+            )
+            progress.update(task, status=f"{data['case_id']}.{data['run_index']} {mark}")
+
+    try:
+        with progress:
+            result = run_evaluation(
+                ws,
+                args.bench,
+                runs=args.runs,
+                jobs=args.jobs,
+                skills=_skill_texts(ws, args.skill),
+                baseline=args.baseline,
+                case_ids=case_ids or None,
+                run_id=args.resume,
+                reporter=report,
+            )
+    except (KeyboardInterrupt, Cancelled):
+        run_id = started.get("run_id")
+        if run_id is None:
+            raise
+        sys.stderr.write(
+            f"skillsmith: interrupted; finished units are kept in {ws.runs_dir / run_id}; "
+            f"resume with: skillsmith eval {args.bench} --resume {run_id}\n"
+        )
+        return 130
+    if wants_json(args):
+        print_json(
+            {
+                "run_id": result.run_id,
+                "run_dir": str(result.run_dir),
+                "status": result.status,
+                "launched": result.launched,
+                "metrics": result.metrics.to_dict(),
+                "baseline_metrics": (
+                    result.baseline_metrics.to_dict() if result.baseline_metrics else None
+                ),
+            }
+        )
+    else:
+        _print_results(result, args.bench)
+    return 0
+
+
+def _cases_table(result: RunResult) -> Table:
+    table = Table(title=f"run {result.run_id}", title_justify="left")
+    for column in ("case", "split", "expected", "variant", "verdicts", "passed"):
+        table.add_column(column)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in result.rows:
+        groups.setdefault((row["case_id"], row["variant"]), []).append(row)
+    for (case_id, variant), rows in groups.items():
+        verdicts = []
+        for row in sorted(rows, key=lambda r: r["run_index"]):
+            if row["pass_fail"] == "invalid":
+                verdicts.append(f"[yellow]invalid: {row['invalid_reason']}[/]")
+            else:
+                colour = "green" if row["pass_fail"] == "pass" else "red"
+                verdicts.append(f"[{colour}]{row['judge_verdict'] or '—'}[/]")
+        valid = [r for r in rows if r["pass_fail"] != "invalid"]
+        passed = sum(1 for r in valid if r["pass_fail"] == "pass")
+        table.add_row(
+            case_id,
+            rows[0].get("split") or "",
+            str(rows[0].get("ground_truth")),
+            variant,
+            ", ".join(verdicts),
+            f"{passed}/{len(valid)}",
+        )
+    return table
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _spread(spread: Spread | None) -> str:
+    return "—" if spread is None else f"{spread.mean:.2f} ± {spread.stddev:.2f}"
+
+
+def _metrics_table(result: RunResult) -> Table:
+    table = Table(title="metrics", title_justify="left")
+    table.add_column("figure")
+    columns: list[tuple[str, Metrics]] = [(SKILL, result.metrics)]
+    if result.baseline_metrics is not None:
+        columns.append((BASELINE, result.baseline_metrics))
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    figures: list[tuple[str, Callable[[Metrics], str]]] = [
+        ("units (valid / invalid)", lambda m: f"{m.valid} / {m.invalid}"),
+        ("pass rate", lambda m: _num(m.pass_rate)),
+        ("pass rate mean ± sd over runs", lambda m: _spread(m.pass_rate_spread)),
+        ("score mean ± sd over runs", lambda m: _spread(m.score_spread)),
+        (
+            "precision / recall / F1",
+            lambda m: f"{_num(m.precision)} / {_num(m.recall)} / {_num(m.f1)}",
+        ),
+        ("F1 mean ± sd over runs", lambda m: _spread(m.f1_spread)),
+        ("TP / FP / TN / FN", lambda m: f"{m.tp} / {m.fp} / {m.tn} / {m.fn}"),
+        ("tokens in / out", lambda m: f"{m.tokens_input} / {m.tokens_output}"),
+        ("cost (USD)", lambda m: _num(m.cost_usd, 4)),
+        (
+            "duration (s, total / mean)",
+            lambda m: f"{m.duration_ms / 1000:.1f} / {_num((m.duration_mean_ms or 0) / 1000)}",
+        ),
+    ]
+    for label, show in figures:
+        table.add_row(label, *(show(m) for _, m in columns))
+    return table
+
+
+def _print_results(result: RunResult, bench: str) -> None:
+    console = Console()
+    console.print(_cases_table(result))
+    console.print(_metrics_table(result))
+    reasons = result.metrics.invalid_reasons
+    if reasons:
+        console.print("[yellow]invalid units (not counted as failures):")
+        for reason, count in reasons.items():
+            console.print(f"  {count} × {reason}")
+    console.print(f"run folder: {result.run_dir}  status: {result.status}")
+    if result.status == "incomplete":
+        console.print(f"retry the invalid units: skillsmith eval {bench} --resume {result.run_id}")
