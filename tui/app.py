@@ -1,0 +1,810 @@
+"""The Skillsmith workbench: a Textual view over a workspace; every write goes through engine/.
+
+Reading happens in thread workers owned by each pane, so a workspace of thousands of files
+paints at once and fills in; writing (a decision, a rollback, a snapshot, a restore) runs in a
+thread worker holding one app-wide lock, so two keypresses never race each other, and the
+engine's workspace lock keeps them from racing a CLI process. The workspace is watched: what any
+process writes shows up in the pane it concerns within a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.actions import parse as parse_action
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
+from textual.worker import get_current_worker
+
+from engine.errors import SkillsmithError, UsageError
+from engine.events import Cancelled, CancelToken, Event
+from engine.queue import CandidateQueue
+from engine.runner import run_evaluation
+from engine.snapshots import create_snapshot, restore
+from engine.store import SkillStore, unified_diff
+from engine.views import benchmark_ids
+from engine.workspace import Workspace
+from themes.palette import DEFAULT_THEME, STYLESHEET, THEMES, resolve_theme_name, variable_defaults
+from tui.dialogs import ConfirmScreen, ErrorScreen, ReasonScreen
+from tui.diff_pane import DiffPane
+from tui.gates_pane import GatesPane
+from tui.help_screen import HelpScreen, KeyGroup
+from tui.jobs import Job, JobBar, JobEnded, JobEvent
+from tui.keys import APP_BINDINGS
+from tui.navigation import SCROLL_BINDINGS, TABLE_BINDINGS
+from tui.queue_pane import DECIDED_STATUSES, OPEN_STATUSES, QueueEntry, QueuePane
+from tui.scoreboard_pane import ScoreboardPane
+from tui.sessions_pane import SessionsPane
+from tui.skills_pane import SkillsPane
+from tui.snapshots_screen import SnapshotsScreen
+from tui.transcript_screen import TranscriptScreen
+from tui.user_config import UserConfig, load_user_config, save_user_config
+from tui.watch import Area, WorkspaceFilter, areas_of
+
+# Pane number → (tab id or None for the queue, selector of the widget that takes focus).
+PANES: dict[int, tuple[str | None, str]] = {
+    1: (None, "#queue"),
+    2: ("tab-diff", "#diff-view"),
+    3: ("tab-gates", "#gates-pane"),
+    4: ("tab-sessions", "#session-list"),
+    5: ("tab-scoreboard", "#score-records"),
+    6: ("tab-skills", "#skill-list"),
+}
+WATCH_DEBOUNCE_MS = 300
+WATCH_STEP_MS = 30
+DECISION_WHY = "approved in the workbench"
+
+
+@dataclass(frozen=True)
+class WorkspaceFacts:
+    """What the key checks need to know about the workspace, read with the queue."""
+
+    version: int | None = None
+    benchmarks: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    has_decisions: bool = False
+
+
+class QueueLoaded(Message):
+    def __init__(
+        self, entries: list[QueueEntry] | None, facts: WorkspaceFacts, error: str | None
+    ) -> None:
+        super().__init__()
+        self.entries = entries
+        self.facts = facts
+        self.error = error
+
+
+class PatchLoaded(Message):
+    def __init__(self, entry: QueueEntry, patch: str | None, error: str | None) -> None:
+        super().__init__()
+        self.entry = entry
+        self.patch = patch
+        self.error = error
+
+
+class EngineDone(Message):
+    """A write finished: the toast to show and the panes whose files it changed."""
+
+    def __init__(
+        self, text: str, *, ok: bool, areas: set[Area], crashed: bool = False, timeout: float = 6
+    ) -> None:
+        super().__init__()
+        self.text = text
+        self.ok = ok
+        self.areas = areas
+        self.crashed = crashed
+        self.timeout = timeout
+
+
+def load_queue(ws: Workspace) -> tuple[list[QueueEntry], bool]:
+    """Every candidate with its gates; a bad gates.json shows as a failed pseudo-gate."""
+    queue = CandidateQueue(ws)
+    entries = []
+    for candidate in queue.list():
+        try:
+            gates = candidate.gates()
+        except SkillsmithError as exc:
+            gates = [{"gate": "gates.json", "verdict": "fail", "reasons": [str(exc)]}]
+        entries.append(QueueEntry(candidate, gates))
+    return entries, bool(queue.decisions())
+
+
+class SkillsmithApp(App[None]):
+    """The workbench on one workspace."""
+
+    CSS_PATH = STYLESHEET
+    TITLE = "skillsmith"
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
+
+    def __init__(
+        self, workspace: Workspace, *, theme: str | None = None, watch: bool = True
+    ) -> None:
+        super().__init__()
+        self.workspace = workspace
+        self.watching = watch
+        self.facts = WorkspaceFacts()
+        self._user_config = load_user_config()
+        self._keymap = dict(workspace.load_config().keymap)
+        for definition in THEMES.values():
+            self.register_theme(definition)
+        self.theme = self._initial_theme(theme)
+        self._theme_ready = False
+        self._write_lock = threading.Lock()
+        self._job_token: CancelToken | None = None
+        self._watch_stop = asyncio.Event()
+        self._shown_patch: tuple[str, str] | None = None
+        self._mounted = False
+        self.set_keymap(self._keymap)
+
+    def _initial_theme(self, requested: str | None) -> str:
+        name = resolve_theme_name(requested or self._user_config.theme or DEFAULT_THEME)
+        if self.get_theme(name) is None:
+            known = ", ".join(["dark", "light", *sorted(self.available_themes)])
+            source = "--theme" if requested else f"theme in {self._user_config_file()}"
+            raise UsageError(f"{source}: unknown theme {name!r} (known: {known})")
+        return name
+
+    @staticmethod
+    def _user_config_file() -> Path:
+        from tui.user_config import user_config_path
+
+        return user_config_path()
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return variable_defaults(self.current_theme.to_color_system().generate())
+
+    # -- layout --------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static("", id="status", markup=False)
+        yield QueuePane(id="queue-pane")
+        with TabbedContent(id="detail-tabs", initial="tab-diff"):
+            with TabPane("2 Diff", id="tab-diff"):
+                yield DiffPane(id="diff-pane")
+            with TabPane("3 Gates", id="tab-gates"):
+                yield GatesPane(id="gates-pane")
+            with TabPane("4 Sessions", id="tab-sessions"):
+                yield SessionsPane(self.workspace, id="sessions-pane")
+            with TabPane("5 Scoreboard", id="tab-scoreboard"):
+                yield ScoreboardPane(self.workspace, id="scoreboard-pane")
+            with TabPane("6 Skills & history", id="tab-skills"):
+                yield SkillsPane(self.workspace, id="skills-pane")
+        yield JobBar(id="jobbar")
+        yield Footer(compact=True)
+
+    @property
+    def queue_pane(self) -> QueuePane:
+        return self.query_one(QueuePane)
+
+    @property
+    def diff_pane(self) -> DiffPane:
+        return self.query_one(DiffPane)
+
+    @property
+    def skills_pane(self) -> SkillsPane:
+        return self.query_one(SkillsPane)
+
+    def on_mount(self) -> None:
+        self._mounted = True
+        self.query_one(Tabs).can_focus = False
+        self.queue_pane.table.focus()
+        self._update_status()
+        self._load_queue()
+        if self.watching:
+            self._watch()
+        self._check_keymap()
+        if self._user_config.theme != self.theme:
+            self._save_theme(self.theme)
+        self._theme_ready = True
+
+    def _check_keymap(self) -> None:
+        known = {b.id for b in self._all_bindings() if b.id}
+        unknown = sorted(set(self._keymap) - known)
+        if unknown:
+            self.notify(
+                f"keymap in skillsmith.yaml: unknown binding id(s) {', '.join(unknown)}; "
+                "? lists the ids",
+                severity="warning",
+                timeout=10,
+            )
+
+    # -- status line ---------------------------------------------------------------------------
+    def _update_status(self) -> None:
+        entries = self.queue_pane.entries
+        open_count = sum(e.is_open for e in entries)
+        version = "?" if self.facts.version is None else f"v{self.facts.version}"
+        watch = "watching" if self.watching else "not watching"
+        self.query_one("#status", Static).update(
+            f"skillsmith · {self.workspace.root.name} · workspace {version} · "
+            f"{open_count} open candidate{'s' if open_count != 1 else ''} · {watch}"
+        )
+
+    # -- loading the queue and the selected candidate ------------------------------------------
+    @work(thread=True, exclusive=True, group="queue-load", exit_on_error=False)
+    def _load_queue(self) -> None:
+        worker = get_current_worker()
+        try:
+            entries, decided = load_queue(self.workspace)
+            error = None
+        except SkillsmithError as exc:
+            entries, decided, error = None, self.facts.has_decisions, str(exc)
+        try:
+            version: int | None = self.workspace.load_config().version
+        except SkillsmithError:
+            version = None
+        facts = WorkspaceFacts(
+            version=version,
+            benchmarks=benchmark_ids(self.workspace),
+            skills=self.workspace.skill_names(),
+            has_decisions=decided,
+        )
+        if not worker.is_cancelled:
+            self.post_message(QueueLoaded(entries, facts, error))
+
+    @on(QueueLoaded)
+    def _queue_loaded(self, message: QueueLoaded) -> None:
+        self.facts = message.facts
+        pane = self.queue_pane
+        if message.entries is not None:
+            pane.set_entries(message.entries)
+        if message.error:
+            pane.border_subtitle = message.error
+            self.notify(message.error, severity="error", timeout=8)
+        self._update_status()
+        self.refresh_bindings()
+
+    @on(QueuePane.Highlighted)
+    def _candidate_highlighted(self, message: QueuePane.Highlighted) -> None:
+        entry = message.entry
+        self.refresh_bindings()
+        gates = self.query_one(GatesPane)
+        if entry is None:
+            self._shown_patch = None
+            empty = (
+                "No candidate matches the filter."
+                if self.queue_pane.query_text
+                else ("No candidates in the queue.")
+            )
+            self.diff_pane.show_message(empty)
+            gates.show_message(empty)
+            return
+        c = entry.candidate
+        gates.show_gates(f"{c.id} · {c.skill} · {c.status}", entry.gates)
+        key = (entry.id, str(c.content_hash))
+        if key != self._shown_patch:
+            self._load_patch(entry)
+
+    @work(thread=True, exclusive=True, group="patch-load", exit_on_error=False)
+    def _load_patch(self, entry: QueueEntry) -> None:
+        candidate = entry.candidate
+        try:
+            patch = candidate.patch_text()
+            if not patch.strip():
+                patch = self._patch_from_texts(candidate)
+            error = None
+        except (SkillsmithError, OSError) as exc:
+            patch, error = None, str(exc)
+        if not get_current_worker().is_cancelled:
+            self.post_message(PatchLoaded(entry, patch, error))
+
+    def _patch_from_texts(self, candidate: Any) -> str:
+        """A candidate without patch.diff: diff its SKILL.md against the active one."""
+        active = self.workspace.skill_path(candidate.skill)
+        old = active.read_text(encoding="utf-8") if active.is_file() else ""
+        return unified_diff(old, candidate.skill_text())
+
+    @on(PatchLoaded)
+    def _patch_loaded(self, message: PatchLoaded) -> None:
+        selected = self.queue_pane.selected
+        if selected is None or selected.id != message.entry.id:
+            return
+        c = message.entry.candidate
+        if message.patch is None:
+            self.diff_pane.show_message(message.error or "The patch could not be read.")
+            self._shown_patch = None
+            return
+        parent = c.parent_version or "new"
+        self.diff_pane.show_candidate(f"{c.id} · {c.skill} {parent} · {c.operation}", message.patch)
+        self._shown_patch = (message.entry.id, str(c.content_hash))
+
+    # -- watching ------------------------------------------------------------------------------
+    @work(exclusive=True, group="watch", exit_on_error=False)
+    async def _watch(self) -> None:
+        from watchfiles import awatch
+
+        root = self.workspace.root
+        try:
+            async for changes in awatch(
+                root,
+                watch_filter=WorkspaceFilter(root),
+                debounce=WATCH_DEBOUNCE_MS,
+                step=WATCH_STEP_MS,
+                stop_event=self._watch_stop,
+            ):
+                self.reload_areas(areas_of(root, (Path(path) for _, path in changes)))
+        except Exception as exc:  # inotify limits, a vanished folder: say so, keep working
+            self.watching = False
+            self._update_status()
+            self.notify(f"Live refresh stopped: {exc}", severity="warning", timeout=10)
+
+    def reload_areas(self, areas: Iterable[Area]) -> None:
+        """Reload the panes showing ``areas`` (lazy panes only once they have been opened)."""
+        areas = set(areas)
+        if areas & {"queue", "config", "skills", "scoreboard"}:
+            self._load_queue()
+        if areas & {"skills", "snapshots"} and self.skills_pane.loaded:
+            self.skills_pane.reload()
+        sessions = self.query_one(SessionsPane)
+        if "sessions" in areas and sessions.loaded:
+            sessions.reload()
+        scoreboard = self.query_one(ScoreboardPane)
+        if "scoreboard" in areas and scoreboard.loaded:
+            scoreboard.reload()
+        if "config" in areas:
+            self._reload_keymap()
+        if areas & {"snapshots", "config"}:
+            for screen in self.screen_stack:
+                if isinstance(screen, SnapshotsScreen):
+                    screen.reload()
+
+    @work(thread=True, exclusive=True, group="keymap-load", exit_on_error=False)
+    def _reload_keymap(self) -> None:
+        try:
+            keymap = dict(self.workspace.load_config().keymap)
+        except SkillsmithError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        if keymap != self._keymap:
+            self.call_from_thread(self._apply_keymap, keymap)
+
+    def _apply_keymap(self, keymap: dict[str, str]) -> None:
+        self._keymap = keymap
+        self.set_keymap(keymap)
+        self._check_keymap()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        lazy: dict[str, SessionsPane | ScoreboardPane | SkillsPane] = {
+            "tab-sessions": self.query_one(SessionsPane),
+            "tab-scoreboard": self.query_one(ScoreboardPane),
+            "tab-skills": self.skills_pane,
+        }
+        pane = lazy.get(event.pane.id or "")
+        if pane is not None and not pane.loaded:
+            pane.reload()
+
+    # -- keys: which apply now -----------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not self._mounted:
+            return True
+        selected = self.queue_pane.selected
+        status = str(selected.candidate.status) if selected is not None else None
+        job_running = self._job_token is not None
+        if action == "approve":
+            return status == "pending_approval"
+        if action in ("reject", "mark"):
+            return status in OPEN_STATUSES
+        if action in ("approve_marked", "reject_marked"):
+            return bool(self.queue_pane.marked)
+        if action == "undo":
+            entries = self.queue_pane.entries
+            return self.facts.has_decisions or any(
+                str(e.candidate.status) in DECIDED_STATUSES for e in entries
+            )
+        if action == "evaluate":
+            return bool(self.facts.benchmarks) and not job_running
+        if action == "cancel_job":
+            return job_running
+        if action == "rollback":
+            return self._rollback_target() is not None
+        return True
+
+    def _rollback_target(self) -> tuple[str, str, str | None] | None:
+        pane = self.skills_pane
+        skill, version = pane.selected_skill, pane.selected_version
+        if not pane.loaded or skill is None or version is None or version == skill.current:
+            return None
+        return skill.name, version, skill.current
+
+    # -- writes through the engine -------------------------------------------------------------
+    def engine_call(self, call: Callable[[], str], areas: set[Area], *, timeout: float = 6) -> None:
+        """Run one engine write off the UI thread; its one-line result becomes a toast."""
+        self._engine_worker(call, areas, timeout)
+
+    @work(thread=True, group="engine", exit_on_error=False)
+    def _engine_worker(self, call: Callable[[], str], areas: set[Area], timeout: float) -> None:
+        with self._write_lock:
+            try:
+                done = EngineDone(call(), ok=True, areas=areas, timeout=timeout)
+            except SkillsmithError as exc:
+                done = EngineDone(str(exc), ok=False, areas=areas | {"queue"}, timeout=10)
+            except Exception as exc:  # an engine bug: show it, keep the workbench alive
+                done = EngineDone(
+                    f"{type(exc).__name__}: {exc}", ok=False, areas=areas, crashed=True
+                )
+        self.post_message(done)
+
+    @on(EngineDone)
+    def _engine_done(self, message: EngineDone) -> None:
+        if message.crashed:
+            self.push_screen(ErrorScreen("The engine failed", message.text))
+        else:
+            severity: SeverityLevel = "information" if message.ok else "error"
+            self.notify(message.text, severity=severity, timeout=message.timeout, markup=False)
+        self.reload_areas(message.areas)
+
+    def action_approve(self) -> None:
+        entry = self.queue_pane.selected
+        if entry is None:
+            return
+        c = entry.candidate
+
+        def approve() -> str:
+            version = CandidateQueue(self.workspace).approve(
+                c.id, expected_hash=str(c.content_hash), why=DECISION_WHY
+            )
+            return f"Approved {c.id}: {c.skill} is now {version}, snapshot taken. z undoes."
+
+        self.engine_call(approve, {"queue", "skills", "snapshots"}, timeout=10)
+
+    def action_reject(self) -> None:
+        entry = self.queue_pane.selected
+        if entry is None:
+            return
+        c = entry.candidate
+
+        def rejected(reason: str | None) -> None:
+            if reason is None:
+                return
+
+            def reject() -> str:
+                CandidateQueue(self.workspace).reject(
+                    c.id, why=reason, expected_hash=str(c.content_hash)
+                )
+                return f"Rejected {c.id}; its patch is on {c.skill}'s taboo list. z undoes."
+
+            self.engine_call(reject, {"queue", "skills"}, timeout=10)
+
+        self.push_screen(
+            ReasonScreen(f"Reject {c.id}?", f"{c.skill}: {c.summary}", "why (kept in taboo)"),
+            rejected,
+        )
+
+    def action_undo(self) -> None:
+        def undo() -> str:
+            return CandidateQueue(self.workspace).undo_last().capitalize()
+
+        self.engine_call(undo, {"queue", "skills", "snapshots"}, timeout=10)
+
+    def action_mark(self) -> None:
+        self.queue_pane.toggle_mark()
+        self.refresh_bindings()
+
+    def _batch(self, entries: list[QueueEntry], verb: str, reason: str | None) -> Callable[[], str]:
+        def run() -> str:
+            queue = CandidateQueue(self.workspace)
+            done, failed = [], []
+            for entry in entries:
+                c = entry.candidate
+                try:
+                    if reason is None:
+                        queue.approve(c.id, expected_hash=str(c.content_hash), why=DECISION_WHY)
+                    else:
+                        queue.reject(c.id, why=reason, expected_hash=str(c.content_hash))
+                    done.append(c.id)
+                except SkillsmithError as exc:
+                    failed.append(str(exc))
+            text = f"{verb} {len(done)} of {len(entries)} marked candidates."
+            if failed:
+                raise SkillsmithError(f"{text} Refused: {' | '.join(failed)}")
+            return text
+
+        return run
+
+    def action_approve_marked(self) -> None:
+        entries = self.queue_pane.marked_entries()
+        if not entries:
+            return
+        ids = "\n".join(f"  {e.id}  {e.candidate.skill}: {e.candidate.summary}" for e in entries)
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.queue_pane.clear_marks()
+                self.engine_call(
+                    self._batch(entries, "Approved", None), {"queue", "skills", "snapshots"}
+                )
+
+        self.push_screen(
+            ConfirmScreen(f"Approve {len(entries)} marked candidates?", ids, yes="Approve"),
+            confirmed,
+        )
+
+    def action_reject_marked(self) -> None:
+        entries = self.queue_pane.marked_entries()
+        if not entries:
+            return
+        ids = "\n".join(f"  {e.id}  {e.candidate.skill}: {e.candidate.summary}" for e in entries)
+
+        def reasoned(reason: str | None) -> None:
+            if reason is not None:
+                self.queue_pane.clear_marks()
+                self.engine_call(self._batch(entries, "Rejected", reason), {"queue", "skills"})
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.push_screen(
+                    ReasonScreen(f"Why reject these {len(entries)}?", ids, "why (kept in taboo)"),
+                    reasoned,
+                )
+
+        self.push_screen(
+            ConfirmScreen(
+                f"Reject {len(entries)} marked candidates?", ids, yes="Reject", danger=True
+            ),
+            confirmed,
+        )
+
+    def action_snapshot(self) -> None:
+        def snapshot() -> str:
+            path = create_snapshot(self.workspace, note="taken in the workbench")
+            return f"Snapshot written: snapshots/{path.name}"
+
+        self.engine_call(snapshot, {"snapshots"})
+
+    def action_snapshots(self) -> None:
+        self.push_screen(SnapshotsScreen(self.workspace))
+
+    @on(SnapshotsScreen.Restore)
+    def _restore(self, message: SnapshotsScreen.Restore) -> None:
+        snapshot = message.snapshot
+
+        def run() -> str:
+            before = restore(self.workspace, snapshot.path, yes=True)
+            return f"Restored {snapshot.path.name}; the state before it is {before.name}."
+
+        self.engine_call(run, {"queue", "skills", "snapshots", "config", "scoreboard"}, timeout=10)
+
+    def action_rollback(self) -> None:
+        target = self._rollback_target()
+        if target is None:
+            return
+        skill, version, current = target
+
+        def rollback() -> str:
+            SkillStore(self.workspace, skill).rollback(
+                version, why=f"rolled back in the workbench from {current}"
+            )
+            return f"Rolled {skill} back to {version} (was {current}); nothing was deleted."
+
+        self.engine_call(rollback, {"skills", "queue"})
+
+    # -- jobs ----------------------------------------------------------------------------------
+    def action_evaluate(self) -> None:
+        scoreboard = self.query_one(ScoreboardPane)
+        bench = scoreboard.bench if scoreboard.bench in self.facts.benchmarks else None
+        bench = bench or (self.facts.benchmarks[0] if self.facts.benchmarks else None)
+        if bench is None:
+            return
+
+        def evaluate(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+            result = run_evaluation(self.workspace, bench, reporter=reporter, cancel=cancel)
+            m = result.metrics
+            rate = "–" if m.pass_rate is None else f"{m.pass_rate:.0%}"
+            f1 = "" if m.f1 is None else f", F1 {m.f1:.2f}"
+            return f"Evaluated {bench}: run {result.run_id}, pass rate {rate}{f1}"
+
+        self.start_job(Job(f"Evaluate {bench}", evaluate))
+
+    def start_job(self, job: Job) -> None:
+        if self._job_token is not None:
+            self.notify("A job is already running (c cancels it).", severity="warning")
+            return
+        self._job_token = CancelToken()
+        self.query_one(JobBar).start(job.title)
+        self.refresh_bindings()
+        self._run_job(job, self._job_token)
+
+    @work(thread=True, group="job", exit_on_error=False)
+    def _run_job(self, job: Job, token: CancelToken) -> None:
+        def report(event: Event) -> None:
+            self.post_message(JobEvent(event))
+
+        try:
+            ended = JobEnded(job.title, job.run(reporter=report, cancel=token))
+        except Cancelled:
+            ended = JobEnded(
+                job.title, f"{job.title}: cancelled; finished work is kept.", cancelled=True
+            )
+        except SkillsmithError as exc:
+            ended = JobEnded(job.title, "", error=str(exc))
+        except Exception as exc:  # a crash in the job must not take the workbench down
+            ended = JobEnded(job.title, "", error=f"{type(exc).__name__}: {exc}", crashed=True)
+        self.post_message(ended)
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        if self._job_token is not None:
+            self.query_one(JobBar).show_event(message.event)
+
+    @on(JobEnded)
+    def _job_ended(self, message: JobEnded) -> None:
+        self._job_token = None
+        self.query_one(JobBar).stop()
+        self.refresh_bindings()
+        if message.error is not None:
+            title = f"{message.title} crashed" if message.crashed else f"{message.title} failed"
+            self.push_screen(ErrorScreen(title, message.error))
+        else:
+            self.notify(message.summary, timeout=10, markup=False)
+        self.reload_areas({"queue", "skills", "sessions", "scoreboard"})
+
+    def action_cancel_job(self) -> None:
+        if self._job_token is not None:
+            self._job_token.cancel()
+            self.query_one(JobBar).cancelling()
+
+    # -- panes ---------------------------------------------------------------------------------
+    def action_pane(self, number: int) -> None:
+        tab, selector = PANES[number]
+        if tab is not None:
+            self.query_one(TabbedContent).active = tab
+        self.call_after_refresh(self._focus_pane, selector)
+
+    def _focus_pane(self, selector: str) -> None:
+        widget = self.query_one(selector)
+        if widget.focusable:
+            widget.focus()
+
+    def _current_pane(self) -> int:
+        focused = self.focused
+        if focused is not None:
+            for number, (_, selector) in PANES.items():
+                target = self.query_one(selector)
+                if focused is target or target in focused.ancestors:
+                    return number
+            if focused in self.queue_pane.walk_children() or focused is self.queue_pane:
+                return 1
+            for number, (tab, _) in PANES.items():
+                if tab is not None and self._in_tab(focused, tab):
+                    return number
+        return 1
+
+    def _in_tab(self, widget: Widget, tab: str) -> bool:
+        return any(isinstance(a, TabPane) and a.id == tab for a in widget.ancestors)
+
+    def action_next_pane(self) -> None:
+        self.action_pane(self._current_pane() % len(PANES) + 1)
+
+    def action_previous_pane(self) -> None:
+        self.action_pane((self._current_pane() - 2) % len(PANES) + 1)
+
+    def action_filter(self) -> None:
+        self.queue_pane.start_filter()
+
+    def action_diff_mode(self) -> None:
+        mode = self.diff_pane.toggle_mode()
+        self.notify(f"Diff: {'side by side' if mode == 'split' else 'unified'}", timeout=2)
+
+    def action_diff_scroll(self, lines: int) -> None:
+        self.diff_pane.view.scroll_relative(y=lines, animate=False)
+
+    def action_refresh(self) -> None:
+        self.reload_areas({"queue", "skills", "sessions", "scoreboard", "snapshots", "config"})
+
+    @on(DataTable.RowSelected, "#queue")
+    def _queue_enter(self, event: DataTable.RowSelected) -> None:
+        self.action_pane(2)
+
+    @on(SessionsPane.OpenTranscript)
+    def _open_transcript(self, message: SessionsPane.OpenTranscript) -> None:
+        self.push_screen(
+            TranscriptScreen(
+                self.workspace,
+                message.run_id,
+                message.case_id,
+                message.run_index,
+                message.variant,
+            )
+        )
+
+    # -- help and palette ----------------------------------------------------------------------
+    def _key_groups(self) -> list[KeyGroup]:
+        palette = Binding("ctrl+p", "command_palette", "Command palette: every action by name")
+        open_row = Binding("enter", "select", "Open: candidate → diff, event → transcript")
+        lists = "Lists (queue, sessions, records, skills, versions)"
+        return [
+            KeyGroup("Everywhere", [*APP_BINDINGS, palette, Binding("ctrl+q", "quit", "Quit")]),
+            KeyGroup(lists, [*TABLE_BINDINGS, open_row]),
+            KeyGroup("Diff, gates, details", SCROLL_BINDINGS),
+            KeyGroup("Queue filter", QueuePane.BINDINGS),
+            KeyGroup("Scoreboard", ScoreboardPane.BINDINGS),
+            KeyGroup("Snapshots screen", SnapshotsScreen.BINDINGS),
+            KeyGroup("Dialogs", [*ConfirmScreen.BINDINGS[:2], *ReasonScreen.BINDINGS]),
+        ]
+
+    def _all_bindings(self) -> list[Binding]:
+        return [b for g in self._key_groups() for b in g.bindings if isinstance(b, Binding)]
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self._key_groups(), self._normalize_keymap(self._keymap)))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for name in THEMES:
+            yield SystemCommand(
+                f"Theme: {name}",
+                "Switch the colour theme (remembered)",
+                partial(setattr, self, "theme", name),
+            )
+        seen: set[str] = set()
+        for binding in APP_BINDINGS:
+            assert isinstance(binding, Binding)
+            if binding.action in seen or binding.action in ("help", "quit"):
+                continue
+            seen.add(binding.action)
+            key = binding.key.split(",")[0]
+            yield SystemCommand(
+                binding.description,
+                f"{binding.tooltip or binding.description} (key: {key})",
+                partial(self._palette_run, binding.action),
+            )
+
+    def _palette_run(self, action: str) -> None:
+        _, name, params = parse_action(action)
+        if not self.check_action(name, params):
+            self.notify(f"{name.replace('_', ' ')}: does not apply right now", severity="warning")
+            return
+        self.call_later(self.run_action, action)
+
+    # -- theme persistence ---------------------------------------------------------------------
+    def watch_theme(self, theme: str) -> None:
+        if getattr(self, "_theme_ready", False):
+            self._save_theme(theme)
+
+    @work(thread=True, exclusive=True, group="user-config", exit_on_error=False)
+    def _save_theme(self, theme: str) -> None:
+        config = UserConfig(theme=theme)
+        try:
+            save_user_config(config)
+            self._user_config = config
+        except (SkillsmithError, OSError) as exc:
+            self.notify(f"Could not save the theme choice: {exc}", severity="warning")
+
+    # -- quitting ------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        self._stop_background()
+        self.exit()
+
+    def on_unmount(self) -> None:
+        self._stop_background()
+
+    def _stop_background(self) -> None:
+        if self._job_token is not None:
+            self._job_token.cancel()
+        self._watch_stop.set()
+
+
+def make_app(
+    workspace: Workspace, *, theme: str | None = None, watch: bool = True
+) -> SkillsmithApp:
+    """The app for ``workspace`` (tests and benchmarks build it here, without running it)."""
+    return SkillsmithApp(workspace, theme=theme, watch=watch)
+
+
+def run_app(workspace: Workspace, theme: str | None = None) -> int:
+    """Open the workbench on ``workspace``; returns the process exit code."""
+    app = make_app(workspace, theme=theme)
+    app.run()
+    return app.return_code or 0

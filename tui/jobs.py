@@ -1,0 +1,121 @@
+"""Long engine jobs (evaluate, evolve, optimise) run off the UI thread with a progress bar.
+
+A job is an engine function called with a Reporter and a CancelToken. It runs in a thread
+worker; its events come back as messages (``post_message`` is thread-safe), so the UI never
+waits on it. Cancelling (``c``, or quitting) sets the token: the engine checks it between units
+of work and raises ``Cancelled``, which is how a quit stops a job promptly and leaves every
+finished unit on disk. Any other exception is caught here and shown in an error dialog, so a
+crashing job never takes the workbench down with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Label, ProgressBar
+
+from engine.events import Event
+
+JobFunction = Callable[..., str]
+"""``fn(reporter, cancel) -> one-line summary`` (see :class:`Job`)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """What to run: ``run(reporter=…, cancel=…)`` returns the line shown when it finishes."""
+
+    title: str
+    run: JobFunction
+
+
+def progress_of(event: Event) -> tuple[int, int] | None:
+    """(done, total) of a progress event, whichever counter name the emitting loop used."""
+    data: dict[str, Any] = event.data
+    total = data.get("total")
+    if not isinstance(total, int) or total <= 0:
+        return None
+    for key in ("done", "completed", "n", "finished", "index"):
+        value = data.get(key)
+        if isinstance(value, int):
+            return (min(value, total), total)
+    return None
+
+
+def label_of(event: Event) -> str:
+    """A short status for the bar: the case or stage the event names."""
+    data = event.data
+    for key in ("message", "label", "stage", "case_id", "gate", "candidate_id"):
+        value = data.get(key)
+        if isinstance(value, str) and value:
+            return value if key in ("message", "label", "stage") else f"{key}: {value}"
+    return event.kind
+
+
+class JobEvent(Message):
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class JobEnded(Message):
+    """The job finished, was cancelled, or failed (``error`` set; ``crashed`` if unexpected)."""
+
+    def __init__(
+        self,
+        title: str,
+        summary: str,
+        *,
+        cancelled: bool = False,
+        error: str | None = None,
+        crashed: bool = False,
+    ) -> None:
+        super().__init__()
+        self.title = title
+        self.summary = summary
+        self.cancelled = cancelled
+        self.error = error
+        self.crashed = crashed
+
+
+class JobBar(Horizontal):
+    """One line above the footer while a job runs: title, bar, latest event, how to cancel."""
+
+    DEFAULT_CSS = """
+    JobBar { height: 1; display: none; background: $panel; padding: 0 1; }
+    JobBar.-running { display: block; }
+    JobBar > #job-title { width: auto; max-width: 40; text-style: bold; margin-right: 1; }
+    JobBar > ProgressBar { width: auto; margin-right: 1; }
+    JobBar > #job-status { width: 1fr; color: $text-muted; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="job-title", markup=False)
+        yield ProgressBar(total=None, show_eta=False, id="job-progress")
+        yield Label("", id="job-status", markup=False)
+
+    @property
+    def running(self) -> bool:
+        return self.has_class("-running")
+
+    def start(self, title: str) -> None:
+        self.query_one("#job-title", Label).update(title)
+        self.query_one(ProgressBar).update(total=None, progress=0)
+        self.query_one("#job-status", Label).update("starting… (c cancels)")
+        self.add_class("-running")
+
+    def show_event(self, event: Event) -> None:
+        counts = progress_of(event)
+        if counts is not None:
+            self.query_one(ProgressBar).update(total=counts[1], progress=counts[0])
+        self.query_one("#job-status", Label).update(f"{label_of(event)} (c cancels)")
+
+    def cancelling(self) -> None:
+        self.query_one("#job-status", Label).update("cancelling… finished units are kept")
+
+    def stop(self) -> None:
+        self.remove_class("-running")

@@ -1,0 +1,56 @@
+"""j/k/g/G everywhere: the navigation keys every list and scrolling pane of the workbench shares."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowDoesNotExist
+
+# Binding ids shared by every list and pane, so one keymap entry remaps them all.
+TABLE_BINDINGS: list[BindingType] = [
+    Binding("j", "cursor_down", "Down", show=False, id="down"),
+    Binding("k", "cursor_up", "Up", show=False, id="up"),
+    Binding("g", "scroll_top", "First", show=False, id="top"),
+    Binding("G", "scroll_bottom", "Last", show=False, id="bottom"),
+]
+SCROLL_BINDINGS: list[BindingType] = [
+    Binding("j", "scroll_down", "Down", show=False, id="down"),
+    Binding("k", "scroll_up", "Up", show=False, id="up"),
+    Binding("g", "scroll_home", "First", show=False, id="top"),
+    Binding("G", "scroll_end", "Last", show=False, id="bottom"),
+]
+
+
+class VimTable(DataTable[Any]):
+    """Row-cursor table with vim navigation; the row key is the item's id."""
+
+    BINDINGS: ClassVar[list[BindingType]] = TABLE_BINDINGS
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(
+            id=id,
+            classes=classes,
+            cursor_type="row",
+            zebra_stripes=True,
+            cursor_foreground_priority="renderable",
+        )
+
+    @property
+    def highlighted_key(self) -> str | None:
+        """The key of the row under the cursor, or None for an empty table."""
+        if self.row_count == 0:
+            return None
+        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        return row_key.value
+
+    def move_to_key(self, key: str | None) -> None:
+        """Put the cursor back on ``key`` after a reload, if that row still exists."""
+        if key is None:
+            return
+        try:
+            index = self.get_row_index(key)
+        except RowDoesNotExist:
+            return
+        self.move_cursor(row=index, animate=False)

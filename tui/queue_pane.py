@@ -1,0 +1,244 @@
+"""The approval queue: every candidate with its gates and Δ score, a `/` filter and batch marks.
+
+Open candidates (those still waiting for a decision) sort first, newest first, so the one the
+user is most likely to act on is under the cursor when the workbench opens. Marks and the
+filter survive reloads: the watcher reloads the queue whenever another process writes to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import DataTable, Input
+
+from tui.gates_pane import gate_summary
+from tui.navigation import VimTable
+
+OPEN_STATUSES = ("pending_approval", "pending_eval", "proposed")
+DECIDED_STATUSES = ("approved", "published", "rejected")
+
+STATUS_STYLE = {
+    "pending_approval": "bold $text-warning",
+    "pending_eval": "$text-secondary",
+    "proposed": "$text-primary",
+    "approved": "$text-success",
+    "published": "$text-success",
+    "rejected": "$text-error",
+}
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One row: the candidate as loaded plus its gate records (read with it, off the UI thread)."""
+
+    candidate: Any
+    gates: list[dict[str, Any]]
+
+    @property
+    def id(self) -> str:
+        return str(self.candidate.id)
+
+    @property
+    def is_open(self) -> bool:
+        return str(self.candidate.status) in OPEN_STATUSES
+
+    def haystack(self) -> str:
+        c = self.candidate
+        fields = (c.id, c.skill, c.source, c.operation, c.status, c.summary or "")
+        return " ".join(str(f) for f in fields).lower()
+
+
+def order_entries(entries: list[QueueEntry]) -> list[QueueEntry]:
+    """Open candidates first; newest first within each group (ids break ties stably)."""
+    newest = sorted(entries, key=lambda e: (str(e.candidate.created_at), e.id), reverse=True)
+    return sorted(newest, key=lambda e: not e.is_open)
+
+
+def matches(entry: QueueEntry, query: str) -> bool:
+    """Every whitespace-separated term of the filter must occur in one of the row's fields."""
+    haystack = entry.haystack()
+    return all(term in haystack for term in query.lower().split())
+
+
+def _delta(candidate: Any) -> Content:
+    if candidate.delta_score is None:
+        return Content.styled("unproven", "$gate-held") if candidate.unproven else Content("–")
+    value = float(candidate.delta_score)
+    style = "$text-success" if value > 0 else "$text-error" if value < 0 else ""
+    return Content.styled(f"{value:+.3f}", style)
+
+
+class QueueTable(VimTable):
+    """The candidate table; space marks are handled by the app (one binding id for remapping)."""
+
+
+class QueuePane(Vertical):
+    """Filter input over the candidate table."""
+
+    DEFAULT_CSS = """
+    QueuePane > Input { display: none; height: 1; border: none; padding: 0 1; }
+    QueuePane.-filtering > Input { display: block; }
+    QueuePane > QueueTable { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="clear_filter"),
+    ]
+
+    class Highlighted(Message):
+        """The candidate under the cursor changed (or its content did)."""
+
+        def __init__(self, entry: QueueEntry | None) -> None:
+            super().__init__()
+            self.entry = entry
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._entries: list[QueueEntry] = []
+        self._by_id: dict[str, QueueEntry] = {}
+        self._shown: list[QueueEntry] = []
+        self.marked: set[str] = set()
+        self.query_text = ""
+        self.loaded = False
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter: words that must all appear (esc clears)", id="filter")
+        table = QueueTable(id="queue")
+        table.add_column(" ", key="mark", width=1)
+        table.add_column("id", key="id")
+        table.add_column("skill", key="skill")
+        table.add_column("source", key="source")
+        table.add_column("op", key="op")
+        table.add_column("status", key="status")
+        table.add_column("gates", key="gates")
+        table.add_column("Δ score", key="delta")
+        table.add_column("summary", key="summary")
+        yield table
+
+    @property
+    def table(self) -> QueueTable:
+        return self.query_one(QueueTable)
+
+    # -- data ----------------------------------------------------------------------------------
+    @property
+    def entries(self) -> list[QueueEntry]:
+        return list(self._entries)
+
+    def entry(self, candidate_id: str) -> QueueEntry | None:
+        return self._by_id.get(candidate_id)
+
+    @property
+    def selected(self) -> QueueEntry | None:
+        key = self.table.highlighted_key
+        return self._by_id.get(key) if key is not None else None
+
+    def marked_entries(self) -> list[QueueEntry]:
+        return [e for e in self._shown if e.id in self.marked]
+
+    def set_entries(self, entries: list[QueueEntry]) -> None:
+        """Replace the rows, keeping the cursor, the marks and the filter."""
+        previous = self.selected
+        self._entries = order_entries(entries)
+        self._by_id = {e.id: e for e in self._entries}
+        self.marked &= {e.id for e in self._entries if e.is_open}
+        self.loaded = True
+        self._render_rows(previous)
+
+    def _render_rows(self, previous: QueueEntry | None) -> None:
+        table = self.table
+        self._shown = [e for e in self._entries if matches(e, self.query_text)]
+        table.clear()
+        for entry in self._shown:
+            c = entry.candidate
+            table.add_row(
+                self._mark_cell(entry.id),
+                c.id,
+                c.skill,
+                c.source,
+                c.operation,
+                Content.styled(str(c.status), STATUS_STYLE.get(str(c.status), "")),
+                gate_summary(entry.gates),
+                _delta(c),
+                c.summary or "",
+                key=entry.id,
+            )
+        if previous is not None:
+            table.move_to_key(previous.id)
+        current = self.selected
+        if current is None or previous is None or current != previous:
+            self.post_message(self.Highlighted(current))
+        self._update_title()
+
+    def _mark_cell(self, candidate_id: str) -> Content:
+        return Content.styled("●", "bold $mark") if candidate_id in self.marked else Content(" ")
+
+    def _update_title(self) -> None:
+        open_count = sum(e.is_open for e in self._entries)
+        title = f"1 Queue · {open_count} open / {len(self._entries)}"
+        if self.marked:
+            title += f" · {len(self.marked)} marked"
+        self.border_title = title
+        self.border_subtitle = f"filter: {self.query_text}" if self.query_text else ""
+
+    # -- marks ---------------------------------------------------------------------------------
+    def toggle_mark(self) -> bool:
+        """Mark or unmark the highlighted open candidate; returns whether it is now marked."""
+        entry = self.selected
+        if entry is None or not entry.is_open:
+            return False
+        if entry.id in self.marked:
+            self.marked.discard(entry.id)
+        else:
+            self.marked.add(entry.id)
+        self.table.update_cell(entry.id, "mark", self._mark_cell(entry.id))
+        self._update_title()
+        if self.table.cursor_row < self.table.row_count - 1:
+            self.table.action_cursor_down()
+        return entry.id in self.marked
+
+    def clear_marks(self) -> None:
+        for candidate_id in list(self.marked):
+            self.marked.discard(candidate_id)
+            if candidate_id in self.table.rows:
+                self.table.update_cell(candidate_id, "mark", self._mark_cell(candidate_id))
+        self._update_title()
+
+    # -- filter --------------------------------------------------------------------------------
+    def start_filter(self) -> None:
+        self.add_class("-filtering")
+        self.query_one(Input).focus()
+
+    def action_clear_filter(self) -> None:
+        filter_input = self.query_one(Input)
+        filter_input.value = ""
+        self._apply_filter("")
+        self.remove_class("-filtering")
+        self.table.focus()
+
+    def _apply_filter(self, text: str) -> None:
+        self.query_text = text.strip()
+        self._render_rows(self.selected)
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._apply_filter(event.value)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not self.query_text:
+            self.remove_class("-filtering")
+        self.table.focus()
+
+    @on(DataTable.RowHighlighted, "#queue")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        key = event.row_key.value
+        self.post_message(self.Highlighted(self._by_id.get(key) if key else None))
