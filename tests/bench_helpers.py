@@ -61,9 +61,12 @@ def labelled_cases(n_positive: int, n_negative: int) -> dict[str, dict[str, Any]
 
 
 def tree_state(root: Path) -> dict[str, tuple[int, bytes]]:
-    """Every file below ``root`` with its mtime and bytes, to prove nothing was written."""
+    """Every file below ``root`` with its mtime and bytes, to prove nothing was written.
+
+    The workspace lock file is not data (taking the lock creates it), so it is left out.
+    """
     return {
         str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes())
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != ".skillsmith.lock"
     }

@@ -1,0 +1,308 @@
+"""Importers: run exports, skill-creator evals.json and JSONL/CSV test sets — real files only."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.benchmark import load_benchmark
+from engine.cli import main
+from engine.errors import FormatError, SkillsmithError
+from engine.grading import grade
+from engine.importers import import_cases, import_evals, import_run
+from engine.llm import OfflineLLM
+from engine.metrics import metrics, read_results
+from engine.runs import RunFolder
+from engine.workspace import Workspace
+from tests.bench_helpers import labelled_cases, tree_state, write_benchmark
+
+ARTICLE_ROWS = [
+    {
+        "case_id": "biz-vul-001",
+        "ground_truth": "true",
+        "judge_verdict": "true",
+        "pass_fail": "pass",
+    },
+    {
+        "case_id": "biz-vul-002",
+        "ground_truth": "true",
+        "judge_verdict": "false",
+        "pass_fail": "fail",
+        "failure_kind": "FN",
+    },
+    {
+        "case_id": "biz-vul-003",
+        "ground_truth": "false",
+        "judge_verdict": "false",
+        "pass_fail": "pass",
+    },
+]
+SESSION = [
+    {
+        "type": "assistant",
+        "content": "我来分析",
+        "tool_calls": [{"name": "Read", "args": "Pay.java"}],
+    },
+    {"type": "tool", "tool_name": "Read", "result": "public class Pay {}"},
+    {"type": "assistant", "content": "# 审计结论\n存在漏洞"},
+]
+
+
+def _jsonl(items: list[Any]) -> str:
+    return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in items)
+
+
+def _export(root: Path, rows: list[dict[str, Any]] | None = None) -> Path:
+    rows = ARTICLE_ROWS if rows is None else rows
+    (root / "sessions").mkdir(parents=True)
+    (root / "results.jsonl").write_text(_jsonl(rows), encoding="utf-8")
+    for row in rows:
+        (root / "sessions" / f"{row['case_id']}.jsonl").write_text(_jsonl(SESSION), "utf-8")
+    manifest = {"dataset": "营销漏洞", "agent": "claude-code-biz-vul", "judge_model": "m"}
+    (root / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False))
+    return root
+
+
+def test_run_export_round_trips(workspace: Workspace, tmp_path: Path) -> None:
+    src = _export(tmp_path / "export")
+    result = import_run(workspace, src, run_id="glm-v1")
+    run = workspace.runs_dir / "glm-v1"
+    assert result.path == run and result.count == 3
+    rows = read_results(run / "results.jsonl")
+    assert [r["case_id"] for r in rows] == [r["case_id"] for r in ARTICLE_ROWS]
+    assert rows[1]["failure_kind"] == "FN" and rows[1]["score"] == 0.0 and rows[0]["score"] == 1.0
+    assert rows[0]["session_file"] == "sessions/biz-vul-001.jsonl"
+    assert rows[0]["session_id"] == "glm-v1/biz-vul-001.0"
+    assert (run / rows[0]["session_file"]).read_text("utf-8") == _jsonl(SESSION)
+    manifest = json.loads((run / "manifest.json").read_text("utf-8"))
+    assert manifest["agent"] == "claude-code-biz-vul" and manifest["benchmark"] == "营销漏洞"
+    assert manifest["run_id"] == "glm-v1" and manifest["status"] == "finished"
+    m = metrics(rows, "true")
+    assert (m.tp, m.fn, m.tn, m.fp) == (1, 1, 1, 0)
+    # The runner's reader accepts the imported folder too.
+    assert len(RunFolder(run).latest_rows()) == 3
+    with pytest.raises(SkillsmithError, match="already exists"):
+        import_run(workspace, src, run_id="glm-v1")
+
+
+def test_zip_export_and_errors_name_the_member(workspace: Workspace, tmp_path: Path) -> None:
+    src = _export(tmp_path / "export")
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in sorted(src.rglob("*")):
+            zf.write(file, Path("export") / file.relative_to(src))
+    assert import_run(workspace, archive, run_id="zipped").count == 3
+    (src / "results.jsonl").write_text(_jsonl(ARTICLE_ROWS[:1]) + "{oops\n")
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as zf:
+        for file in sorted(src.rglob("*")):
+            zf.write(file, file.relative_to(src))
+    with pytest.raises(FormatError, match=r"bad\.zip!results\.jsonl:2: line is not valid JSON"):
+        import_run(workspace, bad, run_id="bad")
+    assert sorted(p.name for p in workspace.runs_dir.iterdir()) == ["zipped"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda src: (src / "results.jsonl").write_text(
+                _jsonl(ARTICLE_ROWS[:2]) + '{"case_id": "x", "pass_fail": "maybe"}\n'
+            ),
+            r"export/results\.jsonl:3: field 'pass_fail'",
+        ),
+        (
+            lambda src: (src / "sessions" / "biz-vul-002.jsonl").unlink(),
+            r"results\.jsonl:2: field 'case_id': no session file sessions/biz-vul-002\.jsonl",
+        ),
+        (
+            lambda src: (src / "sessions" / "biz-vul-003.jsonl").write_text(
+                _jsonl(SESSION) + '{"content": "no type"}\n'
+            ),
+            r"sessions/biz-vul-003\.jsonl:4: field 'type'",
+        ),
+        (
+            lambda src: (src / "results.jsonl").write_text(
+                _jsonl([*ARTICLE_ROWS, ARTICLE_ROWS[0]])
+            ),
+            r"results\.jsonl:4: field 'case_id': duplicate",
+        ),
+        (
+            lambda src: (src / "manifest.json").write_text("{\n  'x'\n}"),
+            r"manifest\.json:2: invalid JSON",
+        ),
+    ],
+)
+def test_bad_export_writes_nothing(
+    workspace: Workspace, tmp_path: Path, mutate: Any, message: str
+) -> None:
+    src = _export(tmp_path / "export")
+    mutate(src)
+    before = tree_state(workspace.root)
+    with pytest.raises(FormatError, match=message) as err:
+        import_run(workspace, src, run_id="r1")
+    assert "\n" not in str(err.value)
+    assert tree_state(workspace.root) == before
+    assert list(workspace.runs_dir.iterdir()) == []
+
+
+def test_run_import_against_a_benchmark(workspace: Workspace, tmp_path: Path) -> None:
+    write_benchmark(workspace.benchmarks_dir / "vuln", labelled_cases(3, 3))
+    rows = [
+        {"case_id": "vuln-000", "ground_truth": "vulnerable", "judge_verdict": "vulnerable",
+         "pass_fail": "pass"},
+        {"case_id": "nope", "ground_truth": "safe", "judge_verdict": "safe", "pass_fail": "pass"},
+    ]  # fmt: skip
+    src = _export(tmp_path / "export", rows)
+    with pytest.raises(FormatError, match=r"results\.jsonl:2: field 'case_id': not a case of"):
+        import_run(workspace, src, bench="vuln", run_id="r1")
+    (src / "results.jsonl").write_text(_jsonl(rows[:1]))
+    import_run(workspace, src, bench="vuln", run_id="r1")
+    row = read_results(workspace.runs_dir / "r1" / "results.jsonl")[0]
+    bench = load_benchmark(workspace.benchmarks_dir / "vuln")
+    assert row["split"] == bench.case("vuln-000").split
+    manifest = json.loads((workspace.runs_dir / "r1" / "manifest.json").read_text())
+    assert manifest["benchmark"] == "vuln"
+
+
+def _evals(root: Path, evals: list[dict[str, Any]]) -> Path:
+    (root / "evals" / "files").mkdir(parents=True)
+    (root / "evals" / "files" / "sales.csv").write_text("region,total\nnorth,3\n")
+    path = root / "evals" / "evals.json"
+    path.write_text(json.dumps({"skill_name": "csv-report", "evals": evals}, indent=2))
+    return path
+
+
+EVALS = [
+    {
+        "id": 1,
+        "prompt": "Summarise the sales file by region.",
+        "expected_output": "A table with one row per region",
+        "files": ["evals/files/sales.csv"],
+        "expectations": ["The output names the north region", "The output gives total 3"],
+    },
+    {"id": 2, "prompt": "Say hello.", "expected_output": "A greeting", "assertions": ["Greets"]},
+]
+
+
+def test_skill_creator_evals_round_trip(workspace: Workspace, tmp_path: Path) -> None:
+    path = _evals(tmp_path / "skill", EVALS)
+    result = import_evals(workspace, path, bench="csv")
+    bench = load_benchmark(result.path)
+    assert [c.id for c in bench.cases] == ["eval-1", "eval-2"] and bench.labels == []
+    one = bench.case("eval-1")
+    assert one.prompt() == "Summarise the sales file by region.\n"
+    assert (one.statement_dir / "sales.csv").read_text().startswith("region,total")
+    assert [c.criteria for c in one.rubric.checks] == EVALS[0]["expectations"]
+    assert bench.case("eval-2").rubric.checks[0].criteria == "Greets"
+
+    def judge(system: str, messages: list[dict[str, Any]]) -> str:
+        text = str(messages[0]["content"])
+        if "north" in text.split("<answer>")[0]:
+            return "PASS north named" if "north" in text.split("<answer>")[1] else "FAIL"
+        return "PASS" if "3" in text.split("<answer>")[1] else "FAIL"
+
+    g = grade(bench, one, "north: 3", llm=OfflineLLM(judge))
+    assert g.passed and [c.passed for c in g.checks] == [True, True]
+    assert not grade(bench, one, "south: 4", llm=OfflineLLM(judge)).passed
+
+
+@pytest.mark.parametrize(
+    ("evals", "message"),
+    [
+        ([{"id": 1, "prompt": "x", "expectations": ["y"], "colour": 1}], r"'evals\[0\]\.colour'"),
+        ([{"id": 1, "prompt": "x"}], r"'evals\[0\]': expected expectations"),
+        ([{"id": 1, "prompt": "x", "expectations": ["y"], "files": ["no.csv"]}], r"files\[0\]"),
+        ([{"id": 1, "prompt": "x", "expectations": ["y"]}] * 2, r"'evals\[1\]\.id': expected a"),
+        ([], r"field 'evals': expected at least one"),
+    ],
+)
+def test_bad_evals_write_nothing(
+    workspace: Workspace, tmp_path: Path, evals: list[dict[str, Any]], message: str
+) -> None:
+    path = _evals(tmp_path / "skill", evals)
+    with pytest.raises(FormatError, match=message):
+        import_evals(workspace, path, bench="csv")
+    assert list(workspace.benchmarks_dir.iterdir()) == []
+    path.write_text('{"evals": [\n  {"id": 1,}\n]}')
+    with pytest.raises(FormatError, match=r"evals\.json:2: invalid JSON"):
+        import_evals(workspace, path, bench="csv")
+
+
+def test_jsonl_cases_with_labels(workspace: Workspace, tmp_path: Path) -> None:
+    src = tmp_path / "cases.jsonl"
+    records = [
+        {"id": f"c{i}", "input": f"Is snippet {i} exploitable?\n\nx = {i}", "expected": label}
+        for i, label in enumerate(["vulnerable", "safe"] * 5)
+    ]
+    records[0]["critical"] = True
+    records[1]["type"] = "xss"
+    src.write_text(_jsonl(records))
+    result = import_cases(workspace, src, bench="mini", labels=["vulnerable", "safe"], seed=3)
+    bench = load_benchmark(result.path)
+    assert bench.labels == ["vulnerable", "safe"] and bench.seed == 3 and len(bench.cases) == 10
+    c0, c1 = bench.case("c0"), bench.case("c1")
+    assert c0.rubric.critical and c1.rubric.type == "xss" and c0.rubric.expected == "vulnerable"
+    assert "VERDICT: <label>" in c0.prompt() and "vulnerable, safe" in c0.prompt()
+    assert grade(bench, c0, "VERDICT: vulnerable").passed
+    assert grade(bench, c1, "VERDICT: vulnerable").failure_kind == "FP"
+
+
+def test_csv_cases_without_labels(workspace: Workspace, tmp_path: Path) -> None:
+    src = tmp_path / "qa.csv"
+    src.write_text('input,expected\n"Capital of France, in one word?",Paris\nTwo plus two?,four\n')
+    bench = load_benchmark(import_cases(workspace, src, bench="qa").path)
+    assert [c.id for c in bench.cases] == ["case-001", "case-002"]
+    first = bench.case("case-001")
+    assert first.rubric.checks[0].kind == "contains"
+    assert grade(bench, first, "It is Paris.").passed
+    assert not grade(bench, first, "Parisian food").passed
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("a.csv", "input,answer\nx,y\n", r"a\.csv:1: field 'expected': missing column"),
+        ("a.csv", "input,expected\nx,y\nz,\n", r"a\.csv:3: field 'expected': expected a non-empty"),
+        ("a.jsonl", '{"input": "x", "expected": "y"}\n{"input": "z"\n', r"a\.jsonl:2: line is not"),
+        ("a.jsonl", '{"input": "x", "expected": "y", "lbl": 1}\n', r"a\.jsonl:1: field 'lbl'"),
+        ("a.jsonl", '{"id": "a b", "input": "x", "expected": "y"}\n', r"a\.jsonl:1: field 'id'"),
+        # The leak check runs on the staged benchmark: the answer is in the question.
+        ("a.jsonl", '{"input": "Is Paris the capital?", "expected": "Paris"}\n', r"leak|appears"),
+    ],
+)
+def test_bad_case_files_write_nothing(
+    workspace: Workspace, tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    src = tmp_path / name
+    src.write_text(text)
+    before = tree_state(workspace.root)
+    with pytest.raises(FormatError, match=message):
+        import_cases(workspace, src, bench="x")
+    assert tree_state(workspace.root) == before
+    assert list(workspace.benchmarks_dir.iterdir()) == []
+
+
+def test_import_command(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "cases.jsonl"
+    src.write_text(
+        _jsonl([{"input": "q?", "expected": "safe"}, {"input": "r?", "expected": "safe"}])
+    )
+    ws = str(workspace.root)
+    code = main(["import", "cases", str(src), "--bench", "b1", "--labels", "vulnerable,safe",
+                 "-w", ws, "--json"])  # fmt: skip
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 2
+    assert main(["import", "run", str(_export(tmp_path / "e")), "--run-id", "r9", "-w", ws]) == 0
+    assert capsys.readouterr().out == f"imported 3 rows into {workspace.runs_dir / 'r9'}\n"
+    assert main(["import", "cases", str(src), "-w", ws]) == 2
+    assert capsys.readouterr().err == "skillsmith: error: import cases: --bench ID is required\n"
+    assert main(["import", "cases", str(src), "--bench", "b1", "-w", ws]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already exists" in err
