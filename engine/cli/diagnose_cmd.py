@@ -127,31 +127,33 @@ def _render(
             )
         console.print(causes)
         for rc in diagnosis.root_causes:
-            console.print(f"[bold]{rc.id}[/]: {rc.explanation}")
+            console.print(f"[bold]{rc.id}[/]: {rc.explanation}", soft_wrap=True)
             for line in rc.evidence:
-                console.print(f"    {line}", markup=False)
+                console.print(f"    {line}", markup=False, soft_wrap=True)
     else:
         console.print("no root cause: no failing case shows a flow anomaly")
     if diagnosis.undiagnosed_case_ids:
-        console.print(f"undiagnosed failures: {', '.join(diagnosis.undiagnosed_case_ids)}")
+        undiagnosed = ", ".join(diagnosis.undiagnosed_case_ids)
+        console.print(f"undiagnosed failures: {undiagnosed}", soft_wrap=True)
     if diagnosis.low_priority:
         flawed = "; ".join(f"{c} ({', '.join(r)})" for c, r in diagnosis.low_priority.items())
-        console.print(f"passing but flawed (low priority): {flawed}", markup=False)
+        console.print(f"passing but flawed (low priority): {flawed}", markup=False, soft_wrap=True)
     verdict = "evolution triggered" if diagnosis.triggers_evolution else "no evolution"
     console.print(f"[bold]{verdict}[/] (direction: {diagnosis.direction or '-'})")
     _render_gt(console, gt)
     if traces:
         for case in diagnosis.cases:
             if case.summary is not None:
-                console.print(case.summary.render_text(), markup=False)
+                console.print(case.summary.render_text(), markup=False, soft_wrap=True)
 
 
 def _render_gt(console: Console, gt: GtAudit) -> None:
-    if gt.suspicions:
+    shown = [s for s in gt.suspicions if s.score > 0]
+    if shown:
         table = Table(title=f"ground-truth suspicion (flag ≥ {gt.threshold})", title_justify="left")
         for column in ("case", "score", "flagged", "reasons"):
             table.add_column(column)
-        for s in gt.suspicions:
+        for s in shown:
             table.add_row(
                 s.case_id,
                 f"{s.score:.2f}",
@@ -159,13 +161,22 @@ def _render_gt(console: Console, gt: GtAudit) -> None:
                 "; ".join(s.reasons) or "-",
             )
         console.print(table)
+    quiet = len(gt.suspicions) - len(shown)
+    if quiet:
+        console.print(f"{quiet} failing cases show no sign of a wrong label")
     for problem in gt.data_quality:
         if problem["problem"] == "contradictory_labels_in_type":
             labels = "; ".join(f"{k}: {', '.join(v)}" for k, v in problem["labels"].items())
-            console.print(f"data quality: type {problem['case_type']!r} has labels {labels}")
+            console.print(
+                f"data quality: type {problem['case_type']!r} has labels {labels}",
+                markup=False,
+                soft_wrap=True,
+            )
         else:
             a, b = problem["case_ids"]
             console.print(
                 f"data quality: {a} and {b} are near-identical "
-                f"({problem['similarity']:.2f}) but labelled {problem['labels']}"
+                f"({problem['similarity']:.2f}) but labelled {problem['labels']}",
+                markup=False,
+                soft_wrap=True,
             )

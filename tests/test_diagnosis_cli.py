@@ -1,0 +1,197 @@
+"""``skillsmith diagnose RUN``: rich and JSON output, errors, workspace features."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.workspace import Workspace
+from tests.bench_helpers import write_benchmark
+from tests.diag_helpers import (
+    SKILL_TEXT,
+    clean_calls,
+    row,
+    session_lines,
+    thirteen_failures_run,
+    write_run,
+)
+from tests.test_diagnosis_checkers import FUNCTION_CHECKER, write_checker
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_workspace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("SKILLSMITH_WORKSPACE", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_exported_run_folder_needs_no_workspace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = thirteen_failures_run(tmp_path / "export")
+    assert main(["diagnose", str(folder), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["run_id"] == "export" and data["benchmark"] is None
+    diagnosis = data["diagnosis"]
+    assert diagnosis["failing_cases"] == 13 and diagnosis["direction"] == "FN"
+    shares = {rc["id"]: (rc["count"], rc["worth_patch"]) for rc in diagnosis["root_causes"]}
+    assert shares == {"FN + progress_mismatch": (5, True), "FP + no_tool_calls": (3, False)}
+    assert data["gt_audit"]["threshold"] == 0.5
+    assert len(data["gt_audit"]["suspicions"]) == 13
+
+
+def test_rich_output_in_a_workspace(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thirteen_failures_run(workspace.runs_dir / "run-1")
+    assert main(["-w", str(workspace.root), "diagnose", "run-1"]) == 0
+    out = capsys.readouterr().out
+    assert "diagnosis of run-1: 19 rows, 13 failing cases" in out
+    assert "FN + progress_mismatch" in out and "5/13" in out and "38%" in out
+    assert "FP + no_tool_calls" in out and "23%" in out
+    assert 'step 3 claimed but no call ran `grep -rn "ServiceImpl" src/main/java`' in out
+    assert "undiagnosed failures: clean-0, clean-1" in out
+    assert "passing but flawed (low priority): pass-0 (redundant_retry, tool_error_burst)" in out
+    assert "evolution triggered (direction: FN)" in out
+    assert "ground-truth suspicion" in out
+
+
+def test_workspace_checkers_config_and_benchmark_are_used(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_checker(workspace.root / "checkers", "scanner.py", FUNCTION_CHECKER)
+    config = workspace.load_config()
+    config.limits.root_cause_min_share = 0.5
+    workspace.save_config(config)
+    write_benchmark(
+        workspace.benchmarks_dir / "audit",
+        {
+            "a-1": {"expected": "vulnerable", "type": "idor"},
+            "a-2": {"expected": "safe", "type": "idor"},
+        },
+    )
+    units = [
+        (row("a-1", "FN", case_type="idor"), session_lines(clean_calls(), "VERDICT: safe")),
+        (row("a-2", "pass", label="safe"), session_lines(clean_calls(), "VERDICT: safe")),
+    ]
+    write_run(workspace.runs_dir / "run-2", units, manifest={"benchmark": "audit"})
+    assert main(["-w", str(workspace.root), "diagnose", "run-2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["benchmark"] == "audit" and data["checkers"][-1] == "scanner_not_run"
+    (cause,) = data["diagnosis"]["root_causes"]
+    assert cause["id"] == "FN + scanner_not_run" and cause["share"] == 1.0
+    assert data["diagnosis"]["min_share"] == 0.5
+    contradictory, twins = data["gt_audit"]["data_quality"]
+    assert contradictory == {
+        "problem": "contradictory_labels_in_type",
+        "case_type": "idor",
+        "labels": {"safe": ["a-2"], "vulnerable": ["a-1"]},
+    }
+    # both statements are the helper's default prompt: identical text, different labels
+    assert twins["problem"] == "near_identical_cases_labelled_differently"
+    assert twins["case_ids"] == ["a-1", "a-2"] and twins["similarity"] == 1.0
+
+
+def test_also_adds_other_skill_versions_to_the_audit(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    final = "STEPS DONE: 1, 2, 3, 4\nVERDICT: safe"
+    for n, text in enumerate((SKILL_TEXT, SKILL_TEXT + "\n<!-- v2 -->\n")):
+        units = [
+            (row("c1", "FN", run_index=i), session_lines(clean_calls(), final)) for i in range(2)
+        ]
+        write_run(workspace.runs_dir / f"run-{n}", units, skill_text=text)
+    argv = ["-w", str(workspace.root), "diagnose", "run-0", "--json"]
+    assert main(argv) == 0
+    alone = json.loads(capsys.readouterr().out)["gt_audit"]["suspicions"][0]
+    assert main([*argv, "--also", "run-1"]) == 0
+    both = json.loads(capsys.readouterr().out)["gt_audit"]["suspicions"][0]
+    assert alone["signals"]["cross_version_disagreement"] == 0.0 and not alone["flagged"]
+    assert both["signals"]["cross_version_disagreement"] == 1.0 and both["flagged"]
+
+
+def test_unknown_run_is_one_line_exit_1(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["-w", str(workspace.root), "diagnose", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope: no such run" in err
+
+
+def test_malformed_files_are_named_with_their_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = thirteen_failures_run(tmp_path / "run-x")
+    session = folder / "sessions" / "fn-2.0.jsonl"
+    lines = session.read_text().splitlines()
+    lines[2] = lines[2][:-1]
+    session.write_text("\n".join(lines) + "\n")
+    assert main(["diagnose", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"{session}:3: line is not valid JSON" in err and err.count("\n") == 1
+    (folder / "results.jsonl").write_text('{"case_id": "a", "pass_fail": "maybe"}\n')
+    assert main(["diagnose", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert "results.jsonl:1: field 'pass_fail': expected 'pass', 'fail' or 'invalid'" in err
+
+
+def test_article_export_without_run_index_or_session_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "sec-code-bench-export"
+    (folder / "sessions").mkdir(parents=True)
+    rows = [
+        {
+            "case_id": "biz-vul-001",
+            "ground_truth": "true",
+            "judge_verdict": "true",
+            "pass_fail": "pass",
+        },
+        {
+            "case_id": "biz-vul-002",
+            "ground_truth": "true",
+            "judge_verdict": "false",
+            "pass_fail": "fail",
+            "failure_kind": "FN",
+        },
+    ]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    answer = {"type": "assistant", "content": "# 审计结论\n该接口不存在漏洞"}
+    for case_id in ("biz-vul-001", "biz-vul-002"):
+        (folder / "sessions" / f"{case_id}.jsonl").write_text(json.dumps(answer) + "\n")
+    assert main(["diagnose", str(folder), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["diagnosis"]
+    (cause,) = [rc for rc in data["root_causes"] if rc["rule_id"] == "no_tool_calls"]
+    assert cause["id"] == "FN + no_tool_calls" and cause["case_ids"] == ["biz-vul-002"]
+
+
+def test_subprocess_run_of_the_real_command(workspace: Workspace) -> None:
+    thirteen_failures_run(workspace.runs_dir / "run-1")
+    env = {k: v for k, v in os.environ.items() if k != "SKILLSMITH_WORKSPACE"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine.cli",
+            "-w",
+            str(workspace.root),
+            "diagnose",
+            "run-1",
+            "--json",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["diagnosis"]["root_causes"][0]["id"] == "FN + progress_mismatch"
