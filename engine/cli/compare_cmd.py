@@ -107,11 +107,12 @@ def _spread(m: Metrics, name: str) -> str:
     return f"{_pct(value)} ({spread.mean * 100:.1f}±{spread.stddev * 100:.1f})"
 
 
-def _signed(value: float | None, scale: float = 100.0, unit: str = " pp") -> str:
+def _signed(value: float | None, shown: str | None = None) -> str:
+    """A delta coloured by sign; percentages in points unless ``shown`` formats it."""
     if value is None:
         return "—"
     colour = "green" if value > 0 else "red" if value < 0 else "dim"
-    return f"[{colour}]{value * scale:+.1f}{unit}[/]"
+    return f"[{colour}]{shown or f'{value * 100:+.1f} pp'}[/]"
 
 
 def _print(result: Comparison, name_a: str, name_b: str) -> None:
@@ -139,7 +140,7 @@ def _print(result: Comparison, name_a: str, name_b: str) -> None:
         f"{d['tokens'] or 0:+,.0f}",
     )
     cost = [f"${m.cost_usd:.4f}" if m.cost_usd is not None else "—" for m in (a, b)]
-    figures.add_row("cost", *cost, _signed(d["cost_usd"], 1.0, " $"))
+    figures.add_row("cost", *cost, _signed(d["cost_usd"], f"{d['cost_usd'] or 0:+.4f} $"))
     figures.add_row("duration", f"{a.duration_ms / 1000:.1f}s", f"{b.duration_ms / 1000:.1f}s", "")
     console.print(figures)
     cases = Table(title="Cases that changed or stay broken", title_justify="left")
