@@ -407,6 +407,7 @@ def _evaluate(
     resumed = folder.exists()
     with ws.lock(f"eval {plan.bench.id}"):
         folder.repair_torn_tail()
+        latest = folder.latest_rows()  # a malformed row refuses the run before anything is written
         manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
         if resumed:
             old = folder.read_manifest()
@@ -418,7 +419,6 @@ def _evaluate(
                 text = next(s.text for s in plan.variants[SKILL] if s.name == name)
                 folder.save_input(SKILL, name, text)
         folder.write_manifest(manifest)
-    latest = folder.latest_rows()
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))
     log = SessionLog(ws.sessions_dir, "eval", session_id=folder.run_id, forward=reporter)

@@ -121,7 +121,7 @@ class RunFolder:
     # -- rows ------------------------------------------------------------------------------------
     def rows(self) -> list[dict[str, Any]]:
         """Every row in file order; a malformed row is a FormatError naming its line."""
-        rows = read_jsonl(self.results_path)
+        rows = read_jsonl(self.results_path, strict=True)
         for number, row in enumerate(rows, start=1):
             _check_row(row, self.results_path, number)
         return rows

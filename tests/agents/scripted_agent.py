@@ -3,7 +3,8 @@ it does, so one benchmark can mix well-behaved, crashing, hanging and babbling u
 
 Modes: ``answer`` (default: look for ``eval(`` in code.txt, answer with a verdict), ``answer-file``
 (same, but write the answer to answer.txt), ``sleep <s>`` (answer after sleeping), ``crash``,
-``garbage``, ``flood``, ``empty``, ``hang`` (fork a grandchild that ignores SIGTERM, report its pid
+``flaky`` (crash until $SKILLSMITH_TEST_COUNT_DIR/fixed exists), ``garbage``, ``flood``, ``empty``,
+``hang`` (fork a grandchild that ignores SIGTERM, report its pid
 on stderr, then hang). Every launch appends one line to $SKILLSMITH_TEST_COUNT_DIR/launches.
 """
 
@@ -51,7 +52,8 @@ def main() -> int:
     mode_file = Path("mode.txt")
     mode = mode_file.read_text().strip() if mode_file.is_file() else "answer"
     prompt = Path(os.environ["SKILLSMITH_PROMPT_FILE"]).read_text()
-    if mode == "crash":
+    count_dir = os.environ.get("SKILLSMITH_TEST_COUNT_DIR", "")
+    if mode == "crash" or (mode == "flaky" and not (Path(count_dir) / "fixed").exists()):
         sys.stderr.write("Traceback: deliberate crash\n")
         return 3
     if mode == "garbage":

@@ -1,0 +1,178 @@
+"""Interrupting and resuming an evaluation: finished units are kept and never run twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.errors import FormatError, SkillsmithError
+from engine.events import Cancelled, CancelToken, Event
+from engine.runner import run_evaluation
+from engine.scoreboard import read_records
+from tests.runner_helpers import COUNT_ENV, command_workspace, launches, mode_benchmark
+
+SAFE = "x = int(y)\n"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def count_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "count"
+    folder.mkdir()
+    monkeypatch.setenv(COUNT_ENV, str(folder))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    return folder
+
+
+def _rows(run_dir: Path) -> list[dict[str, object]]:
+    lines = (run_dir / "results.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_cancel_keeps_finished_units_and_the_rerun_runs_only_the_missing(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {f"c{i}": ("sleep 0.2", SAFE, "safe") for i in range(3)}, runs=2)
+    token = CancelToken()
+    finished: list[Event] = []
+
+    def reporter(event: Event) -> None:
+        if event.kind == "case_finished":
+            finished.append(event)
+            if len(finished) == 2:
+                token.cancel()
+
+    with pytest.raises(Cancelled):
+        run_evaluation(ws, "b", jobs=1, reporter=reporter, cancel=token)
+
+    (run_dir,) = ws.runs_dir.iterdir()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    assert manifest["counts"]["missing"] == 4
+    kept = len(_rows(run_dir))
+    assert kept == 2
+    first_launches = len(launches(count_dir))
+    assert first_launches <= 3  # the unit running at the cancel was killed, not recorded
+    assert read_records(ws.benchmarks_dir / "b") == []  # an interrupted run scores nothing
+
+    result = run_evaluation(ws, "b", jobs=2)  # the same evaluation: resumed automatically
+
+    assert result.run_id == run_dir.name
+    assert len(launches(count_dir)) - first_launches == 6 - kept
+    assert result.launched == 6 - kept
+    assert result.status == "finished" and len(result.rows) == 6
+    assert len(_rows(run_dir)) == 6
+    assert len(read_records(ws.benchmarks_dir / "b")) == 1
+    # a finished evaluation is not resumed: asking again starts a fresh run
+    again = run_evaluation(ws, "b", jobs=2)
+    assert again.run_id != run_dir.name and again.launched == 6
+
+
+def test_sigint_to_the_cli_then_resume_runs_only_the_missing_units(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {f"c{i}": ("sleep 0.3", SAFE, "safe") for i in range(4)}, runs=2)
+    env = {**os.environ, COUNT_ENV: str(count_dir), "TMPDIR": str(tmp_path / "tmp")}
+    cli = [sys.executable, "-m", "engine.cli", "eval", "b", "-w", str(ws.root)]
+    proc = subprocess.Popen(
+        [*cli, "-j", "1"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 60
+    results = None
+    while time.monotonic() < deadline:
+        found = list(ws.runs_dir.glob("*/results.jsonl"))
+        if found and len(found[0].read_text().splitlines()) >= 2:
+            results = found[0]
+            break
+        time.sleep(0.05)
+    assert results is not None, "the evaluation never got going"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    run_id = results.parent.name
+    assert f"--resume {run_id}" in err.decode()
+    kept = len(_rows(results.parent))
+    assert 2 <= kept < 8
+    assert json.loads((results.parent / "manifest.json").read_text())["status"] == "interrupted"
+    before = len(launches(count_dir))
+
+    done = subprocess.run(
+        [*cli, "--resume", run_id, "-j", "2", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["run_id"] == run_id and report["status"] == "finished"
+    assert report["launched"] == 8 - kept
+    assert len(launches(count_dir)) - before == 8 - kept
+    assert report["metrics"]["units"] == 8 and report["metrics"]["pass_rate"] == 1.0
+
+
+def test_rerun_retries_invalid_units_only(tmp_path: Path, count_dir: Path) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {"ok": ("answer", SAFE, "safe"), "flaky": ("flaky", SAFE, "safe")}, runs=2)
+    first = run_evaluation(ws, "b", jobs=2)
+    assert first.status == "incomplete"
+    assert [r["pass_fail"] for r in first.rows] == ["invalid", "invalid", "pass", "pass"]
+    (count_dir / "fixed").write_text("")  # the agent's bug is fixed
+
+    second = run_evaluation(ws, "b", jobs=2)
+
+    assert second.run_id == first.run_id
+    assert second.launched == 2 and len(launches(count_dir)) == 6
+    assert second.status == "finished"
+    assert [r["pass_fail"] for r in second.rows] == ["pass"] * 4
+    assert len(_rows(second.run_dir)) == 4  # superseded invalid rows were compacted away
+
+
+def test_resuming_with_other_inputs_is_refused(tmp_path: Path, count_dir: Path) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {"ok": ("answer", SAFE, "safe")})
+    first = run_evaluation(ws, "b", runs=1)
+    manifest = (first.run_dir / "manifest.json").read_bytes()
+    with pytest.raises(SkillsmithError, match="different runs"):
+        run_evaluation(ws, "b", runs=2, run_id=first.run_id)
+    assert (first.run_dir / "manifest.json").read_bytes() == manifest
+    same = run_evaluation(ws, "b", run_id=first.run_id)  # nothing left to do
+    assert same.launched == 0 and same.run_id == first.run_id
+    assert len(read_records(ws.benchmarks_dir / "b")) == 1  # no duplicate scoreboard record
+
+
+def test_torn_last_row_is_dropped_and_malformed_rows_are_named(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {"a": ("answer", SAFE, "safe"), "b2": ("answer", SAFE, "safe")})
+    run = run_evaluation(ws, "b", run_id="run-fixed", case_ids=["a"])
+    results = run.run_dir / "results.jsonl"
+    manifest_path = run.run_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["status"] = "interrupted"
+    manifest_path.write_text(json.dumps(manifest))
+    results.write_text(results.read_text() + '{"case_id": "a", "run_in')  # a crash mid-append
+
+    resumed = run_evaluation(ws, "b", run_id="run-fixed")
+    assert resumed.launched == 0 and len(_rows(run.run_dir)) == 1
+
+    results.write_text('{"case_id": "a", "run_index": "zero", "pass_fail": "pass"}\n')
+    before = manifest_path.read_bytes()
+    with pytest.raises(FormatError, match=r"results\.jsonl:1: field 'run_index'"):
+        run_evaluation(ws, "b", run_id="run-fixed")
+    assert manifest_path.read_bytes() == before
