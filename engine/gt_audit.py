@@ -349,6 +349,7 @@ class _Auditor:
                     {
                         "problem": "contradictory_labels_in_type",
                         "case_type": kind,
+                        "counts": {k: len(v) for k, v in sorted(groups.items())},
                         "labels": {k: v for k, v in sorted(groups.items())},
                     }
                 )

@@ -96,8 +96,8 @@ def test_diagnosis_is_json_serialisable_and_complete(tmp_path: Path) -> None:
     assert case["summary"]["steps_evidenced"] == [1, 2, 4]
     text = diagnosis.attribution_summary()
     assert len(text) <= 2000
-    assert "FN + progress_mismatch: 5/13 = 38% [PATCH]" in text
-    assert "FP + no_tool_calls: 3/13 = 23% [below threshold]" in text
+    assert "FN + progress_mismatch: 5/13 = 38.5% [PATCH]" in text
+    assert "FP + no_tool_calls: 3/13 = 23.1% [below threshold]" in text
 
 
 def test_missing_session_is_noted_and_undiagnosed(tmp_path: Path) -> None:

@@ -54,8 +54,8 @@ def test_rich_output_in_a_workspace(
     assert main(["-w", str(workspace.root), "diagnose", "run-1"]) == 0
     out = capsys.readouterr().out
     assert "diagnosis of run-1: 19 rows, 13 failing cases" in out
-    assert "FN + progress_mismatch" in out and "5/13" in out and "38%" in out
-    assert "FP + no_tool_calls" in out and "23%" in out
+    assert "FN + progress_mismatch" in out and "5/13" in out and "38.5%" in out
+    assert "FP + no_tool_calls" in out and "23.1%" in out
     assert 'step 3 claimed but no call ran `grep -rn "ServiceImpl" src/main/java`' in out
     assert "undiagnosed failures: clean-0, clean-1" in out
     assert "passing but flawed (low priority): pass-0 (redundant_retry, tool_error_burst)" in out
@@ -92,11 +92,16 @@ def test_workspace_checkers_config_and_benchmark_are_used(
     assert contradictory == {
         "problem": "contradictory_labels_in_type",
         "case_type": "idor",
+        "counts": {"safe": 1, "vulnerable": 1},
         "labels": {"safe": ["a-2"], "vulnerable": ["a-1"]},
     }
     # both statements are the helper's default prompt: identical text, different labels
     assert twins["problem"] == "near_identical_cases_labelled_differently"
     assert twins["case_ids"] == ["a-1", "a-2"] and twins["similarity"] == 1.0
+    assert main(["-w", str(workspace.root), "diagnose", "run-2"]) == 0
+    out = capsys.readouterr().out
+    assert "data quality: type 'idor' mixes labels (safe 1, vulnerable 1)" in out
+    assert "data quality: a-1 and a-2 are near-identical (1.00) but labelled" in out
 
 
 def test_also_adds_other_skill_versions_to_the_audit(

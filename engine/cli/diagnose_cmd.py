@@ -121,7 +121,7 @@ def _render(
             causes.add_row(
                 rc.id,
                 f"{rc.count}/{n}",
-                f"{rc.share:.0%}",
+                f"{rc.share:.1%}",
                 "[green]yes[/]" if rc.worth_patch else "no",
                 ", ".join(rc.case_ids),
             )
@@ -166,9 +166,9 @@ def _render_gt(console: Console, gt: GtAudit) -> None:
         console.print(f"{quiet} failing cases show no sign of a wrong label")
     for problem in gt.data_quality:
         if problem["problem"] == "contradictory_labels_in_type":
-            labels = "; ".join(f"{k}: {', '.join(v)}" for k, v in problem["labels"].items())
+            counts = ", ".join(f"{k} {n}" for k, n in problem["counts"].items())
             console.print(
-                f"data quality: type {problem['case_type']!r} has labels {labels}",
+                f"data quality: type {problem['case_type']!r} mixes labels ({counts})",
                 markup=False,
                 soft_wrap=True,
             )

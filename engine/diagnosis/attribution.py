@@ -178,7 +178,7 @@ class Diagnosis:
         for rc in self.root_causes:
             mark = "PATCH" if rc.worth_patch else "below threshold"
             lines.append(
-                f"- {rc.id}: {rc.count}/{n} = {rc.share:.0%} [{mark}] {rc.explanation}; "
+                f"- {rc.id}: {rc.count}/{n} = {rc.share:.1%} [{mark}] {rc.explanation}; "
                 f"cases {', '.join(rc.case_ids)}"
             )
             lines.extend(f"    {e}" for e in rc.evidence[:3])
