@@ -162,14 +162,49 @@ def confusion(rows: Iterable[dict[str, Any]], positive: str) -> Confusion:
 
 
 @dataclass
+class Usage:
+    """What units cost, counted over every unit (a crashed run was still paid for)."""
+
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float | None
+    cost_mean_usd: float | None
+    duration_ms: int
+    duration_mean_ms: float | None
+
+    @classmethod
+    def of(cls, rows: list[dict[str, Any]]) -> Usage:
+        costs = [float(r["cost_usd"]) for r in rows if r.get("cost_usd") is not None]
+        durations = [int(r.get("duration_ms") or 0) for r in rows]
+
+        def tokens(key: str) -> int:
+            return sum(int((r.get("tokens") or {}).get(key) or 0) for r in rows)
+
+        return cls(
+            tokens_input=tokens("input"),
+            tokens_output=tokens("output"),
+            cost_usd=math.fsum(costs) if costs else None,
+            cost_mean_usd=math.fsum(costs) / len(costs) if costs else None,
+            duration_ms=sum(durations),
+            duration_mean_ms=statistics.fmean(durations) if durations else None,
+        )
+
+
+@dataclass
 class RunMetrics:
+    """One run index across all cases (run 0 of every case, run 1 of every case, …)."""
+
     run_index: int
     valid: int
+    invalid: int
     passed: int
-    pass_rate: float
-    mean_score: float
+    pass_rate: float | None
+    mean_score: float | None
     confusion: Confusion | None
+    precision: float | None
+    recall: float | None
     f1: float | None
+    usage: Usage
 
 
 @dataclass
@@ -215,16 +250,21 @@ def _mean_score(rows: list[dict[str, Any]]) -> float:
 
 
 def _run_metrics(run_index: int, rows: list[dict[str, Any]], positive: str | None) -> RunMetrics:
-    passed = sum(1 for r in rows if r["pass_fail"] == "pass")
-    conf = confusion(rows, positive) if positive else None
+    valid = _valid(rows)
+    passed = sum(1 for r in valid if r["pass_fail"] == "pass")
+    conf = confusion(valid, positive) if positive and valid else None
     return RunMetrics(
         run_index=run_index,
-        valid=len(rows),
+        valid=len(valid),
+        invalid=len(rows) - len(valid),
         passed=passed,
-        pass_rate=passed / len(rows),
-        mean_score=_mean_score(rows),
+        pass_rate=passed / len(valid) if valid else None,
+        mean_score=_mean_score(valid) if valid else None,
         confusion=conf,
+        precision=conf.precision if conf else None,
+        recall=conf.recall if conf else None,
         f1=conf.f1 if conf else None,
+        usage=Usage.of(rows),
     )
 
 
@@ -236,21 +276,20 @@ def metrics(rows: list[dict[str, Any]], positive_label: str | None = None) -> Me
     """
     valid = _valid(rows)
     by_run: dict[int, list[dict[str, Any]]] = {}
-    for row in valid:
+    for row in rows:
         by_run.setdefault(int(row.get("run_index") or 0), []).append(row)
     runs = [_run_metrics(i, by_run[i], positive_label) for i in sorted(by_run)]
     conf = confusion(valid, positive_label) if positive_label else None
     passed = sum(1 for r in valid if r["pass_fail"] == "pass")
-    costs = [float(r["cost_usd"]) for r in rows if r.get("cost_usd") is not None]
-    durations = [int(r.get("duration_ms") or 0) for r in rows]
+    usage = Usage.of(rows)
     reasons: dict[str, int] = {}
     for row in rows:
         if row.get("pass_fail") == "invalid":
             reason = str(row.get("invalid_reason") or "unknown")
             reasons[reason] = reasons.get(reason, 0) + 1
 
-    def tokens(key: str) -> int:
-        return sum(int((r.get("tokens") or {}).get(key) or 0) for r in rows)
+    def spread(values: list[float | None]) -> Spread | None:
+        return Spread.of([v for v in values if v is not None])
 
     return Metrics(
         units=len(rows),
@@ -269,15 +308,15 @@ def metrics(rows: list[dict[str, Any]], positive_label: str | None = None) -> Me
         recall=conf.recall if conf else None,
         f1=conf.f1 if conf else None,
         runs=runs,
-        pass_rate_spread=Spread.of([r.pass_rate for r in runs]),
-        score_spread=Spread.of([r.mean_score for r in runs]),
-        f1_spread=Spread.of([r.f1 for r in runs if r.f1 is not None]) if conf else None,
-        tokens_input=tokens("input"),
-        tokens_output=tokens("output"),
-        cost_usd=math.fsum(costs) if costs else None,
-        cost_mean_usd=math.fsum(costs) / len(costs) if costs else None,
-        duration_ms=sum(durations),
-        duration_mean_ms=statistics.fmean(durations) if durations else None,
+        pass_rate_spread=spread([r.pass_rate for r in runs]),
+        score_spread=spread([r.mean_score for r in runs]),
+        f1_spread=spread([r.f1 for r in runs]),
+        tokens_input=usage.tokens_input,
+        tokens_output=usage.tokens_output,
+        cost_usd=usage.cost_usd,
+        cost_mean_usd=usage.cost_mean_usd,
+        duration_ms=usage.duration_ms,
+        duration_mean_ms=usage.duration_mean_ms,
         invalid_reasons=reasons,
     )
 
@@ -408,6 +447,7 @@ __all__ = [
     "ResultRow",
     "RunMetrics",
     "Spread",
+    "Usage",
     "case_status",
     "compare",
     "confusion",

@@ -79,6 +79,17 @@ def test_metrics_match_the_hand_computed_table() -> None:
     assert m.f1 == pytest.approx(8 / 11)
     assert [(r.run_index, r.valid, r.passed) for r in m.runs] == [(0, 5, 3), (1, 4, 3)]
     assert [r.f1 for r in m.runs] == [pytest.approx(2 / 3), pytest.approx(0.8)]
+    assert [(r.precision, r.recall) for r in m.runs] == [
+        (pytest.approx(2 / 3), pytest.approx(2 / 3)),
+        (pytest.approx(2 / 3), 1.0),
+    ]
+    run0, run1 = (r.usage for r in m.runs)
+    assert (m.runs[1].invalid, run1.cost_usd, run1.duration_ms) == (1, pytest.approx(0.05), 9000)
+    assert (run0.tokens_input, run0.cost_usd, run0.cost_mean_usd) == (
+        500,
+        pytest.approx(0.04),
+        pytest.approx(0.01),
+    )
     assert m.f1_spread is not None and m.pass_rate_spread is not None
     assert m.f1_spread.mean == pytest.approx((2 / 3 + 0.8) / 2)
     assert m.f1_spread.stddev == pytest.approx((0.8 - 2 / 3) / math.sqrt(2))  # sample, n−1
@@ -98,7 +109,8 @@ def test_metrics_match_the_hand_computed_table() -> None:
 def test_metrics_edge_cases() -> None:
     nothing = metrics([row("c1", 0, V, None, "invalid", cost=None, reason="crash")], V)
     assert nothing.pass_rate is None and nothing.valid == 0 and nothing.cost_usd is None
-    assert nothing.f1 == 0.0 and nothing.f1_spread is None
+    assert nothing.f1 == 0.0 and nothing.f1_spread is None and nothing.pass_rate_spread is None
+    assert nothing.runs[0].pass_rate is None and nothing.runs[0].invalid == 1
     # Without a positive label only pass rate and scores are computed.
     plain = metrics([row("c1", 0, "x", "x", "pass")])
     assert plain.f1 is None and plain.tp == 0 and plain.pass_rate == 1.0
