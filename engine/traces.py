@@ -54,8 +54,6 @@ _NOISY_INPUT_KEYS = frozenset(
         "head_limit",
         "timeout",
         "run_in_background",
-        "offset",
-        "limit",
         "content",
         "old_string",
         "new_string",
@@ -189,10 +187,14 @@ def summarise_input(name: str, data: Any) -> str:
     command = data.get("command")
     if isinstance(command, str):
         return command
+    # Numbers keep their key: a chunked read (offset=2000) is another call, not a loop.
     parts = [
-        _clip(str(value), _ARG_VALUE_KEEP)
+        _clip(value, _ARG_VALUE_KEEP) if isinstance(value, str) else f"{key}={value}"
         for key, value in data.items()
-        if key not in _NOISY_INPUT_KEYS and isinstance(value, (str, int, float)) and value != ""
+        if key not in _NOISY_INPUT_KEYS
+        and isinstance(value, (str, int, float))
+        and not isinstance(value, bool)
+        and value != ""
     ]
     if parts:
         return " ".join(parts)

@@ -165,3 +165,35 @@ def test_claude_content_must_be_blocks(tmp_path: Path) -> None:
 def test_missing_session_file_is_a_format_error(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="session file not found"):
         load_trace(tmp_path / "nope.jsonl")
+
+
+def test_claude_input_summary_keeps_what_tells_calls_apart(tmp_path: Path) -> None:
+    def use(n: int, name: str, tool_input: dict[str, object]) -> dict[str, object]:
+        message = {
+            "id": f"msg_{n}",
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": tool_input}
+            ],
+        }
+        return {"type": "assistant", "sessionId": "s", "message": message}
+
+    path = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            use(1, "Read", {"file_path": "Big.java", "offset": 2000, "limit": 2000}),
+            use(2, "Read", {"file_path": "Big.java", "offset": 4000, "limit": 2000}),
+            use(3, "Grep", {"pattern": "campId", "path": "src", "-n": True, "-C": 3}),
+            use(4, "Edit", {"file_path": "A.java", "old_string": "x" * 500, "new_string": "y"}),
+            use(5, "Bash", {"command": "ls  -la", "description": "list", "timeout": 5000}),
+        ],
+    )
+    trace = load_trace(path)
+    assert [c.args for c in trace.calls] == [
+        "Big.java offset=2000 limit=2000",
+        "Big.java offset=4000 limit=2000",
+        "campId src",
+        "A.java",
+        "ls  -la",
+    ]
+    assert summarise(trace).stats.max_repeat == 1  # two chunks of one file are not a loop

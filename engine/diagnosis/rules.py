@@ -38,10 +38,13 @@ def tool_error_burst(ctx: CaseContext) -> CheckResult:
     failed = [c for c in ctx.trace.calls if c.is_error and not benign(c)]
     window = ctx.config.error_burst_window
     best: list[ToolCall] = []
-    for start, first in enumerate(failed):
-        burst = [c for c in failed[start:] if c.index < first.index + window]
-        if len(burst) > len(best):
-            best = burst
+    end = 0
+    for start, first in enumerate(failed):  # two pointers: the failures within one window
+        end = max(end, start)
+        while end < len(failed) and failed[end].index < first.index + window:
+            end += 1
+        if end - start > len(best):
+            best = failed[start:end]
     if len(best) < ctx.config.error_burst_min:
         return None
     head = f"{len(best)} failed calls within {window} consecutive calls"
