@@ -107,3 +107,22 @@ def test_missing_session_is_noted_and_undiagnosed(tmp_path: Path) -> None:
     case = next(c for c in diagnosis.cases if c.case_id == "clean-0")
     assert case.note == "session file missing" and case.summary is None
     assert "clean-0" in diagnosis.undiagnosed_case_ids
+
+
+def test_only_the_given_splits_are_attributed(tmp_path: Path) -> None:
+    folder = thirteen_failures_run(tmp_path / "run-1")
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    for r in rows:
+        if r["case_id"] in ("fn-0", "fn-1", "fp-0"):
+            r["split"] = "holdout"
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    diagnosis = diagnose_run(load_run(folder), splits=["selection"])
+    assert len(diagnosis.failing_case_ids) == 10
+    assert "fn-0" not in diagnosis.failing_case_ids
+    causes = {rc.id: rc for rc in diagnosis.root_causes}
+    assert causes["FN + progress_mismatch"].case_ids == ["fn-2", "fn-3", "fn-4"]
+    assert causes["FN + progress_mismatch"].worth_patch  # 3/10
+    assert causes["FP + no_tool_calls"].count == 2 and not causes["FP + no_tool_calls"].worth_patch
+    # holdout rows are still diagnosed, only never attributed
+    held = next(c for c in diagnosis.cases if c.case_id == "fn-0")
+    assert held.rule_ids == ["progress_mismatch"] and not held.attributed

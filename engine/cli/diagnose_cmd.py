@@ -32,6 +32,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="RUN",
         help="another run of the benchmark (e.g. another skill version) for the GT audit",
     )
+    p.add_argument(
+        "--split",
+        action="append",
+        metavar="NAME",
+        help="attribute only rows of this split (repeatable; e.g. selection)",
+    )
     p.add_argument("--traces", action="store_true", help="print every trace summary in full")
     p.set_defaults(func=_diagnose)
 
@@ -61,6 +67,7 @@ def _diagnose(args: argparse.Namespace) -> int:
             min_share=config.limits.root_cause_min_share,
             skill=args.skill,
             bench=bench,
+            splits=args.split,
         )
         diagnosed.append((run, diagnosis, bench))
     primary_run, diagnosis, bench = diagnosed[0]

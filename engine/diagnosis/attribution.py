@@ -11,7 +11,7 @@ patching noise makes a skill worse.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,7 +188,12 @@ class Diagnosis:
         return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-def _case_diagnosis(item: CaseInput, registry: Registry, config: DiagnosisConfig) -> CaseDiagnosis:
+def _case_diagnosis(
+    item: CaseInput,
+    registry: Registry,
+    config: DiagnosisConfig,
+    splits: Collection[str] | None,
+) -> CaseDiagnosis:
     row = item.row
     case_id = str(row.get("case_id"))
     hits: list[RuleHit] = []
@@ -221,7 +226,8 @@ def _case_diagnosis(item: CaseInput, registry: Registry, config: DiagnosisConfig
         summary=item.summary,
         hits=hits,
         note=item.note,
-        attributed=row.get("variant") != "baseline",
+        attributed=row.get("variant") != "baseline"
+        and (splits is None or row.get("split") in splits),
     )
 
 
@@ -298,9 +304,14 @@ def diagnose(
     config: DiagnosisConfig | None = None,
     min_share: float = 0.30,
     run_id: str | None = None,
+    splits: Collection[str] | None = None,
 ) -> Diagnosis:
-    """Run every checker on every row, then attribute the failures."""
+    """Run every checker on every row, then attribute the failures.
+
+    With ``splits`` only rows of those splits are attributed (evolution must never learn from
+    holdout or golden cases); the other rows are still diagnosed and shown.
+    """
     registry = registry or Registry.builtin()
     config = config or DiagnosisConfig()
-    cases = [_case_diagnosis(item, registry, config) for item in inputs]
+    cases = [_case_diagnosis(item, registry, config, splits) for item in inputs]
     return attribute(cases, registry=registry, min_share=min_share, run_id=run_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,6 +178,7 @@ def diagnose_run(
     min_share: float = 0.30,
     skill: str | None = None,
     bench: Benchmark | None = None,
+    splits: Collection[str] | None = None,
 ) -> Diagnosis:
     """Parse every row's session, summarise it against the evaluated skill, diagnose, attribute."""
     config = config or DiagnosisConfig()
@@ -206,5 +207,10 @@ def diagnose_run(
             )
         )
     return diagnose(
-        inputs, registry=registry, config=config, min_share=min_share, run_id=run.run_id
+        inputs,
+        registry=registry,
+        config=config,
+        min_share=min_share,
+        run_id=run.run_id,
+        splits=splits,
     )
