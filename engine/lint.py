@@ -57,7 +57,7 @@ def lint_text(text: str, *, path: Path | None = None, folder: str | None = None)
             )
         )
     else:
-        findings.extend(_spec(doc, folder))
+        findings.extend(spec_findings(doc, folder))
     findings.extend(_size(doc, text))
     findings.extend(scan(text))
     return sorted(findings, key=lambda f: (f.line, f.severity != "error", f.rule_id))
@@ -72,7 +72,8 @@ def reason(error: FormatError) -> str:
     return text[len(prefix) :].strip() if text.startswith(prefix) else text
 
 
-def _spec(doc: SkillDoc, folder: str | None) -> list[Finding]:
+def spec_findings(doc: SkillDoc, folder: str | None = None) -> list[Finding]:
+    """The Agent Skills frontmatter rules for a document whose frontmatter parsed."""
     fm = doc.frontmatter
     out: list[Finding] = []
 
@@ -209,4 +210,5 @@ __all__ = [
     "lint",
     "lint_text",
     "reason",
+    "spec_findings",
 ]

@@ -48,7 +48,12 @@ Judge = Callable[[re.Match[str], str], Severity | None]
 
 @dataclass(frozen=True)
 class Rule:
+    """A named pattern; ``hints`` are lowercase substrings one of which a line must contain
+    before the regexes run (Python's ``re`` has no literal prefilter, and most lines are prose).
+    """
+
     id: str
+    hints: tuple[str, ...]
     category: Literal["secret", "destructive", "path"]
     message: str
     patterns: tuple[re.Pattern[str], ...]
@@ -211,13 +216,15 @@ def _traversal(match: re.Match[str], line: str) -> Severity | None:
 # ------------------------------------------------------------------------------------- rules
 
 
-def _re(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
+# The name must END with one of these words (``GITHUB_TOKEN``, ``client_secret``), so ``max_tokens``
+# and ``token_url`` are not credentials; what comes before the word does not matter.
 _SECRET_NAME = (
-    r"[\w-]*?(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?key"
-    r"|private[_-]?key|credentials?)"
+    r"(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?key|private[_-]?key"
+    r"|credentials?)(?![\w-])"
 )
 _VALUE = r"(?P<value>\"[^\"\n]*\"?|'[^'\n]*'?|[^\s,;)}\]`]+)"
 
@@ -225,6 +232,7 @@ RULES: tuple[Rule, ...] = (
     # Credentials.
     Rule(
         "secret.anthropic_key",
+        ("sk-ant-",),
         "secret",
         "Anthropic API key",
         (_re(r"\bsk-ant-(?P<key>[A-Za-z0-9_-]{20,})"),),
@@ -232,6 +240,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "secret.openai_key",
+        ("sk-",),
         "secret",
         "OpenAI-style API key (sk-…)",
         (_re(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<key>[A-Za-z0-9_-]{20,})"),),
@@ -239,12 +248,14 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "secret.aws_access_key",
+        ("akia", "asia"),
         "secret",
         "AWS access key id",
         (_re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),),
     ),
     Rule(
         "secret.aws_secret_key",
+        ("secret",),
         "secret",
         "AWS secret access key",
         (
@@ -257,12 +268,14 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "secret.github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         "secret",
         "GitHub token",
         (_re(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b"),),
     ),
     Rule(
         "secret.slack_token",
+        ("xox",),
         "secret",
         "Slack token",
         (_re(r"\bxox[abposr]-(?P<key>[A-Za-z0-9-]{10,})"),),
@@ -270,22 +283,25 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "secret.private_key",
+        ("private key",),
         "secret",
         "private key block",
         (_re(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),),
     ),
     Rule(
         "secret.jwt",
+        ("eyj",),
         "secret",
         "JSON Web Token",
         (_re(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),),
     ),
     Rule(
         "secret.assignment",
+        ("pass", "secret", "token", "key", "credential"),
         "secret",
         "credential assigned a literal value",
         (
-            _re(r"(?i)(?<![\w-])([\"']?)" + _SECRET_NAME + r"\1\s*(?::=|=|:)\s*" + _VALUE),
+            _re(r"(?i)" + _SECRET_NAME + r"[\"']?\s*(?::=|=|:)\s*" + _VALUE),
             _re(r"(?i)--(?:password|passwd|token|api-key|secret|client-secret)(?:=|\s+)" + _VALUE),
         ),
         _assignment,
@@ -293,6 +309,7 @@ RULES: tuple[Rule, ...] = (
     # Destructive commands.
     Rule(
         "destructive.rm_rf",
+        ("rm",),
         "destructive",
         "recursive delete of the root, a home or system folder, or everything",
         (_re(r"(?<![\w./-])rm\s+(?P<args>[^\n;&|)`]*)"),),
@@ -300,24 +317,28 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "destructive.mkfs",
+        ("mkfs",),
         "destructive",
         "formats a disk device",
         (_re(r"(?<![\w-])mkfs(?:\.\w+)?\s[^\n;&|`]*?/dev/\w"),),
     ),
     Rule(
         "destructive.dd_device",
+        ("of=/dev/",),
         "destructive",
         "dd writes straight to a device",
         (_re(r"(?<![\w-])dd\s[^\n;&|`]*?\bof=/dev/(?!null\b|zero\b|stdout\b|stderr\b|fd/)\w"),),
     ),
     Rule(
         "destructive.device_overwrite",
+        ("/dev/",),
         "destructive",
         "redirects output onto a disk device",
         (_re(r">\s*/dev/(?:sd[a-z]|hd[a-z]|nvme\d|xvd[a-z]|vd[a-z]|mmcblk\d|disk\d)"),),
     ),
     Rule(
         "destructive.chmod_777",
+        ("chmod",),
         "destructive",
         "makes the root, a home or system folder world-writable",
         (_re(r"(?<![\w-])chmod\s+(?P<args>[^\n;&|)`]*)"),),
@@ -325,6 +346,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "destructive.force_push_main",
+        ("push",),
         "destructive",
         "force-pushes to main/master",
         (_re(r"\bgit\s+push\b(?P<args>[^\n;&|)`]*)"),),
@@ -332,6 +354,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "destructive.sql_drop",
+        ("drop",),
         "destructive",
         "drops a table, schema or database",
         (
@@ -343,6 +366,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "destructive.pipe_to_shell",
+        ("curl", "wget"),
         "destructive",
         "pipes a download straight into a shell",
         (
@@ -355,6 +379,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "destructive.fork_bomb",
+        ("{",),
         "destructive",
         "fork bomb",
         (_re(r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:"),),
@@ -362,6 +387,7 @@ RULES: tuple[Rule, ...] = (
     # Path traversal and sensitive locations.
     Rule(
         "path.traversal",
+        ("..",),
         "path",
         "relative path escapes the skill folder",
         (_re(r"(?<![\w.~/$-])[\w.~$-]*(?:/[\w.~$-]*)*\.\.(?:/[\w.$-]*)*"),),
@@ -369,6 +395,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "path.sensitive",
+        ("/etc/", "/root", ".ssh", ".aws", ".gnupg", ".kube", ".netrc", ".git-cred", ".docker"),
         "path",
         "points at credentials or system secrets",
         (
@@ -383,6 +410,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "path.system_config",
+        ("/etc/",),
         "path",
         "reads or writes system configuration under /etc",
         (_re(r"(?<![\w.~/-])/etc/(?!(?:passwd|shadow|gshadow|sudoers|ssh)\b)[\w.-]+"),),
@@ -397,7 +425,10 @@ def scan(text: str) -> list[Finding]:
     """Every rule's first hit on every line (1-based line numbers), in line order."""
     findings: list[Finding] = []
     for number, (line, _eol) in enumerate(split_lines(text), start=1):
+        lowered = line.lower()
         for rule in RULES:
+            if not any(hint in lowered for hint in rule.hints):
+                continue
             hit = rule.check(line)
             if hit is None:
                 continue

@@ -28,6 +28,7 @@ BOM = "\ufeff"
 # on form feeds and U+2028, and the file would no longer render back to itself.
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _EOL = re.compile(r"\r\n|\r|\n")
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
@@ -195,12 +196,15 @@ def _normalise_title(title: str) -> str:
 
 def split_lines(text: str) -> list[tuple[str, str]]:
     """``(text, eol)`` pairs whose concatenation is exactly ``text``."""
+    # str.splitlines is fast but also splits on form feeds, U+2028 and the like; use it only when
+    # none of those occur.
+    raws = _LINE.findall(text) if _OTHER_BREAKS.search(text) else text.splitlines(keepends=True)
     out: list[tuple[str, str]] = []
-    for match in _LINE.finditer(text):
-        raw = match.group(0)
-        eol = _EOL.search(raw)
-        if eol is not None and eol.end() == len(raw):
-            out.append((raw[: eol.start()], eol.group(0)))
+    for raw in raws:
+        if raw.endswith("\r\n"):
+            out.append((raw[:-2], "\r\n"))
+        elif raw.endswith(("\n", "\r")):
+            out.append((raw[:-1], raw[-1]))
         else:
             out.append((raw, ""))
     return out
@@ -559,19 +563,14 @@ def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
-class _YamlProblem(Exception):
-    def __init__(self, problem: str, line: int) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.line = line
+# libyaml (bundled with the PyYAML wheels) is several times faster, and it accepts a tab after a
+# plain scalar ("name: x<TAB>") as YAML 1.2 and the JS loaders do, where pure PyYAML refuses it.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-_TRAILING_BLANKS = re.compile(r"[ \t]+(?=\r\n|\r|\n|$)")
-
-
-def _compose(inner: str) -> tuple[yaml.Node | None, Any]:
-    """The YAML node tree (for key positions) and its value; problems carry the file line."""
-    loader = yaml.SafeLoader(inner)
+def _compose(inner: str, where: Path | str) -> tuple[yaml.Node | None, Any]:
+    """The YAML node tree (for key positions) and its value; errors name the file line."""
+    loader = _LOADER(inner)
     try:
         node = loader.get_single_node()
         return node, loader.construct_document(node) if node is not None else None
@@ -579,9 +578,9 @@ def _compose(inner: str) -> tuple[yaml.Node | None, Any]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 2
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise _YamlProblem(f"invalid YAML: {problem}", line) from None
+        raise FormatError(where, "frontmatter", f"invalid YAML: {problem}", line=line) from None
     except ValueError as exc:  # e.g. a date-looking value such as 2024-13-45
-        raise _YamlProblem(f"invalid YAML value: {exc}", 2) from None
+        raise FormatError(where, "frontmatter", f"invalid YAML value: {exc}", line=2) from None
     finally:
         loader.dispose()
 
@@ -591,15 +590,7 @@ def _parse_frontmatter(
 ) -> tuple[dict[str, Any], tuple[_Entry, ...]]:
     """The mapping and, per top-level key, the raw lines that set it (for surgical edits)."""
     where = path or SKILL_FILE
-    try:
-        node, data = _compose(inner)
-    except _YamlProblem as problem:
-        # PyYAML refuses a tab after a plain scalar ("name: x<TAB>") that YAML 1.2 and the JS
-        # loaders accept; the lines stay as they are, only the parse ignores trailing blanks.
-        try:
-            node, data = _compose(_TRAILING_BLANKS.sub("", inner))
-        except _YamlProblem:
-            raise FormatError(where, "frontmatter", problem.problem, line=problem.line) from None
+    node, data = _compose(inner, where)
     if data is None:
         return {}, ()
     if not isinstance(data, dict):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from engine.errors import FormatError
-from engine.lint import MAX_BODY_LINES, MAX_BYTES, lint_text
+from engine.lint import MAX_BODY_LINES, MAX_BYTES, spec_findings
 from engine.skill import SkillDoc
 
 RULES_EARLY_LINES = 50
@@ -101,9 +101,7 @@ def _frontmatter_valid(s: _Subject) -> Outcome:
         return False, str(s.error)
     if not s.doc.has_frontmatter:
         return False, "no YAML frontmatter"
-    problems = [
-        f for f in lint_text(s.text) if f.rule_id.startswith("spec.") and f.severity == "error"
-    ]
+    problems = [f for f in spec_findings(s.doc) if f.severity == "error"]
     if problems:
         return False, "; ".join(f"line {f.line}: {f.message}" for f in problems)
     return True, "name and description follow the Agent Skills spec"
