@@ -127,6 +127,7 @@ class SkillsmithApp(App[None]):
 
     CSS_PATH = STYLESHEET
     TITLE = "skillsmith"
+    AUTO_FOCUS = "#queue"
     BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
 
     def __init__(
@@ -387,8 +388,18 @@ class SkillsmithApp(App[None]):
 
     # -- keys: which apply now -----------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """True: the key works. None: shown dimmed (does not apply now). False: hidden."""
         if not self._mounted:
             return True
+        applies = self._applies(action)
+        if applies is None:
+            return True
+        if action == "cancel_job":
+            return applies
+        return True if applies else None
+
+    def _applies(self, action: str) -> bool | None:
+        """Whether ``action`` applies to what is selected now (None: it always does)."""
         selected = self.queue_pane.selected
         status = str(selected.candidate.status) if selected is not None else None
         job_running = self._job_token is not None
@@ -399,9 +410,8 @@ class SkillsmithApp(App[None]):
         if action in ("approve_marked", "reject_marked"):
             return bool(self.queue_pane.marked)
         if action == "undo":
-            entries = self.queue_pane.entries
             return self.facts.has_decisions or any(
-                str(e.candidate.status) in DECIDED_STATUSES for e in entries
+                str(e.candidate.status) in DECIDED_STATUSES for e in self.queue_pane.entries
             )
         if action == "evaluate":
             return bool(self.facts.benchmarks) and not job_running
@@ -409,7 +419,7 @@ class SkillsmithApp(App[None]):
             return job_running
         if action == "rollback":
             return self._rollback_target() is not None
-        return True
+        return None
 
     def _rollback_target(self) -> tuple[str, str, str | None] | None:
         pane = self.skills_pane
@@ -659,6 +669,8 @@ class SkillsmithApp(App[None]):
     def action_pane(self, number: int) -> None:
         tab, selector = PANES[number]
         if tab is not None:
+            # Blur first: hiding the focused pane would otherwise drop the focus we set next.
+            self.set_focus(None)
             self.query_one(TabbedContent).active = tab
         self.call_after_refresh(self._focus_pane, selector)
 

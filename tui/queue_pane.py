@@ -108,16 +108,22 @@ class QueuePane(Vertical):
         self.loaded = False
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: words that must all appear (esc clears)", id="filter")
+        # Disabled until `/`: a hidden input must never catch the keys meant for the list.
+        yield Input(
+            placeholder="filter: words that must all appear (esc clears)",
+            id="filter",
+            disabled=True,
+        )
         table = QueueTable(id="queue")
         table.add_column(" ", key="mark", width=1)
         table.add_column("id", key="id")
         table.add_column("skill", key="skill")
         table.add_column("source", key="source")
         table.add_column("op", key="op")
-        table.add_column("status", key="status")
-        table.add_column("gates", key="gates")
-        table.add_column("Δ score", key="delta")
+        # Styled cells are not measured by DataTable: their columns get fixed widths.
+        table.add_column("status", key="status", width=16)
+        table.add_column("gates", key="gates", width=6)
+        table.add_column("Δ score", key="delta", width=8)
         table.add_column("summary", key="summary")
         yield table
 
@@ -212,14 +218,15 @@ class QueuePane(Vertical):
     # -- filter --------------------------------------------------------------------------------
     def start_filter(self) -> None:
         self.add_class("-filtering")
-        self.query_one(Input).focus()
+        filter_input = self.query_one(Input)
+        filter_input.disabled = False
+        filter_input.focus()
 
     def action_clear_filter(self) -> None:
         filter_input = self.query_one(Input)
         filter_input.value = ""
         self._apply_filter("")
-        self.remove_class("-filtering")
-        self.table.focus()
+        self._hide_filter()
 
     def _apply_filter(self, text: str) -> None:
         self.query_text = text.strip()
@@ -234,8 +241,14 @@ class QueuePane(Vertical):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if not self.query_text:
-            self.remove_class("-filtering")
+            self._hide_filter()
+        else:
+            self.table.focus()
+
+    def _hide_filter(self) -> None:
+        self.remove_class("-filtering")
         self.table.focus()
+        self.query_one(Input).disabled = True
 
     @on(DataTable.RowHighlighted, "#queue")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -33,7 +33,7 @@ KIND_STYLE = {
     "finished": "$text-success",
     "started": "$text-primary",
 }
-_HIDDEN_KEYS = {"time", "kind", "session_id", "session_kind", "run_id", "case_id"}
+_HIDDEN_KEYS = {"time", "kind", "session_id", "session_kind", "case_id"}
 _MAX_DETAIL = 160
 
 
@@ -112,8 +112,7 @@ class SessionsPane(Horizontal):
         yield logs
         events = VimTable(id="session-events")
         events.add_column("time", key="time")
-        events.add_column("event", key="kind")
-        events.add_column("run", key="run")
+        events.add_column("event", key="kind", width=16)
         events.add_column("case", key="case")
         events.add_column("detail", key="detail")
         yield events
@@ -152,7 +151,6 @@ class SessionsPane(Horizontal):
             )
         table.move_to_key(previous)
         self.loaded = True
-        self.border_title = f"4 Sessions · {len(message.logs)}"
         selected = table.highlighted_key
         if selected is not None:
             self._follow(selected)
@@ -192,7 +190,7 @@ class SessionsPane(Horizontal):
         for record in message.chunk.records:
             self._add_event(events, record)
         for line in message.chunk.bad_lines:
-            events.add_row("", Content.styled("unreadable", "$text-error"), "", "", f"line {line}")
+            events.add_row("", Content.styled("unreadable", "$text-error"), "", f"line {line}")
         count = len(self._rows)
         self._counts[message.session_id] = count
         listing = self.query_one("#session-list", VimTable)
@@ -208,7 +206,6 @@ class SessionsPane(Horizontal):
         table.add_row(
             str(record.get("time", ""))[11:19],
             Content.styled(kind, KIND_STYLE.get(kind, "")),
-            str(record.get("run_id") or ""),
             str(record.get("case_id") or ""),
             describe_event(record),
             key=key,

@@ -155,11 +155,11 @@ class SkillsPane(Horizontal):
         skills = VimTable(id="skill-list")
         skills.add_column("skill", key="name")
         skills.add_column("current", key="current")
-        skills.add_column("versions", key="count")
+        skills.add_column("#v", key="count")
         yield skills
         versions = VimTable(id="version-list")
         versions.add_column(" ", key="mark", width=1)
-        versions.add_column("version", key="version")
+        versions.add_column("version", key="version", width=7)
         versions.add_column("created", key="created")
         versions.add_column("why", key="why")
         yield versions
@@ -214,7 +214,6 @@ class SkillsPane(Horizontal):
             table.add_row(skill.name, current, str(len(skill.versions)), key=skill.name)
         table.move_to_key(previous)
         self.loaded = True
-        self.border_title = f"6 Skills & history · {len(message.history.skills)} skills"
         self._show_skill()
 
     def _show_skill(self) -> None:

@@ -30,10 +30,15 @@ def restore_prompt(snapshot: SnapshotInfo, current: int | None) -> tuple[str, st
     """Title and body of the restore confirmation."""
     title = f"Restore snapshot v{snapshot.version}?"
     lines = []
-    if current is not None and snapshot.version <= current:
+    if current is not None and snapshot.version < current:
         lines.append(
-            f"v{snapshot.version} is not newer than the current workspace version v{current}: "
-            "restoring goes back to an older agent state."
+            f"v{snapshot.version} is OLDER than the current workspace version v{current}: "
+            "restoring goes back to an earlier agent state."
+        )
+    elif current is not None and snapshot.version == current:
+        lines.append(
+            f"v{snapshot.version} is the current workspace version: restoring returns to the "
+            "state saved in this snapshot, replacing changes made since."
         )
     lines.append(
         "skills/, AGENTS.md, skillsmith.yaml and history/ are replaced by the snapshot's; "
