@@ -21,8 +21,8 @@ import yaml
 from engine.errors import FormatError
 
 SKILL_FILE = "SKILL.md"
-_MISSING = object()
 BOM = "\ufeff"
+_MISSING = object()
 
 # One line with its own ending. Only CR, LF and CRLF end a line: str.splitlines() would also split
 # on form feeds and U+2028, and the file would no longer render back to itself.
@@ -36,6 +36,7 @@ _DELIM = re.compile(r"---[ \t]*")
 _NUMBERED = re.compile(r"([ \t]*)(\d{1,9})[.)](?:[ \t]+(.*))?")
 _BULLET = re.compile(r"([ \t]*)[-*+](?:[ \t]+(.*))?")
 _LEADING_NUMBER = re.compile(r"(?:step\s*)?(\d{1,9})(?:\.\d+)*[.):]?\s+", re.IGNORECASE)
+_STEP_HEADING = re.compile(r"step\s*\d+\b", re.IGNORECASE)
 _TITLE_JUNK = re.compile(r"[^\w\s'’:-]+")
 
 CANONICAL = ("description", "when_to_use", "steps", "pitfalls")
@@ -252,8 +253,8 @@ def read_skill_text(path: Path | str) -> str:
         data = path.read_bytes()
     except FileNotFoundError:
         raise FormatError(path, None, "file not found") from None
-    except IsADirectoryError:
-        raise FormatError(path, None, "expected a SKILL.md file, got a folder") from None
+    except OSError as exc:
+        raise FormatError(path, None, f"cannot read the file ({exc.strerror})") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -439,17 +440,22 @@ class SkillDoc:
 
     @property
     def steps(self) -> list[Step]:
-        """Items of the steps section: numbered ones if any, else bullets, else sub-headings."""
+        """Items of the steps section: numbered ones if any, else bullets, else sub-headings.
+
+        A skill without a steps section may still be written as "## STEP 1: …" headings (the
+        security-audit skills of the outcome-driven article are); those headings are its steps.
+        """
         span = self._span("steps")
         if span is None:
-            return []
+            chosen = [h for h in self.headings if _STEP_HEADING.match(h.title)]
+            return _heading_steps(self.lines, self.headings, chosen, len(self.lines))
         subs = [
             h
             for h in self.headings
             if span.start <= h.index < span.stop and h.level == span.level + 1
         ]
         return _list_steps(self.lines, span.start, span.stop) or _heading_steps(
-            self.lines, subs, span.stop
+            self.lines, self.headings, subs, span.stop
         )
 
     # ---------------------------------------------------------------- edits
@@ -688,11 +694,17 @@ def _list_steps(lines: Sequence[Line], start: int, stop: int) -> list[Step]:
     return steps
 
 
-def _heading_steps(lines: Sequence[Line], subs: list[Heading], stop: int) -> list[Step]:
-    """Sub-headings as steps ("### Step 1: …") when the steps section has no list."""
+def _heading_steps(
+    lines: Sequence[Line], headings: Sequence[Heading], chosen: list[Heading], stop: int
+) -> list[Step]:
+    """Headings as steps: each step is its title plus the text up to the next heading."""
     steps: list[Step] = []
-    for n, heading in enumerate(subs):
-        end = subs[n + 1].index if n + 1 < len(subs) else stop
+    for n, heading in enumerate(chosen):
+        end = next(
+            (h.index for h in headings if h.index > heading.index and h.level <= heading.level),
+            stop,
+        )
+        end = min(end, stop)
         body = [ln.text.strip() for ln in lines[heading.index + 1 : end] if not ln.blank]
         match = _LEADING_NUMBER.match(heading.title)
         number = int(match.group(1)) if match else n + 1

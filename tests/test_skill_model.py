@@ -259,6 +259,20 @@ def test_sub_headings_are_steps_when_the_section_has_no_list() -> None:
     assert steps[0].text == "Step 1: Trace the call chain\nUse `grep -rn execute`."
 
 
+def test_step_headings_without_a_steps_section() -> None:
+    text = (
+        "# Audit\n\n## STEP 1: 定位入口\n\nRun `grep -rn Controller`.\n\n"
+        "## STEP 2: 调用链追踪\n\n### Detail\n\nUse `Grep` down to `ServiceImpl`.\n\n"
+        "## Pitfalls\n\n- Stopping at the interface.\n"
+    )
+    doc = SkillDoc.parse(text)
+    assert doc.section("steps") is None
+    assert [(s.number, s.line, s.text) for s in doc.steps] == [
+        (1, 3, "STEP 1: 定位入口\nRun `grep -rn Controller`."),
+        (2, 7, "STEP 2: 调用链追踪\n### Detail\nUse `Grep` down to `ServiceImpl`."),
+    ]
+
+
 def test_steps_in_crlf_and_non_ascii_documents() -> None:
     crlf = SkillDoc.load(CORPUS / "crlf-endings")
     assert crlf.steps[1].text == "Group them by prefix with `grep -E '^(feat|fix)'`."
