@@ -263,7 +263,7 @@ def _run_unit(
     )
     room = build_room(spec, root)
     try:
-        outcome = plan.agent.run(room, prompt, should_stop)
+        outcome = plan.agent.run(room, prompt, should_stop, run_index=unit.run_index)
         if outcome.cancelled:
             return None
         row = _row(plan, case, unit, run_id, outcome)

@@ -100,9 +100,20 @@ class Agent:
             "allowed_tools": list(self.allowed_tools) if self.kind == "claude-code" else None,
         }
 
-    def run(self, room: Path, prompt: str, should_stop: Callable[[], bool]) -> AgentOutcome:
-        """Run once in ``room`` (built by :func:`engine.agents.build_room`) and judge the output."""
-        extra = {"SKILLSMITH_SKILLS_DIR": self.skills_subdir, **self.secret_env}
+    def run(
+        self, room: Path, prompt: str, should_stop: Callable[[], bool], run_index: int = 0
+    ) -> AgentOutcome:
+        """Run once in ``room`` (built by :func:`engine.agents.build_room`) and judge the output.
+
+        The run index and the turn budget are passed on so a deterministic agent (the demo)
+        can vary across runs and stop where ``--max-turns`` would stop Claude Code.
+        """
+        extra = {
+            "SKILLSMITH_SKILLS_DIR": self.skills_subdir,
+            "SKILLSMITH_RUN_INDEX": str(run_index),
+            "SKILLSMITH_MAX_TURNS": str(self.max_turns),
+            **self.secret_env,
+        }
         if self.kind == "claude-code":
             extra.update(_CLAUDE_QUIET)
         env = room_env(room, allow=self.env_allow, extra=extra)
