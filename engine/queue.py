@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -399,23 +400,28 @@ class CandidateQueue:
     def _set_status(
         store: SkillStore, cand: Candidate, intent: dict[str, Any], statuses: Names, why: str
     ) -> None:
-        """Move the candidate through ``statuses`` (history + timeline), once per decision."""
-        done = _recorded(store, "candidate", intent["id"])
-        if not done:
+        """Move the candidate through ``statuses`` (yaml history, then timeline), each once.
+
+        Every decision changes the status, so a candidate already at the final status was
+        written by an interrupted attempt and must not get its history entries twice.
+        """
+        before = intent["from_status"] if intent["op"] != "undo" else _decided(intent["undoes"])
+        if cand.status != statuses[-1]:
             record = cand.record()
             now = utc_now()
             record["status"] = statuses[-1]
             record["history"] += [{"status": s, "at": now, "why": why} for s in statuses]
             if statuses[-1] == "rejected":
                 record["reason"] = why
-            elif cand.status == "rejected":
+            elif before == "rejected":
                 record["reason"] = None
             atomic_write_yaml(cand.dir / "candidate.yaml", record)
+        if not _recorded(store, "candidate", intent["id"]):
             store.record(
                 "candidate",
                 decision_id=intent["id"],
                 candidate=cand.id,
-                from_status=cand.status,
+                from_status=before,
                 to_status=statuses[-1],
                 why=why,
             )
@@ -431,12 +437,18 @@ class CandidateQueue:
         append_jsonl(self.decisions_path, record)
 
     # -- recovery ----------------------------------------------------------------------------------
-    def _recover_if_needed(self) -> None:
+    def _leftovers(self) -> Iterator[Path]:
+        """Temp folders of an interrupted submit and temp files of interrupted yaml rewrites."""
         if not self.dir.is_dir():
             return
-        if not (self.dir / JOURNAL).exists() and not any(
-            is_leftover(p.name) for p in self.dir.iterdir()
-        ):
+        for path in self.dir.iterdir():
+            if is_leftover(path.name):
+                yield path
+            elif path.is_dir():
+                yield from (p for p in path.iterdir() if is_leftover(p.name))
+
+    def _recover_if_needed(self) -> None:
+        if not (self.dir / JOURNAL).exists() and not any(self._leftovers()):
             return
         try:
             with self.ws.lock("recover queue", wait_s=0):
@@ -454,11 +466,16 @@ class CandidateQueue:
             self._apply(intent, resuming=True)
             journal.unlink()
             fsync_dir(self.dir)
-        for path in list(self.dir.iterdir()) if self.dir.is_dir() else []:
-            if is_leftover(path.name) and path.is_dir():
+        for path in list(self._leftovers()):
+            if path.is_dir():
                 shutil.rmtree(path)
-            elif is_leftover(path.name):
+            else:
                 path.unlink()
+
+
+def _decided(decision: dict[str, Any]) -> str:
+    """The status a decision left its candidate in."""
+    return "published" if decision["action"] == "approve" else "rejected"
 
 
 def _recorded(store: SkillStore, op: str, decision_id: str) -> bool:

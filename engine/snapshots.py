@@ -454,8 +454,12 @@ def import_snapshot(ws: Workspace, path: Path) -> Path:
 def _leftovers(ws: Workspace) -> Iterator[Path]:
     if ws.root in _busy:
         return
-    if ws.root.is_dir():
-        yield from (p for p in ws.root.iterdir() if p.name.startswith(".tmp-restore-"))
+    if ws.root.is_dir():  # a restore's stage, or the temp file of an atomic write at the top
+        yield from (
+            p
+            for p in ws.root.iterdir()
+            if p.name.startswith(".tmp-restore-") or (p.name[:1] == "." and p.name.endswith(".tmp"))
+        )
     if ws.snapshots_dir.is_dir():
         yield from (
             p
