@@ -339,11 +339,11 @@ def _parse_session(objs: Iterable[tuple[int, dict[str, Any]]], b: _Builder) -> N
         trace.lines = line
         kind = obj.get("type")
         if kind == "user":
-            content = _require(obj, "content", str, path, line, "a string")
+            content = _session_text(obj, path, line)
             if content and not trace.prompt:
                 trace.prompt = content
         elif kind == "assistant":
-            content = _require(obj, "content", str, path, line, "a string")
+            content = _session_text(obj, path, line)
             calls = _require(obj, "tool_calls", list, path, line, "a list") or []
             if content:
                 trace.texts.append(content)
@@ -368,6 +368,12 @@ def _parse_session(objs: Iterable[tuple[int, dict[str, Any]]], b: _Builder) -> N
                 cache_write=_int(tokens.get("cache_write")),
             )
             trace.result = _result_of(obj, obj.get("cost_usd"))
+
+
+def _session_text(obj: dict[str, Any], path: Path, line: int) -> str:
+    """A line's ``content``: a string, or (as some exporters write) a list of text blocks."""
+    content = _require(obj, "content", (str, list), path, line, "a string")
+    return _text_of(content) if content is not None else ""
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -197,3 +197,12 @@ def test_claude_input_summary_keeps_what_tells_calls_apart(tmp_path: Path) -> No
         "ls  -la",
     ]
     assert summarise(trace).stats.max_repeat == 1  # two chunks of one file are not a loop
+
+
+def test_session_content_may_be_text_blocks_but_not_a_number(tmp_path: Path) -> None:
+    blocks = [{"type": "text", "text": "Found it."}, {"type": "text", "text": "VERDICT: safe"}]
+    path = write_jsonl(tmp_path / "s.jsonl", [{"type": "assistant", "content": blocks}])
+    assert load_trace(path).final_text == "Found it.\nVERDICT: safe"
+    bad = write_jsonl(tmp_path / "b.jsonl", [{"type": "user", "content": 42}])
+    with pytest.raises(FormatError, match=r"b\.jsonl:1: field 'content': expected a string"):
+        load_trace(bad)
