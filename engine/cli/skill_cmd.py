@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.cli import print_json, wants_json
 from engine.errors import FormatError, SkillsmithError, UsageError
-from engine.lint import lint, reason
+from engine.lint import lint_text, reason
 from engine.safety import Finding
 from engine.skill import SKILL_FILE, SkillDoc, read_skill_text
 from engine.verify import verify_score
@@ -60,8 +60,8 @@ def _lint(args: argparse.Namespace) -> int:
     errors = 0
     for file in skill_files(args.paths):
         try:
-            findings = lint(file)
             text = read_skill_text(file)
+            findings = lint_text(text, path=file, folder=file.parent.name)
         except FormatError as exc:
             findings, text = [Finding("file.unreadable", "error", exc.line or 1, reason(exc))], None
         verify = verify_score(text).to_dict() if text is not None else None
@@ -99,8 +99,9 @@ def _render(args: argparse.Namespace) -> int:
         return 0
     results: list[dict[str, Any]] = []
     for file in files:
+        doc = SkillDoc.parse(read_skill_text(file), file)  # one-line errors for unreadable files
         original = file.read_bytes()
-        rendered = SkillDoc.parse(read_skill_text(file), file).render().encode("utf-8")
+        rendered = doc.render().encode("utf-8")
         results.append(
             {
                 "path": str(file),
