@@ -19,6 +19,7 @@ from tests.diag_helpers import (
     thirteen_failures_run,
     worked_example_calls,
     write_jsonl,
+    write_run,
 )
 
 
@@ -126,3 +127,22 @@ def test_only_the_given_splits_are_attributed(tmp_path: Path) -> None:
     # holdout rows are still diagnosed, only never attributed
     held = next(c for c in diagnosis.cases if c.case_id == "fn-0")
     assert held.rule_ids == ["progress_mismatch"] and not held.attributed
+
+
+def test_the_skill_under_test_is_taken_from_the_manifest(tmp_path: Path) -> None:
+    manifest = {"skills": [{"name": "vuln-audit", "under_test": True}, {"name": "pdf"}]}
+    units = [(row("c1", "FN"), session_lines(worked_example_calls(), WORKED_FINAL))]
+    for name, extra in (("named", manifest), ("unnamed", {})):
+        folder = write_run(tmp_path / name, units, manifest=extra)
+        other = folder / "inputs" / "skill" / "pdf" / "SKILL.md"
+        other.parent.mkdir(parents=True)
+        other.write_text(
+            "---\nname: pdf\ndescription: PDFs.\n---\n\n## Steps\n\n1. Run `pdftotext`.\n"
+        )
+    named = diagnose_run(load_run(tmp_path / "named"))
+    assert [rc.id for rc in named.root_causes] == ["FN + progress_mismatch"]
+    # two skills and no manifest: the steps to check are unknown, so no mismatch is claimed
+    unnamed = diagnose_run(load_run(tmp_path / "unnamed"))
+    assert unnamed.root_causes == [] and unnamed.undiagnosed_case_ids == ["c1"]
+    explicit = diagnose_run(load_run(tmp_path / "unnamed"), skill="vuln-audit")
+    assert [rc.id for rc in explicit.root_causes] == ["FN + progress_mismatch"]

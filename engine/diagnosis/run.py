@@ -55,6 +55,19 @@ class LoadedRun:
         return f"{variant}:{digest.hexdigest()[:12]}"
 
     @property
+    def skill_under_test(self) -> str | None:
+        """The one skill the manifest marks ``under_test`` (the runner's manifest), if any."""
+        skills = self.manifest.get("skills")
+        if not isinstance(skills, list):
+            return None
+        names = [
+            s["name"]
+            for s in skills
+            if isinstance(s, dict) and s.get("under_test") and isinstance(s.get("name"), str)
+        ]
+        return names[0] if len(names) == 1 else None
+
+    @property
     def benchmark_id(self) -> str | None:
         for key in _BENCH_KEYS:
             value = self.manifest.get(key)
@@ -182,6 +195,7 @@ def diagnose_run(
 ) -> Diagnosis:
     """Parse every row's session, summarise it against the evaluated skill, diagnose, attribute."""
     config = config or DiagnosisConfig()
+    skill = skill or run.skill_under_test
     pattern = bench.label_pattern if bench is not None else config.label_pattern
     labels = bench.labels if bench is not None else []
     docs: dict[str, dict[str, SkillDoc]] = {}
