@@ -1,0 +1,205 @@
+"""The approval queue: submit, approve (publish + snapshot), reject (taboo), undo, and refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+import yaml
+
+from engine.errors import FormatError, SkillsmithError
+from engine.queue import CandidateQueue
+from engine.snapshots import list_snapshots
+from engine.store import SkillStore, diff_hash
+from engine.workspace import Workspace
+from tests.store_helpers import cli, make_skill
+
+V0 = "---\nname: audit\ndescription: Audits code.\n---\n## Steps\n1. run `grep -rn eval src/`\n"
+V1 = V0 + "2. run `grep -rn exec src/`\n"
+PATCH = "--- a/SKILL.md\n+++ b/SKILL.md\n@@ -6,0 +7 @@\n+2. run `grep -rn exec src/`\n"
+GATES = [
+    {
+        "gate": "target",
+        "verdict": "pass",
+        "figures": {"fixed": 2},
+        "reasons": ["2 of 5 fixed"],
+        "case_ids": ["c1", "c2"],
+        "fixed": ["c1", "c2"],
+        "newly_broken": [],
+    }
+]
+
+
+def _queue(ws: Workspace) -> tuple[CandidateQueue, SkillStore]:
+    make_skill(ws, "audit", V0)
+    store = SkillStore(ws, "audit")
+    store.ensure_adopted()
+    return CandidateQueue(ws), store
+
+
+def _submit(queue: CandidateQueue, text: str = V1, patch: str = PATCH, **kw: object) -> str:
+    fields: dict[str, object] = {
+        "source": "evolve",
+        "operation": "update",
+        "status": "pending_approval",
+        "parent_version": "v0",
+        "summary": "grep for exec too",
+        "gates": GATES,
+        "delta_score": 0.12,
+        "root_causes": ["premature_conclusion"],
+        "rule_id": "premature_conclusion",
+    }
+    fields.update(kw)
+    return queue.submit("audit", text, patch, **fields).id  # type: ignore[arg-type]
+
+
+def test_submit_writes_the_candidate_folder(workspace: Workspace) -> None:
+    queue, _ = _queue(workspace)
+    cid = _submit(queue)
+    folder = workspace.candidates_dir / cid
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "SKILL.md",
+        "candidate.yaml",
+        "gates.json",
+        "patch.diff",
+    ]
+    record = yaml.safe_load((folder / "candidate.yaml").read_text())
+    assert record["status"] == "pending_approval" and record["parent_version"] == "v0"
+    assert record["content_hash"] == hashlib.sha256((V1 + PATCH).encode()).hexdigest()
+    assert [h["status"] for h in record["history"]] == ["pending_approval"]
+    assert json.loads((folder / "gates.json").read_text()) == GATES
+    cand = queue.get(cid)
+    assert cand.skill_text() == V1 and cand.patch_text() == PATCH and cand.gates() == GATES
+    assert [c.id for c in queue.list()] == [cid]
+    with pytest.raises(FormatError, match="field 'source': expected one of"):
+        queue.submit(
+            "audit", V1, PATCH, source="robot", operation="update", status="proposed",
+            parent_version="v0", summary="x",
+        )  # fmt: skip
+    assert [c.id for c in queue.list()] == [cid]
+
+
+def test_approve_publishes_snapshots_and_undo_rolls_back(workspace: Workspace) -> None:
+    queue, store = _queue(workspace)
+    cid = _submit(queue)
+    assert queue.approve(cid, expected_hash=queue.get(cid).content_hash[:12]) == "v1"
+
+    assert workspace.skill_path("audit").read_text() == V1
+    assert store.current() == "v1" and workspace.load_config().version == 1
+    vdir = workspace.history_dir / "audit" / "v1"
+    assert (vdir / "patch.diff").read_text() == PATCH
+    assert json.loads((vdir / "gate_verdict.json").read_text())["gates"] == GATES
+    prov = json.loads((vdir / "provenance.json").read_text())
+    assert prov["candidate"] == cid and prov["root_causes"] == ["premature_conclusion"]
+    cand = queue.get(cid)
+    assert cand.status == "published"
+    assert [h.status for h in cand.history] == ["pending_approval", "approved", "published"]
+    snaps = list_snapshots(workspace)
+    assert [(s.version, s.note) for s in snaps] == [(1, f"audit v1: approved {cid}")]
+    [decision] = queue.decisions()
+    assert decision["action"] == "approve" and decision["version"] == "v1"
+    assert decision["previous_version"] == "v0"
+    moves = [(t["op"], t.get("to_status")) for t in store.timeline()]
+    assert ("candidate", "published") in moves and ("snapshot", None) in moves
+
+    message = queue.undo_last()
+    assert message == f"undid the approval of {cid}: skill 'audit' back at v0"
+    assert store.current() == "v0" and workspace.skill_path("audit").read_text() == V0
+    assert (vdir / "SKILL.md").read_text() == V1  # nothing deleted
+    cand = queue.get(cid)
+    assert cand.status == "pending_approval"
+    assert [h.status for h in cand.history][-1] == "pending_approval"
+    assert [d["action"] for d in queue.decisions()] == ["approve", "undo"]
+    with pytest.raises(SkillsmithError, match="no decision to undo"):
+        queue.undo_last()
+    # the undone candidate can be approved again: its parent is current once more
+    assert queue.approve(cid) == "v2"
+
+
+def test_reject_adds_taboo_and_undo_keeps_it(workspace: Workspace) -> None:
+    queue, store = _queue(workspace)
+    cid = _submit(queue)
+    manual = _submit(queue, text=V0 + "x\n", patch="+x\n", rule_id=None, status="pending_eval")
+    entry = queue.reject(cid, why="guardrail regressed on c7")
+    assert (entry.rule_id, entry.diff_hash) == ("premature_conclusion", diff_hash(PATCH))
+    assert queue.reject(manual, why="not useful").rule_id == "manual"
+    taboo = json.loads((workspace.history_dir / "audit" / "taboo.json").read_text())
+    assert [(e["rule_id"], e["reason"]) for e in taboo] == [
+        ("premature_conclusion", "guardrail regressed on c7"),
+        ("manual", "not useful"),
+    ]
+    cand = queue.get(cid)
+    assert cand.status == "rejected" and cand.reason == "guardrail regressed on c7"
+    assert store.current() == "v0" and list_snapshots(workspace) == []
+    with pytest.raises(SkillsmithError, match="is already rejected"):
+        queue.reject(cid, why="again")
+
+    assert "rejection of" in queue.undo_last()
+    assert queue.get(manual).status == "pending_eval"  # back to where it was, reason cleared
+    assert queue.get(manual).reason is None
+    assert len(store.taboo().entries()) == 2  # the taboo list never shrinks
+    undo = [t for t in store.timeline() if t["op"] == "undo"]
+    assert undo[-1]["taboo_kept"] is True and undo[-1]["candidate"] == manual
+
+
+def test_changed_on_disk_and_stale_candidates_are_refused(workspace: Workspace) -> None:
+    queue, store = _queue(workspace)
+    first, second, edited = _submit(queue), _submit(queue), _submit(queue)
+
+    (workspace.candidates_dir / edited / "SKILL.md").write_text(V1 + "sneaky\n")
+    with pytest.raises(SkillsmithError, match="changed on disk after it was queued"):
+        queue.approve(edited)
+    with pytest.raises(SkillsmithError, match="changed on disk since it was shown"):
+        queue.approve(first, expected_hash="0123456789ab")
+    assert store.current() == "v0" and list_snapshots(workspace) == []
+
+    assert queue.approve(first) == "v1"
+    with pytest.raises(SkillsmithError, match="stale: made against v0 but skill 'audit' is now"):
+        queue.approve(second)
+    assert queue.get(second).status == "pending_approval"
+    with pytest.raises(SkillsmithError, match="is published; only pending_approval"):
+        queue.approve(first)
+    # a manual publish after the approval makes the approval impossible to undo silently
+    store.publish(V1 + "3. hand change\n", why="by hand")
+    with pytest.raises(SkillsmithError, match="moved from v1 to v2 since"):
+        queue.undo_last()
+
+
+def test_create_candidate_makes_a_new_skill(workspace: Workspace) -> None:
+    queue = CandidateQueue(workspace)
+    text = "---\nname: fresh\ndescription: New.\n---\n"
+    cid = queue.submit(
+        "fresh", text, "+new\n", source="curate", operation="create",
+        status="pending_approval", parent_version=None, summary="new skill",
+    ).id  # fmt: skip
+    assert queue.approve(cid) == "v0"
+    assert workspace.skill_path("fresh").read_text() == text
+    with pytest.raises(SkillsmithError, match="a creation cannot be undone here"):
+        queue.undo_last()
+
+
+def test_queue_from_the_command_line(workspace: Workspace) -> None:
+    queue, store = _queue(workspace)
+    good, bad = _submit(queue), _submit(queue, text=V0 + "y\n", patch="+y\n")
+    listing = json.loads(cli(workspace, "queue", "--json").stdout)
+    assert [(c["id"], c["status"]) for c in listing] == [
+        (good, "pending_approval"),
+        (bad, "pending_approval"),
+    ]
+    text = cli(workspace, "queue").stdout
+    assert good in text and "+0.120" in text and queue.get(good).content_hash[:12] in text
+
+    done = cli(workspace, "queue", "reject", bad, "--why", "noise")
+    assert done.returncode == 0 and "taboo entry premature_conclusion" in done.stdout
+    done = cli(workspace, "queue", "approve", good, "--expect", "deadbeefdead")
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+    assert "changed on disk since it was shown" in done.stderr
+    done = cli(workspace, "queue", "approve", good, "--expect", queue.get(good).content_hash[:12])
+    assert done.returncode == 0 and done.stdout.strip() == f"approved {good}: audit is now at v1"
+    assert store.current() == "v1"
+    done = cli(workspace, "queue", "undo")
+    assert done.returncode == 0 and "back at v0" in done.stdout
+    done = cli(workspace, "queue", "approve", "cand-missing")
+    assert done.returncode == 1 and "no such candidate" in done.stderr
+    assert cli(workspace, "queue", "reject", good).returncode == 2  # --why is required
