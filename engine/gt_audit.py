@@ -104,9 +104,6 @@ class GtAudit:
     def flagged_case_ids(self) -> list[str]:
         return [s.case_id for s in self.suspicions if s.flagged]
 
-    def score_of(self, case_id: str) -> float:
-        return next((s.score for s in self.suspicions if s.case_id == case_id), 0.0)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "threshold": self.threshold,

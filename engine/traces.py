@@ -137,7 +137,6 @@ class Trace:
     final_text: str = ""
     tokens: Tokens = field(default_factory=Tokens)
     result: TraceResult | None = None
-    lines: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,7 +335,6 @@ def _require(
 def _parse_session(objs: Iterable[tuple[int, dict[str, Any]]], b: _Builder) -> None:
     trace, path = b.trace, b.path
     for line, obj in objs:
-        trace.lines = line
         kind = obj.get("type")
         if kind == "user":
             content = _session_text(obj, path, line)
@@ -417,7 +415,6 @@ def _parse_claude(objs: Iterable[tuple[int, dict[str, Any]]], b: _Builder) -> No
     seen_blocks: set[tuple[str, str]] = set()
     final_usage: dict[str, Any] | None = None
     for line, obj in objs:
-        trace.lines = line
         kind = obj.get("type")
         if kind == "result":
             trace.result = _result_of(obj, obj.get("total_cost_usd", obj.get("cost_usd")))
@@ -566,10 +563,6 @@ class StageStats:
     max_repeat_call: str | None
     tokens: Tokens
     result: TraceResult | None
-
-    @property
-    def real_errors(self) -> int:
-        return self.errors - self.benign_errors
 
 
 def stage_stats(trace: Trace, benign: BenignErrors) -> StageStats:

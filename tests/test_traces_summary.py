@@ -46,7 +46,7 @@ def test_stage_stats_count_retries_duplicates_and_benign_errors(tmp_path: Path) 
     ]
     path = write_jsonl(tmp_path / "s.jsonl", session_lines(calls, "VERDICT: safe"))
     stats = summarise(load_trace(path)).stats
-    assert stats.errors == 5 and stats.benign_errors == 3 and stats.real_errors == 2
+    assert stats.errors == 5 and stats.benign_errors == 3
     assert stats.retries == 1 and stats.duplicate_calls == 2
     assert stats.max_repeat == 2
 
