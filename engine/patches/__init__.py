@@ -1,0 +1,32 @@
+"""The patch engine: proposers write one unified diff against SKILL.md; filters vet it.
+
+Rules decide, the model only writes candidates: a proposer (Anthropic or the offline one) turns
+a diagnosis into a diff, and the deterministic filters (taboo, structure, text quality, semantic
+traps, slim mode) refuse anything unsafe to evaluate before a single case is run.
+"""
+
+from engine.patches.apply import PatchError, apply_patch, parse_diff
+from engine.patches.filters import FilterFinding, FilterReport, concrete_token, run_filters
+from engine.patches.proposer import NO_VALID_PATCH, Proposal, ProposalContext, Proposer, Target
+from engine.patches.signature import signature, split_taboo_rule, taboo_rule
+from engine.patches.textrules import TextRules, load_text_rules
+
+__all__ = [
+    "NO_VALID_PATCH",
+    "FilterFinding",
+    "FilterReport",
+    "PatchError",
+    "Proposal",
+    "ProposalContext",
+    "Proposer",
+    "Target",
+    "TextRules",
+    "apply_patch",
+    "concrete_token",
+    "load_text_rules",
+    "parse_diff",
+    "run_filters",
+    "signature",
+    "split_taboo_rule",
+    "taboo_rule",
+]
