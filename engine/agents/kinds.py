@@ -228,6 +228,7 @@ def _exit_problem(exit_code: int | None, stderr: str) -> str | None:
 def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
     """The agent ``skillsmith.yaml`` configures, with what its kind needs resolved."""
     cfg = cfg or ws.load_config().agent
+    remember_vault(ws)  # whatever an agent echoes from a vault value gets masked before storing
     common: dict[str, Any] = {
         "timeout_s": cfg.timeout_s,
         "max_output_bytes": cfg.max_output_bytes,
@@ -275,7 +276,6 @@ def _claude_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:
 
 def _claude_env(ws: Workspace) -> dict[str, str]:
     """Only what ``claude`` needs to reach its model: the key and (optionally) the endpoint."""
-    remember_vault(ws)
     key = anthropic_api_key(ws)
     if not key:
         raise SkillsmithError(

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.errors import UsageError
+from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, Event
 from engine.metrics import Metrics, Spread
 from engine.runner import BASELINE, SKILL, RunResult, run_evaluation
@@ -70,6 +70,8 @@ def _eval(args: argparse.Namespace) -> int:
     for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
         if value is not None and value < 1:
             raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    if args.resume is not None and not (ws.runs_dir / args.resume / "manifest.json").is_file():
+        raise SkillsmithError(f"--resume {args.resume}: no run folder {ws.runs_dir / args.resume}")
     case_ids = [c.strip() for group in args.cases for c in group.split(",") if c.strip()]
     console = Console(stderr=True)
     started: dict[str, Any] = {}
