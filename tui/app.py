@@ -43,7 +43,7 @@ from tui.gates_pane import GatesPane
 from tui.help_screen import HelpScreen, KeyGroup
 from tui.jobs import Job, JobBar, JobEnded, JobEvent
 from tui.keys import APP_BINDINGS
-from tui.navigation import SCROLL_BINDINGS, TABLE_BINDINGS
+from tui.navigation import SCROLL_BINDINGS, TABLE_BINDINGS, ListsPane
 from tui.queue_pane import DECIDED_STATUSES, OPEN_STATUSES, QueueEntry, QueuePane
 from tui.scoreboard_pane import ScoreboardPane
 from tui.sessions_pane import SessionsPane
@@ -260,6 +260,8 @@ class SkillsmithApp(App[None]):
         pane = self.queue_pane
         if message.entries is not None:
             pane.set_entries(message.entries)
+            # Files may change without their recorded hash (a hand edit): always re-read.
+            self._show_entry(pane.selected, reread=True)
         if message.error:
             pane.border_subtitle = message.error
             self.notify(message.error, severity="error", timeout=8)
@@ -268,7 +270,9 @@ class SkillsmithApp(App[None]):
 
     @on(QueuePane.Highlighted)
     def _candidate_highlighted(self, message: QueuePane.Highlighted) -> None:
-        entry = message.entry
+        self._show_entry(message.entry, reread=False)
+
+    def _show_entry(self, entry: QueueEntry | None, *, reread: bool) -> None:
         self.refresh_bindings()
         gates = self.query_one(GatesPane)
         if entry is None:
@@ -283,8 +287,7 @@ class SkillsmithApp(App[None]):
             return
         c = entry.candidate
         gates.show_gates(f"{c.id} · {c.skill} · {c.status}", entry.gates)
-        key = (entry.id, str(c.content_hash))
-        if key != self._shown_patch:
+        if reread or (entry.id, str(c.content_hash)) != self._shown_patch:
             self._load_patch(entry)
 
     @work(thread=True, exclusive=True, group="patch-load", exit_on_error=False)
@@ -740,6 +743,7 @@ class SkillsmithApp(App[None]):
             KeyGroup("Everywhere", [*APP_BINDINGS, palette, Binding("ctrl+q", "quit", "Quit")]),
             KeyGroup(lists, [*TABLE_BINDINGS, open_row]),
             KeyGroup("Diff, gates, details", SCROLL_BINDINGS),
+            KeyGroup("Sessions and skills panes", ListsPane.BINDINGS),
             KeyGroup("Queue filter", QueuePane.BINDINGS),
             KeyGroup("Scoreboard", ScoreboardPane.BINDINGS),
             KeyGroup("Snapshots screen", SnapshotsScreen.BINDINGS),

@@ -60,6 +60,7 @@ class DiffView(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self._patch = ""
         self._rows: list[DiffRow] = []
         self._pairs: list[SplitRow] = []
         self._placeholder = "No candidate selected."
@@ -70,6 +71,9 @@ class DiffView(ScrollView, can_focus=True):
         return self._rows
 
     def show_patch(self, patch: str) -> None:
+        if patch == self._patch and self._rows:
+            return  # a reload of the same text keeps the scroll position
+        self._patch = patch
         self._rows = parse_patch(patch)
         self._pairs = split_rows(self._rows)
         numbers = [n for r in self._rows for n in (r.old_no, r.new_no) if n is not None]
@@ -79,7 +83,7 @@ class DiffView(ScrollView, can_focus=True):
         self._update_virtual_size()
 
     def show_message(self, message: str) -> None:
-        self._rows, self._pairs = [], []
+        self._patch, self._rows, self._pairs = "", [], []
         self._placeholder = message
         self._update_virtual_size()
 

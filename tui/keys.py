@@ -24,8 +24,11 @@ APP_BINDINGS: list[BindingType] = [
     Binding("J", "diff_scroll(4)", "Scroll diff down", id="diff_down", show=False),
     Binding("K", "diff_scroll(-4)", "Scroll diff up", id="diff_up", show=False),
     Binding("slash", "filter", "Filter", id="filter"),
-    Binding("tab", "next_pane", "Next pane", id="next_pane", show=False),
-    Binding("shift+tab", "previous_pane", "Previous pane", id="previous_pane", show=False),
+    # Priority: the screen's own tab (focus the next widget) would otherwise win.
+    Binding("tab", "next_pane", "Next pane", id="next_pane", show=False, priority=True),
+    Binding(
+        "shift+tab", "previous_pane", "Previous pane", id="previous_pane", show=False, priority=True
+    ),
     Binding("1", "pane(1)", "Queue", id="pane_1", show=False),
     Binding("2", "pane(2)", "Diff", id="pane_2", show=False),
     Binding("3", "pane(3)", "Gates", id="pane_3", show=False),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
+from textual.widget import Widget
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
@@ -54,3 +55,20 @@ class VimTable(DataTable[Any]):
         except RowDoesNotExist:
             return
         self.move_cursor(row=index, animate=False)
+
+
+class ListsPane(Widget):
+    """A pane made of several lists side by side: h / l move between them."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("l", "sibling(1)", "Next list", show=False, id="next_list"),
+        Binding("h", "sibling(-1)", "Previous list", show=False, id="previous_list"),
+    ]
+
+    def action_sibling(self, step: int) -> None:
+        lists = [w for w in self.query("*") if w.focusable]
+        if not lists:
+            return
+        focused = self.screen.focused
+        index = lists.index(focused) if focused in lists else -step
+        lists[(index + step) % len(lists)].focus()

@@ -176,9 +176,6 @@ class QueuePane(Vertical):
             )
         if previous is not None:
             table.move_to_key(previous.id)
-        current = self.selected
-        if current is None or previous is None or current != previous:
-            self.post_message(self.Highlighted(current))
         self._update_title()
 
     def _mark_cell(self, candidate_id: str) -> Content:
@@ -231,6 +228,7 @@ class QueuePane(Vertical):
     def _apply_filter(self, text: str) -> None:
         self.query_text = text.strip()
         self._render_rows(self.selected)
+        self.post_message(self.Highlighted(self.selected))
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:

@@ -22,7 +22,7 @@ from textual.worker import get_current_worker
 
 from engine.views import SessionLogInfo, TailChunk, list_session_logs, read_tail
 from engine.workspace import Workspace
-from tui.navigation import VimTable
+from tui.navigation import ListsPane, VimTable
 
 KIND_STYLE = {
     "error": "bold $text-error",
@@ -62,7 +62,7 @@ class _Tail:
     next_line: int = 1
 
 
-class SessionsPane(Horizontal):
+class SessionsPane(ListsPane, Horizontal):
     """Session list | events of the highlighted session."""
 
     DEFAULT_CSS = """

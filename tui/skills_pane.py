@@ -23,7 +23,7 @@ from engine.errors import SkillsmithError
 from engine.snapshots import SnapshotInfo, list_snapshots
 from engine.store import SkillStore, TabooEntry, VersionInfo, stores_of
 from engine.workspace import Workspace
-from tui.navigation import SCROLL_BINDINGS, VimTable
+from tui.navigation import SCROLL_BINDINGS, ListsPane, VimTable
 
 _TIMELINE_SHOWN = 40
 
@@ -125,7 +125,7 @@ class DetailScroll(VerticalScroll, can_focus=True):
     BINDINGS = SCROLL_BINDINGS
 
 
-class SkillsPane(Horizontal):
+class SkillsPane(ListsPane, Horizontal):
     """Skills | versions of the highlighted skill | timeline, taboo, snapshots."""
 
     DEFAULT_CSS = """

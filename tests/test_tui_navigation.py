@@ -1,0 +1,218 @@
+"""Moving around: panes 1–6, tab, j/k/g/G, h/l, the `/` filter, d and J/K on the diff, help,
+the command palette, the user keymap from skillsmith.yaml, and q."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.command import CommandPalette
+from textual.widgets import Input
+
+from engine.queue import CandidateQueue
+from engine.snapshots import list_snapshots
+from engine.store import SkillStore, unified_diff
+from tests.tui_pilot import SIZE, settle, toasts, user_config_home
+from tests.tui_workspace import SKILL, build_workspace, skill_text
+from tui.app import SkillsmithApp, make_app
+from tui.diff_pane import DiffView
+from tui.help_screen import HelpScreen
+from tui.keys import APP_BINDINGS
+
+__all__ = ["user_config_home"]
+
+
+def focused_id(app: SkillsmithApp) -> str | None:
+    return app.focused.id if app.focused is not None else None
+
+
+async def test_number_keys_and_tab_move_between_the_six_panes(tmp_path: Path) -> None:
+    app = make_app(build_workspace(tmp_path / "ws"), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        expected = {
+            "1": "queue",
+            "2": "diff-view",
+            "3": "gates-pane",
+            "4": "session-list",
+            "5": "score-records",
+            "6": "skill-list",
+        }
+        for key, widget_id in expected.items():
+            await pilot.press(key)
+            await settle(pilot)
+            assert focused_id(app) == widget_id, key
+        await pilot.press("tab")  # from 6 wraps to 1
+        await settle(pilot)
+        assert focused_id(app) == "queue"
+        await pilot.press("tab", "tab")
+        await settle(pilot)
+        assert focused_id(app) == "gates-pane"
+        await pilot.press("shift+tab")
+        await settle(pilot)
+        assert focused_id(app) == "diff-view"
+
+
+async def test_jkgG_move_the_queue_and_the_diff_follows(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws", candidates=3)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.queue_pane.table
+        assert table.cursor_row == 0
+        await pilot.press("j", "j")
+        await settle(pilot)
+        assert table.cursor_row == 2
+        await pilot.press("k")
+        await settle(pilot)
+        assert table.cursor_row == 1
+        await pilot.press("G")
+        await settle(pilot)
+        assert table.cursor_row == table.row_count - 1
+        selected = app.queue_pane.selected
+        assert selected is not None
+        patch = selected.candidate.patch_text()
+        shown = "\n".join(
+            ("+" if r.kind == "added" else "-" if r.kind == "removed" else " ") + r.text
+            for r in app.diff_pane.view.rows
+            if r.kind in ("added", "removed")
+        )
+        assert shown and all(line in patch for line in shown.splitlines())
+        await pilot.press("g")
+        await settle(pilot)
+        assert table.cursor_row == 0
+
+
+async def test_slash_filters_the_queue_and_escape_clears_it(tmp_path: Path) -> None:
+    app = make_app(build_workspace(tmp_path / "ws"), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.queue_pane.table.row_count == 3
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input)
+        await pilot.press(*"optimize unproven")  # letters go to the filter, not to actions
+        await settle(pilot)
+        assert app.queue_pane.table.row_count == 1
+        assert app.queue_pane.border_subtitle == "filter: optimize unproven"
+        await pilot.press("enter")  # back to the list, filter kept
+        assert focused_id(app) == "queue"
+        assert app.queue_pane.table.row_count == 1
+        await pilot.press("slash", "escape")
+        await settle(pilot)
+        assert app.queue_pane.table.row_count == 3
+        assert focused_id(app) == "queue"
+        await pilot.press("slash", *"no such thing")
+        await settle(pilot)
+        assert app.diff_pane.view.rows == []
+
+
+async def test_d_switches_the_diff_and_J_K_scroll_it_from_the_queue(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws", candidates=0)
+    text = skill_text()
+    new = text.replace("# Security audit", "# Security audit (checked)")
+    CandidateQueue(ws).submit(
+        "new-skill",
+        new,
+        unified_diff("", new),
+        source="manual",
+        operation="create",
+        status="pending_approval",
+        parent_version=None,
+        summary="a whole new skill",
+    )
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("1", "g")
+        while app.queue_pane.selected and app.queue_pane.selected.candidate.skill != "new-skill":
+            await pilot.press("j")
+        await settle(pilot)
+        view = app.query_one(DiffView)
+        assert view.mode == "unified"
+        assert len(view.rows) > 30
+        await pilot.press("J", "J")
+        await settle(pilot)
+        assert view.scroll_y == 8
+        assert focused_id(app) == "queue"  # the queue kept the focus
+        await pilot.press("K")
+        await settle(pilot)
+        assert view.scroll_y == 4
+        await pilot.press("d")
+        await settle(pilot)
+        assert view.mode == "split"
+        assert "side by side" in str(app.query_one("#diff-header").render())
+        await pilot.press("d")
+        await settle(pilot)
+        assert view.mode == "unified"
+
+
+async def test_question_mark_lists_every_key_with_the_user_keymap(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    config = ws.load_config()
+    config.keymap = {"approve": "y", "snapshot": "ctrl+s"}
+    ws.save_config(config)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-body").render())
+        for binding in APP_BINDINGS:
+            assert binding.description in text  # type: ignore[union-attr]
+        for line in ("y                     Approve", "ctrl+s                Snapshot"):
+            assert line in text
+        for extra in ("Command palette", "Down", "Chart metric", "Restore", "Next list"):
+            assert extra in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_keymap_from_the_workspace_config_remaps_approve(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    config = ws.load_config()
+    config.keymap = {"approve": "y", "not_a_binding": "x"}
+    ws.save_config(config)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert any("not_a_binding" in t for t in toasts(pilot))
+        while app.queue_pane.selected and app.queue_pane.selected.candidate.status != (
+            "pending_approval"
+        ):
+            await pilot.press("j")
+        await pilot.press("a")  # no longer approve
+        await settle(pilot)
+        assert SkillStore(ws, SKILL).current() == "v1"
+        await pilot.press("y")
+        await settle(pilot)
+        assert SkillStore(ws, SKILL).current() == "v2"
+
+
+async def test_ctrl_p_offers_every_action_and_runs_it(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        for binding in APP_BINDINGS:
+            if binding.action not in ("help", "quit"):  # type: ignore[union-attr]
+                assert binding.description in titles  # type: ignore[union-attr]
+        assert {"Theme: skillsmith-dark", "Theme: skillsmith-light", "Quit"} <= set(titles)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"Snapshot")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert len(list_snapshots(ws)) == 1
+
+
+async def test_q_quits(tmp_path: Path) -> None:
+    app = make_app(build_workspace(tmp_path / "ws"), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running

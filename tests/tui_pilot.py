@@ -1,0 +1,67 @@
+"""Helpers for driving the workbench with Textual's Pilot.
+
+``settle`` waits until every loader and writer worker has finished and its result message has
+been handled, so a test asserts on what the user would see (and on the files those workers
+wrote), never on a half-finished refresh. ``user_config_home`` keeps theme choices out of the
+real home folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.worker import WorkerState
+
+SIZE = (120, 40)
+BACKGROUND_GROUPS = {"watch"}
+
+
+@pytest.fixture(autouse=True)
+def user_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "xdg-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    yield home
+
+
+def _busy(pilot: Pilot[None]) -> bool:
+    return any(
+        worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        and worker.group not in BACKGROUND_GROUPS
+        for worker in pilot.app.workers
+    )
+
+
+async def settle(pilot: Pilot[None], timeout: float = 30.0) -> None:
+    """Wait for all foreground workers and the messages they posted."""
+    deadline = time.monotonic() + timeout
+    quiet_rounds = 0
+    while quiet_rounds < 3:
+        if time.monotonic() > deadline:
+            raise AssertionError("the workbench did not settle: a worker kept running")
+        await pilot.pause()
+        if _busy(pilot):
+            quiet_rounds = 0
+            await asyncio.sleep(0.02)
+        else:
+            quiet_rounds += 1
+
+
+async def wait_until(
+    pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 20.0, what: str = ""
+) -> None:
+    """Poll ``condition`` while the app keeps running (for work done by other processes)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        await pilot.pause(0.05)
+
+
+def toasts(pilot: Pilot[None]) -> list[str]:
+    """The notifications shown so far (Pilot hides toasts but the app records them)."""
+    return [str(n.message) for n in pilot.app._notifications]
