@@ -1,0 +1,5 @@
+<?php
+$host = $_GET['host'];
+echo "<pre>";
+system("nslookup " . $host);
+echo "</pre>";

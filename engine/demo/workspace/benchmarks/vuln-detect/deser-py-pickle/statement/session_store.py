@@ -1,0 +1,13 @@
+import base64
+import pickle
+
+from flask import Flask, request
+
+app = Flask(__name__)
+
+
+@app.route("/restore", methods=["POST"])
+def restore():
+    blob = base64.b64decode(request.form["state"])
+    state = pickle.loads(blob)
+    return {"items": len(state)}

@@ -1,0 +1,7 @@
+package client
+
+import "os"
+
+func Token() string {
+	return os.Getenv("API_TOKEN")
+}

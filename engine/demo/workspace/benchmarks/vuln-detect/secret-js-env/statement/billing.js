@@ -1,0 +1,3 @@
+const password = process.env.BILLING_PASSWORD;
+const user = process.env.BILLING_USER;
+module.exports = { auth: { user, password } };

@@ -1,0 +1,6 @@
+import DOMPurify from "dompurify";
+
+export function showPreview(html) {
+  const el = document.getElementById("preview");
+  el.innerHTML = DOMPurify.sanitize(html);
+}

@@ -1,0 +1,3 @@
+const params = new URLSearchParams(window.location.search);
+const box = document.getElementById("results-title");
+box.innerHTML = "Results for <b>" + params.get("q") + "</b>";

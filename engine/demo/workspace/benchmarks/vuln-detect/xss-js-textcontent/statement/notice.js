@@ -1,0 +1,2 @@
+const msg = new URLSearchParams(location.search).get("msg");
+document.getElementById("notice").textContent = msg;
