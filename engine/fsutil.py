@@ -52,6 +52,22 @@ def atomic_open(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
     fsync_dir(path.parent)
 
 
+@contextlib.contextmanager
+def staged_open(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """Create a NEW file inside a staging folder that is later renamed into place as a whole.
+
+    The folder's rename is the atomic step, so the file needs no temp name of its own (a restore
+    writes thousands); it is fsynced so the rename publishes complete data. fsync the folder too
+    (:func:`fsync_dir`) before renaming it.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        os.fchmod(fd, mode)
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write ``data`` to ``path`` via temp file + fsync + rename."""
     with atomic_open(path, mode) as fh:

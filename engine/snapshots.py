@@ -30,7 +30,14 @@ import yaml
 from engine.config import Config
 from engine.errors import FormatError, SkillsmithError
 from engine.events import utc_now
-from engine.fsutil import append_jsonl, atomic_open, atomic_write_json, atomic_write_text, fsync_dir
+from engine.fsutil import (
+    append_jsonl,
+    atomic_open,
+    atomic_write_json,
+    atomic_write_text,
+    fsync_dir,
+    staged_open,
+)
 from engine.schema import from_mapping
 from engine.workspace import CONFIG_NAME, Workspace
 
@@ -386,29 +393,34 @@ def _resolve_source(ws: Workspace, source: str | Path) -> Path:
 def _extract(path: Path, dest: Path) -> None:
     """Unpack an inspected archive into ``dest`` (inside the workspace, so the swap is a rename)."""
     dest.mkdir(parents=True)
+    folders = {dest}
     with tarfile.open(path, "r:gz") as tar:
         for member in tar:
             name = _member_name(member.name)
             if name is None or name == MANIFEST:
                 continue
             target = dest / name
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-            elif member.issym():
-                target.parent.mkdir(parents=True, exist_ok=True)
+            for parent in (target, *target.parents) if member.isdir() else target.parents:
+                if parent in folders:
+                    break
+                parent.mkdir(exist_ok=True, parents=True)
+                folders.add(parent)
+            if member.issym():
                 try:
                     os.symlink(member.linkname, target)
-                except OSError:
+                except OSError:  # no symlinks here: the store reads a plain-file pointer too
                     atomic_write_text(target, member.linkname + "\n")
-            else:
+            elif member.isreg():
                 src = tar.extractfile(member)
                 assert src is not None  # inspected: a regular file
-                with atomic_open(target, mode=member.mode & 0o755 | 0o600) as out:
+                with staged_open(target, mode=member.mode & 0o755 | 0o600) as out:
                     shutil.copyfileobj(src, out, 1024 * 1024)
                 os.utime(target, (member.mtime, member.mtime))
     for item in _STATE_DIRS:
         (dest / item).mkdir(exist_ok=True)
-    fsync_dir(dest)
+        folders.add(dest / item)
+    for folder in folders:
+        fsync_dir(folder)
 
 
 def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:

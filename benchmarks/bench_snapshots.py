@@ -1,0 +1,140 @@
+"""Snapshot and restore of a 50 MB agent state against GNU tar on the same tree.
+
+Run by hand (not collected by pytest):
+
+    uv run python benchmarks/bench_snapshots.py [--mb 50] [--repeat 3]
+
+The state mixes Markdown (compressible) with random assets (incompressible, about a quarter) and
+a version history. ``snapshot`` is compared with ``tar -czf`` of the same four items; ``restore``
+with ``tar -xzf``, and — because a restore also snapshots the state it replaces, validates every
+member and fsyncs what it writes — with ``tar -czf`` + ``tar -xzf`` together. Best of N runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.snapshots import create_snapshot, restore
+from engine.store import SkillStore
+from engine.workspace import Workspace
+
+ITEMS = ["skillsmith.yaml", "AGENTS.md", "skills", "history"]
+
+
+def build_state(ws: Workspace, megabytes: int, rng: random.Random) -> int:
+    """Skills with references, random assets and a few published versions each."""
+    words = [
+        "grep",
+        "read",
+        "parse",
+        "token",
+        "session",
+        "rubric",
+        "holdout",
+        "gate",
+        "taboo",
+        "verdict",
+        "patch",
+    ]
+    budget = megabytes * 1024 * 1024
+    ws.agents_md.write_text("# Agent\n" + "Follow the skills.\n" * 200)
+    n = 0
+    while _size(ws.root) < budget:
+        name = f"skill-{n:03d}"
+        body = "".join(
+            f"{i}. run `{rng.choice(words)} {rng.choice(words)}` then {rng.choice(words)}\n"
+            for i in range(400)
+        )
+        skill_dir = ws.skills_dir / name
+        (skill_dir / "references").mkdir(parents=True)
+        (skill_dir / "assets").mkdir()
+        (skill_dir / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\n---\n{body}")
+        for r in range(4):
+            text = " ".join(rng.choice(words) for _ in range(40_000))
+            (skill_dir / "references" / f"ref{r}.md").write_text(text)
+        (skill_dir / "assets" / "blob.bin").write_bytes(rng.randbytes(300 * 1024))
+        store = SkillStore(ws, name)
+        for v in range(3):
+            store.publish(body + f"{v}. extra step `{rng.choice(words)}`\n", why=f"round {v}")
+        n += 1
+    return _size(ws.root)
+
+
+def _size(root: Path) -> int:
+    return sum(
+        p.stat().st_size
+        for item in ITEMS
+        if (root / item).exists()
+        for p in ([root / item] if (root / item).is_file() else (root / item).rglob("*"))
+        if p.is_file()
+    )
+
+
+def best(repeat: int, run: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="bench-snapshots-") as tmp:
+        ws = Workspace.init(Path(tmp) / "ws")
+        size = build_state(ws, args.mb, rng)
+        ours_path: list[Path] = []
+
+        def ours_snapshot() -> None:
+            ours_path.append(create_snapshot(ws, note="bench"))
+
+        tar_out = Path(tmp) / "baseline.tar.gz"
+
+        def tar_create() -> None:
+            subprocess.run(["tar", "-czf", str(tar_out), *ITEMS], cwd=ws.root, check=True)
+
+        t_snap = best(args.repeat, ours_snapshot)
+        t_tar_c = best(args.repeat, tar_create)
+        target = ours_path[0]
+
+        def ours_restore() -> None:
+            restore(ws, target, yes=True)
+
+        def tar_extract() -> None:
+            dest = Path(tmp) / "untar"
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir()
+            subprocess.run(["tar", "-xzf", str(tar_out), "-C", str(dest)], check=True)
+
+        t_restore = best(args.repeat, ours_restore)
+        t_tar_x = best(args.repeat, tar_extract)
+        size_ratio = target.stat().st_size / tar_out.stat().st_size
+
+    print(f"agent state: {size / 1e6:.1f} MB in {os.cpu_count()} CPUs, best of {args.repeat}")
+    print(f"snapshot  {t_snap:7.3f}s   tar -czf {t_tar_c:7.3f}s   ratio {t_snap / t_tar_c:5.2f}")
+    print(
+        f"restore   {t_restore:7.3f}s   tar -xzf {t_tar_x:7.3f}s   ratio {t_restore / t_tar_x:5.2f}"
+    )
+    both = t_tar_c + t_tar_x
+    print(f"restore   {t_restore:7.3f}s   czf+xzf  {both:7.3f}s   ratio {t_restore / both:5.2f}")
+    print(f"archive size ours/tar: {size_ratio:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
