@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from engine.agents import OutputError, parse_claude_stream, parse_session_jsonl
+from engine.agents.sessions import claude_retry_note
 
 
 def _stream(*objs: dict[str, Any]) -> bytes:
@@ -207,3 +208,16 @@ def test_plain_session_jsonl_takes_usage_from_its_result_line() -> None:
 def test_garbage_in_plain_output_is_named_by_line(stream: bytes, reason: str) -> None:
     with pytest.raises(OutputError, match=reason.replace("(", r"\(")):
         parse_session_jsonl(stream)
+
+
+def test_retry_note_names_the_last_api_error_claude_was_retrying() -> None:
+    raw = _stream(
+        {"type": "system", "subtype": "init", "session_id": "s"},
+        {"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 10,
+         "error_status": 529, "error": "overloaded"},
+        {"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10,
+         "error_status": 401, "error": "authentication_failed"},
+    )  # fmt: skip
+    note = claude_retry_note(raw + b'{"type": "system", "subtype": "api_re')
+    assert note == "claude was retrying API status 401 authentication_failed, attempt 2/10"
+    assert claude_retry_note(_stream({"type": "system", "subtype": "init"})) is None

@@ -24,6 +24,7 @@ from engine.agents.process import ProcessResult, run_process
 from engine.agents.sessions import (
     OutputError,
     ParsedSession,
+    claude_retry_note,
     parse_claude_stream,
     parse_session_jsonl,
 )
@@ -143,6 +144,9 @@ class Agent:
             return outcome
         if proc.timed_out:
             outcome.invalid_reason = f"timeout after {self.timeout_s:g}s"
+            note = claude_retry_note(proc.stdout) if self.kind == "claude-code" else None
+            if note:
+                outcome.invalid_reason += f" ({note})"
             return outcome
         answer_path = room / ANSWER_FILE
         if proc.over_cap or (
@@ -153,7 +157,8 @@ class Agent:
         try:
             parsed = self._parse(stdout.encode("utf-8"), prompt)
         except OutputError as exc:
-            failed = _exit_problem(proc.exit_code, stderr)
+            # with nothing on stdout the exit status says most; otherwise the output's problem
+            failed = _exit_problem(proc.exit_code, stderr) if not stdout.strip() else None
             outcome.invalid_reason = failed or str(exc)
             return outcome
         limited = parsed.lines and parsed.lines[-1].get("subtype") in _LIMIT_SUBTYPES

@@ -242,3 +242,25 @@ def _sum_usage(usages: Any) -> dict[str, int]:
             total[key] = total.get(key, 0) + _int(usage.get(key))
         total["output_tokens"] = total.get("output_tokens", 0) + _int(usage.get("output_tokens"))
     return total
+
+
+def claude_retry_note(stdout: bytes) -> str | None:
+    """What ``claude`` was still retrying when it ran out of time (its last ``api_retry`` line).
+
+    A wrong key or a dead endpoint shows up as a timeout; naming the API error saves a guess.
+    """
+    note = None
+    for raw in _text_lines(stdout):
+        if '"api_retry"' not in raw:
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and obj.get("subtype") == "api_retry":
+            note = (
+                f"claude was retrying API status {obj.get('error_status')} "
+                f"{obj.get('error') or ''}".rstrip()
+                + f", attempt {obj.get('attempt')}/{obj.get('max_retries')}"
+            )
+    return note
