@@ -64,7 +64,7 @@ class RunResult:
     metrics: Metrics  # the skill variant
     baseline_metrics: Metrics | None
     status: str  # finished | incomplete (some units invalid)
-    launched: int  # agent runs started by this call (0 when everything was already done)
+    launched: int  # units this call ran to the end (0 when everything was already done)
 
 
 @dataclass(frozen=True)
@@ -378,8 +378,9 @@ def run_evaluation(
         _refuse_other_inputs(folder, plan)
     if folder is None:
         folder = find_resumable(ws.runs_dir, plan.key()) or RunFolder(ws.runs_dir / new_id("run"))
+    judge = _judge(ws, cfg, plan)
     with folder.claim():
-        return _evaluate(ws, cfg, plan, folder, jobs, reporter, cancel)
+        return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel)
 
 
 def _refuse_other_inputs(folder: RunFolder, plan: Plan) -> None:
@@ -400,6 +401,7 @@ def _evaluate(
     plan: Plan,
     folder: RunFolder,
     jobs: int | None,
+    judge: JudgeModel | None,
     reporter: Reporter,
     cancel: CancelToken | None,
 ) -> RunResult:
@@ -437,7 +439,6 @@ def _evaluate(
         return stop.is_set() or (cancel is not None and cancel.cancelled)
 
     root = scratch_root(ws.root)
-    judge = _judge(ws, cfg, plan)
     done = len(units) - len(todo)
     launched = 0
     try:
@@ -463,9 +464,11 @@ def _evaluate(
                 raise
         if cancel is not None and cancel.cancelled:
             raise Cancelled()
-    except (Cancelled, KeyboardInterrupt):
-        _finish(ws, folder, manifest, units, "interrupted")
-        log.emit("finished", run_id=folder.run_id, status="interrupted", counts=manifest["counts"])
+    except BaseException as exc:
+        # every finished unit is on disk already; the status says why the rest is missing
+        status = "interrupted" if isinstance(exc, (Cancelled, KeyboardInterrupt)) else "failed"
+        _finish(ws, folder, manifest, units, status)
+        log.emit("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
         raise
     return _complete(ws, plan, folder, manifest, units, log, launched)
 

@@ -11,6 +11,7 @@ import pytest
 
 from engine.agents import make_agent
 from engine.benchmark import load_benchmark
+from engine.errors import SkillsmithError
 from engine.events import Event
 from engine.metrics import read_results
 from engine.runner import make_plan, run_evaluation
@@ -202,3 +203,17 @@ def test_only_the_chosen_cases_run(tmp_path: Path, count_dir: Path) -> None:
     result = run_evaluation(ws, "b", jobs=2, case_ids=["c2", "c0"])
     assert [r["case_id"] for r in result.rows] == ["c0", "c2"]
     assert len(launches(count_dir)) == 2
+
+
+def test_a_statement_the_harness_cannot_lay_out_fails_the_run_with_one_line(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    root = mode_benchmark(ws, {"ok": ("answer", SAFE, "safe")})
+    (root / "ok" / "statement" / "AGENTS.md").write_text("the statement's own AGENTS.md\n")
+    with pytest.raises(SkillsmithError, match=r"statement/AGENTS\.md: a statement file may not"):
+        run_evaluation(ws, "b")
+    (run_dir,) = ws.runs_dir.iterdir()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["counts"]["missing"] == 1
+    assert launches(count_dir) == []
