@@ -66,14 +66,15 @@ def tar_members(archive: Path) -> list[str]:
     return [line.rstrip("/") for line in out.splitlines()]
 
 
-def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
-    """The headless CLI as a user runs it: a separate process."""
+def cli(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The headless CLI as a user runs it: a separate process (``env`` adds variables)."""
     return subprocess.run(
         [sys.executable, "-m", "engine.cli", *args, "-w", str(ws.root)],
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=120,
+        env={**os.environ, **env},
     )
 
 

@@ -1,12 +1,15 @@
-"""history / publish / rollback / fork as separate processes: exit codes, one-line errors, output."""
+"""history / publish / rollback / fork as separate processes: exit codes, errors, output."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 from engine.workspace import Workspace
-from tests.store_helpers import cli, make_skill
+from tests.store_helpers import REPO, cli, make_skill
 
 
 def test_bad_config_is_one_line_naming_file_and_field(workspace: Workspace) -> None:
@@ -68,3 +71,46 @@ def test_publish_rollback_fork_history_from_the_command_line(
         assert done.returncode == 1, (args, done.stderr)
         assert len(done.stderr.splitlines()) == 1 and message in done.stderr, done.stderr
     assert cli(workspace, "publish", "x", str(new)).returncode == 2  # --why is required
+
+
+def test_a_second_writer_waits_then_names_the_holder(workspace: Workspace, tmp_path: Path) -> None:
+    make_skill(workspace, "x", "---\nname: x\n---\nv0\n")
+    assert cli(workspace, "history", "x").returncode == 0  # adopt v0 while nobody holds the lock
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            import sys
+            from engine.workspace import Workspace
+            with Workspace.at({str(workspace.root)!r}).lock("evolve round"):
+                print("held", flush=True)
+                sys.stdin.readline()
+            """),
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline() == "held\n"
+        new = tmp_path / "new.md"
+        new.write_text("v1\n")
+        done = cli(workspace, "publish", "x", str(new), "--why", "w", SKILLSMITH_LOCK_WAIT="0.3")
+        assert done.returncode == 1
+        assert done.stderr.splitlines() == [
+            f"skillsmith: error: {workspace.root / '.skillsmith.lock'}: workspace is locked by "
+            f"pid {holder.pid} (evolve round: -c); try again when it finishes"
+        ]
+        assert cli(workspace, "snapshot", SKILLSMITH_LOCK_WAIT="0.3").returncode == 1
+        assert cli(workspace, "history", "x").returncode == 0  # readers are never blocked
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=10)
+    assert workspace.skill_path("x").read_text() == "---\nname: x\n---\nv0\n"
+    assert list(workspace.snapshots_dir.iterdir()) == []
+    done = cli(workspace, "publish", "x", str(new), "--why", "w")
+    assert done.returncode == 0, done.stderr
