@@ -105,6 +105,20 @@ class Candidate(CandidateRecord):
             raise FormatError(path, None, "expected a JSON list of gate verdict objects")
         return data
 
+    def evidence(self, name: str) -> dict[str, Any]:
+        """An optional ``metrics.json`` / ``provenance.json`` the proposing loop attached; the
+        published version keeps them, so its figures trace back to the runs behind them."""
+        path = self.dir / name
+        if not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FormatError(path, None, f"expected a JSON object ({exc})") from None
+        if not isinstance(data, dict):
+            raise FormatError(path, None, "expected a JSON object")
+        return data
+
     def disk_hash(self) -> str:
         """sha256 of SKILL.md + patch.diff as they are on disk now."""
         return content_hash(
@@ -178,8 +192,14 @@ class CandidateQueue:
         root_causes: Names | None = None,
         rule_id: str | None = None,
         reason: str | None = None,
+        metrics: dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
     ) -> Candidate:
-        """Queue a candidate; its folder appears complete or not at all."""
+        """Queue a candidate; its folder appears complete or not at all.
+
+        ``metrics`` and ``provenance`` (optional) become the published version's metrics.json
+        and provenance.json on approval, merged under the queue's own keys.
+        """
         check_name("skill", skill)
         candidate_id = new_id("cand")
         target = self.dir / candidate_id
@@ -207,6 +227,10 @@ class CandidateQueue:
             atomic_write_text(stage / "SKILL.md", text)
             atomic_write_text(stage / "patch.diff", patch)
             atomic_write_json(stage / "gates.json", list(gates or []))
+            if metrics is not None:
+                atomic_write_json(stage / "metrics.json", metrics)
+            if provenance is not None:
+                atomic_write_json(stage / "provenance.json", provenance)
             atomic_write_yaml(stage / "candidate.yaml", mapping)
             fsync_dir(stage)
             stage.rename(target)
@@ -350,7 +374,11 @@ class CandidateQueue:
                 version = store.publish(
                     cand.skill_text(),
                     why=f"{cand.id}: {cand.summary} ({intent['why']})",
-                    metrics={"delta_score": cand.delta_score, "unproven": cand.unproven},
+                    metrics={
+                        **cand.evidence("metrics.json"),
+                        "delta_score": cand.delta_score,
+                        "unproven": cand.unproven,
+                    },
                     gate_verdict={
                         "verdict": "accepted",
                         "gates": cand.gates(),
@@ -358,6 +386,7 @@ class CandidateQueue:
                     },
                     patch=cand.patch_text(),
                     provenance={
+                        **cand.evidence("provenance.json"),
                         "source": cand.source,
                         "candidate": cand.id,
                         "decision_id": intent["id"],
