@@ -39,6 +39,7 @@ from engine.fsutil import (
     staged_open,
 )
 from engine.schema import from_mapping
+from engine.vault import ENV_SECRETS, MIN_SECRET_LEN, has_secret, read_secret, secret_names
 from engine.workspace import CONFIG_NAME, Workspace
 
 MANIFEST = ".skillsmith-snapshot.json"
@@ -51,7 +52,8 @@ _NAME = re.compile(r"^v(\d+)(?:-(\d+))?\.tar\.gz$")
 _POINTER = re.compile(r"^history/[^/]+/(branches/[^/]+/)?current$")
 _POINTER_TARGET = re.compile(r"^v\d+$")
 _CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".DS_Store"}
-_KEY_SHAPE = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")
+_ANTHROPIC_KEY = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")  # fast: literal prefix
+_SHAPE_SCAN_BYTES = 256 * 1024
 _COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
 
 # Workspaces this process is restoring right now: their temp folders are live, not leftovers.
@@ -152,22 +154,24 @@ def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
 
 
 def _secret_needles(ws: Workspace) -> list[bytes]:
-    """Literal secrets that must never leave the vault: the API key and every vault file's value."""
-    needles: list[bytes] = []
-    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
-    if len(key) >= 12:
-        needles.append(key.encode())
-    if ws.vault_dir.is_dir():
-        for path in sorted(ws.vault_dir.rglob("*")):
-            if path.is_file() and path.stat().st_size <= 64 * 1024:
-                value = path.read_bytes().strip()
-                if len(value) >= 12:
-                    needles.append(value)
-    return needles
+    """Literal secrets that must never leave the vault: every vault value and the API keys."""
+    values = [os.environ.get(name, "").strip() for name in ENV_SECRETS]
+    for name in secret_names(ws):
+        with contextlib.suppress(SkillsmithError):  # an unreadable secret is not ours to judge
+            values.append(read_secret(ws, name) or "")
+    return [v.encode("utf-8") for v in values if len(v) >= MIN_SECRET_LEN]
 
 
 def _refuse_secrets(path: Path, data: bytes, needles: list[bytes]) -> None:
-    if _KEY_SHAPE.search(data) or any(n in data for n in needles):
+    """Literal vault values anywhere; key-shaped strings in text the size of a skill file.
+
+    The key-shape patterns are slow on megabytes, and a key pasted by hand lands in SKILL.md,
+    AGENTS.md or a small reference, so large files are searched for the literal values only.
+    """
+    leaked = any(n in data for n in needles) or _ANTHROPIC_KEY.search(data) is not None
+    if not leaked and len(data) <= _SHAPE_SCAN_BYTES:
+        leaked = has_secret(data.decode("utf-8", "replace"))
+    if leaked:
         raise SkillsmithError(
             f"{path}: holds a secret (an API key or a vault value); secrets never go into "
             "snapshots — move it to vault/ and reference it instead"

@@ -84,12 +84,28 @@ def test_snapshot_holds_the_agent_state_and_nothing_else(
     ]
 
 
-def test_snapshot_refuses_to_carry_a_secret(workspace: Workspace) -> None:
+@pytest.mark.parametrize(
+    ("where", "content"),
+    [
+        ("skills/leaky/SKILL.md", f"use {SECRET} here\n"),  # a vault value
+        ("AGENTS.md", "token ghp_" + "a1B2c3D4" * 5 + "\n"),  # a key-shaped string
+        ("skills/leaky/references/big.md", "x " * 200_000 + "sk-ant-api03-" + "Zq9" * 30),
+        ("history/leaky/notes.md", "the env key: env-key-value-123456\n"),  # $ANTHROPIC_API_KEY
+    ],
+)
+def test_snapshot_refuses_to_carry_a_secret(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, where: str, content: str
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "env-key-value-123456")
     (workspace.vault_dir / "token").write_text(SECRET + "\n")
-    make_skill(workspace, "leaky", f"---\nname: leaky\n---\nuse {SECRET}\n")
-    with pytest.raises(SkillsmithError, match=r"leaky/SKILL.md: holds a secret"):
+    make_skill(workspace, "leaky", "---\nname: leaky\n---\nclean\n")
+    create_snapshot(workspace)  # clean so far
+    path = workspace.root / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+    with pytest.raises(SkillsmithError, match=f"{where}: holds a secret"):
         create_snapshot(workspace)
-    assert list(workspace.snapshots_dir.iterdir()) == []
+    assert [p.name for p in workspace.snapshots_dir.iterdir()] == ["v0.tar.gz"]
 
 
 def test_restore_older_needs_yes_then_equals_that_snapshot(
