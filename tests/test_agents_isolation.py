@@ -62,6 +62,7 @@ def test_adversarial_agent_finds_no_rubric_vault_workspace_or_key(
         assert isinstance(env, dict)
         allowed = {"PATH", "LANG", "TERM", "TZ", "HOME", "TMPDIR", "PWD"}
         allowed |= {"SKILLSMITH_PROMPT_FILE", "SKILLSMITH_SKILLS_DIR"}
+        allowed |= {"SKILLSMITH_RUN_INDEX", "SKILLSMITH_MAX_TURNS"}
         assert {k for k in env if not k.startswith("LC_")} <= allowed
         cwd = Path(str(report["cwd"]))
         assert ws.root not in cwd.parents
