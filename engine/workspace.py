@@ -38,9 +38,10 @@ LAYOUT_DIRS = (
 
 _CONFIG_HEADER = "# Skillsmith workspace configuration; see DESIGN.md for every key.\n"
 
-# One process may take the lock in several nested places (a CLI command that publishes and then
-# snapshots); flock is per open file, so nesting is tracked here, per workspace root.
-_held: dict[Path, int] = {}
+# One thread may take the lock in several nested places (a CLI command that publishes and then
+# snapshots); flock is per open file, so nesting is tracked here, per workspace root and thread.
+# Another thread of the same process opens its own file and so waits like another process would.
+_held: dict[tuple[Path, int], int] = {}
 _held_guard = threading.RLock()
 
 
@@ -141,16 +142,17 @@ class Workspace:
     @contextlib.contextmanager
     def lock(self, purpose: str = "write", wait_s: float | None = None) -> Iterator[None]:
         """Hold the workspace writer lock; wait up to ``wait_s`` then name the holder."""
+        key = (self.root, threading.get_ident())
         with _held_guard:
-            depth = _held.get(self.root, 0)
+            depth = _held.get(key, 0)
             if depth:
-                _held[self.root] = depth + 1
+                _held[key] = depth + 1
         if depth:
             try:
                 yield
             finally:
                 with _held_guard:
-                    _held[self.root] -= 1
+                    _held[key] -= 1
             return
         if wait_s is None:
             wait_s = float(os.environ.get("SKILLSMITH_LOCK_WAIT", "5"))
@@ -173,12 +175,12 @@ class Workspace:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(holder).encode(), 0)
             with _held_guard:
-                _held[self.root] = 1
+                _held[key] = 1
             try:
                 yield
             finally:
                 with _held_guard:
-                    _held.pop(self.root, None)
+                    _held.pop(key, None)
                 os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:

@@ -73,3 +73,27 @@ def test_second_writer_waits_then_names_holder(workspace: Workspace) -> None:
         holder.wait(timeout=10)
     with workspace.lock(wait_s=0.3), workspace.lock():  # free again, and re-entrant
         pass
+
+
+def test_lock_excludes_other_threads_of_the_same_process(workspace: Workspace) -> None:
+    import threading
+
+    entered = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with workspace.lock("evaluation"):
+            entered.set()
+            release.wait(5)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    try:
+        assert entered.wait(5)
+        with pytest.raises(LockError, match="evaluation"), workspace.lock(wait_s=0.2):
+            pass
+    finally:
+        release.set()
+        worker.join(5)
+    with workspace.lock(wait_s=0.5):
+        pass
