@@ -22,7 +22,7 @@ class UsageError(SkillsmithError):
 
 
 class FormatError(SkillsmithError):
-    """A file breaks its format; the message names the file, the line or field, and what was wanted."""
+    """A file breaks its format; the message names file, line or field, and what was wanted."""
 
     def __init__(
         self, path: Path | str, field: str | None, expected: str, line: int | None = None
