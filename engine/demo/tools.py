@@ -116,15 +116,20 @@ class RunDir:
         if not files:
             missing = parsed.operands[0] if parsed.operands else "(no file given)"
             return Outcome(f"grep: {missing}: No such file or directory", is_error=True)
-        proc = subprocess.run(
-            ["grep", *parsed.flags, "-H", "-n", "-e", parsed.pattern, "--", *files],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=GREP_TIMEOUT_S,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
-        )
+        try:
+            proc = subprocess.run(
+                ["grep", *parsed.flags, "-H", "-n", "-e", parsed.pattern, "--", *files],
+                cwd=self.root,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=GREP_TIMEOUT_S,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
+            )
+        except subprocess.TimeoutExpired:
+            return Outcome(f"grep: timed out after {GREP_TIMEOUT_S:g}s", is_error=True)
+        except OSError as exc:
+            return Outcome(f"grep: cannot run: {exc.strerror or exc}", is_error=True)
         if proc.returncode > 1:
             return Outcome((proc.stderr or proc.stdout).strip() or "grep failed", is_error=True)
         hits = tuple(_hit(line) for line in proc.stdout.splitlines())
