@@ -171,20 +171,24 @@ def _fixed_snapshot(ws: Workspace, version: int, note: str) -> None:
 
 
 def build_fixed_workspace(root: Path) -> Workspace:
-    """Three candidates (two pending approval, one held) and a snapshot, all with fixed ids."""
+    """Workspace version 2, three candidates (two pending approval, one held, newest first in
+    that order) and a snapshot of version 1, all with fixed ids, times and bytes."""
     ws = Workspace.init(root)
+    config = ws.load_config()
+    config.version = 2
+    ws.save_config(config)
     base = skill_text()
     atomic_write_text(ws.skill_path(SKILL), base)
     _copy_benchmark(ws, CASES)
     specs = [
-        ("cand-20260301-090000-aaa001", "evolve", "pending_approval", GATES_PASS, 0.05, "A"),
-        ("cand-20260301-090100-bbb002", "review", "pending_approval", GATES_PASS, 0.0125, "B"),
-        ("cand-20260301-090200-ccc003", "optimize", "pending_eval", GATES_FAIL, None, "C"),
+        ("aaa001", "09:02", "evolve", "pending_approval", GATES_PASS, 0.05, "A"),
+        ("bbb002", "09:01", "review", "pending_approval", GATES_PASS, 0.0125, "B"),
+        ("ccc003", "09:00", "optimize", "pending_eval", GATES_FAIL, None, "C"),
     ]
-    for candidate_id, source, status, gates, delta, marker in specs:
+    for suffix, clock, source, status, gates, delta, marker in specs:
         text = edited(base, f"Pitfall {marker}")
         record: dict[str, Any] = {
-            "id": candidate_id,
+            "id": f"cand-20260301-{clock.replace(':', '')}00-{suffix}",
             "skill": SKILL,
             "source": source,
             "operation": "update",
@@ -196,7 +200,7 @@ def build_fixed_workspace(root: Path) -> Workspace:
             "reason": None,
             "root_causes": ["progress_mismatch"],
             "rule_id": "progress_mismatch",
-            "created_at": FIXED_TIME.replace("09:00", f"09:0{ord(marker) - 65}"),
+            "created_at": f"2026-03-01T{clock}:00Z",
             "history": [{"status": status, "at": FIXED_TIME, "why": "queued"}],
             "gates": gates,
         }

@@ -709,8 +709,7 @@ class SkillsmithApp(App[None]):
         self.queue_pane.start_filter()
 
     def action_diff_mode(self) -> None:
-        mode = self.diff_pane.toggle_mode()
-        self.notify(f"Diff: {'side by side' if mode == 'split' else 'unified'}", timeout=2)
+        self.diff_pane.toggle_mode()
 
     def action_diff_scroll(self, lines: int) -> None:
         self.diff_pane.view.scroll_relative(y=lines, animate=False)

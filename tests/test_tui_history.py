@@ -1,0 +1,108 @@
+"""s snapshot, S restore (confirmed, "No" focused), b roll back, and the Skills & history pane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.snapshots import create_snapshot, list_snapshots
+from engine.store import SkillStore
+from tests.tui_pilot import SIZE, settle, toasts, user_config_home
+from tests.tui_workspace import SKILL, build_workspace
+from tui.app import make_app
+from tui.dialogs import ConfirmScreen
+from tui.skills_pane import SkillsPane
+from tui.snapshots_screen import SnapshotsScreen
+
+__all__ = ["user_config_home"]
+
+
+async def test_s_writes_a_snapshot(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        (snapshot,) = list_snapshots(ws)
+        assert snapshot.path.name == "v1.tar.gz"
+        assert snapshot.note == "taken in the workbench"
+        assert any("snapshots/v1.tar.gz" in t for t in toasts(pilot))
+
+
+async def test_S_restores_an_older_snapshot_only_after_confirming(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    create_snapshot(ws, note="at v1")  # workspace version 1, skill at v1
+    store = SkillStore(ws, SKILL)
+    store.publish(ws.skill_path(SKILL).read_text() + "\nextra line\n", why="later edit")
+    assert ws.load_config().version == 2
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("S")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SnapshotsScreen)
+        assert screen.selected is not None and screen.selected.note == "at v1"
+        await pilot.press("enter")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)
+        assert app.focused is not None and app.focused.id == "no"
+        body = str(dialog.query_one(".dialog-body").render())
+        assert "OLDER than the current workspace version v2" in body
+        await pilot.press("enter")  # "No"
+        await settle(pilot)
+        assert store.current() == "v2"
+        assert len(list_snapshots(ws)) == 1
+        await pilot.press("enter", "y")
+        await settle(pilot)
+        assert store.current() == "v1"
+        assert ws.load_config().version == 1
+        notes = [s.note for s in list_snapshots(ws)]
+        assert len(notes) == 2  # the pre-restore snapshot makes the restore undoable
+        assert any(t.startswith("Restored v1.tar.gz") for t in toasts(pilot))
+        # The snapshots screen shows the new file without a key.
+        assert len(screen.snapshots) == 2
+
+
+async def test_b_rolls_the_selected_skill_back_to_the_selected_version(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    store = SkillStore(ws, SKILL)
+    v0 = store.read("v0")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.check_action("rollback", ()) is None  # nothing selected yet
+        await pilot.press("6")
+        await settle(pilot)
+        pane = app.query_one(SkillsPane)
+        assert pane.selected_skill is not None and pane.selected_skill.name == SKILL
+        assert pane.selected_version == "v1"  # the cursor starts on the current version
+        await pilot.press("l", "j")  # to the versions list, one down: v0
+        await settle(pilot)
+        assert pane.selected_version == "v0"
+        await pilot.press("b")
+        await settle(pilot)
+        assert store.current() == "v0"
+        assert ws.skill_path(SKILL).read_text() == v0
+        assert [a["to"] for a in store.audit()][-1] == "v0"
+        assert any("Rolled security-audit back to v0" in t for t in toasts(pilot))
+        # The pane reloaded: v0 is now the current one and b no longer applies to it.
+        assert pane.selected_skill is not None and pane.selected_skill.current == "v0"
+        assert app.check_action("rollback", ()) is None
+
+
+async def test_history_pane_shows_timeline_taboo_and_snapshots(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    store = SkillStore(ws, SKILL)
+    store.taboo().add("tool_loop", "--- a\n+++ b\n+x\n", "loops on grep")
+    create_snapshot(ws, note="nightly")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        text = str(app.query_one("#skill-detail-body").render())
+        assert "publish v0→v1" in text and "tighten the pitfalls" in text
+        assert "Taboo (1)" in text and "tool_loop" in text and "loops on grep" in text
+        assert "nightly" in text and "Snapshots (workspace v1)" in text

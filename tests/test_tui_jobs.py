@@ -1,0 +1,147 @@
+"""e runs an evaluation in a worker with progress; c cancels it; q stops it; a failing job shows
+an error dialog. The results are asserted in the run folder, the scoreboard and the panes."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+from textual.message import Message
+
+from engine.config import AgentConfig
+from engine.events import Event
+from engine.scoreboard import read_records
+from engine.workspace import Workspace
+from tests.tui_pilot import SIZE, settle, toasts, user_config_home, wait_until
+from tests.tui_workspace import BENCH, CASES, build_workspace
+from tui.app import make_app
+from tui.dialogs import ErrorScreen
+from tui.jobs import JobBar, JobEvent
+from tui.navigation import VimTable
+from tui.score_chart import ScoreChart
+from tui.transcript_screen import TranscriptScreen
+
+__all__ = ["user_config_home"]
+
+
+def run_dirs(ws: Workspace) -> list[Path]:
+    return sorted(p for p in ws.runs_dir.iterdir() if p.is_dir())
+
+
+def manifest_status(ws: Workspace) -> str | None:
+    runs = run_dirs(ws) if ws.runs_dir.is_dir() else []
+    if not runs:
+        return None
+    return str(json.loads((runs[0] / "manifest.json").read_text()).get("status"))
+
+
+def sleeping_agent(ws: Workspace) -> None:
+    """An agent that would run for a minute: only cancellation can end the job quickly."""
+    config = ws.load_config()
+    config.agent = AgentConfig(
+        kind="command", command=[sys.executable, "-c", "import time; time.sleep(60)"]
+    )
+    ws.save_config(config)
+
+
+async def test_e_evaluates_with_progress_and_the_panes_show_the_run(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    events: list[Event] = []
+
+    def hook(message: Message) -> None:
+        if isinstance(message, JobEvent):
+            events.append(message.event)
+
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.query_one(JobBar).running or events
+        await settle(pilot, timeout=120)
+        assert not app.query_one(JobBar).running
+        (run,) = run_dirs(ws)
+        rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+        assert sorted(r["case_id"] for r in rows) == sorted(CASES)
+        assert len(read_records(ws.benchmarks_dir / BENCH)) == 1
+        progress = [e.data for e in events if e.kind == "progress"]
+        assert progress[-1] == {**progress[-1], "done": 2, "total": 2}
+        assert any(t.startswith(f"Evaluated {BENCH}: run {run.name}") for t in toasts(pilot))
+
+        await pilot.press("5")
+        await settle(pilot)
+        assert app.query_one("#score-records", VimTable).row_count == 1
+        await pilot.press("m")  # pass rate, read from the run's results on demand
+        await settle(pilot)
+        (rate,) = app.query_one(ScoreChart).values
+        passed = sum(r["pass_fail"] == "pass" for r in rows)
+        assert rate == passed / len(rows)
+
+        await pilot.press("4")
+        await settle(pilot)
+        assert app.query_one("#session-list", VimTable).highlighted_key == run.name
+        kinds = [e.get("kind") for e in app.query_one("#sessions-pane").events]  # type: ignore[attr-defined]
+        assert kinds[0] == "started" and kinds[-1] == "finished"
+        assert kinds.count("case_finished") == 2
+        await pilot.press("l", "g", "j", "enter")  # the first case_finished event
+        await settle(pilot)
+        assert isinstance(app.screen, TranscriptScreen)
+        log = app.screen.query_one("#transcript")
+        text = "\n".join(str(line) for line in log.lines)  # type: ignore[attr-defined]
+        assert "TOOL CALLS" in text and "FINAL ANSWER" in text and "VERDICT" in text
+
+
+async def test_c_cancels_a_running_evaluation(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    sleeping_agent(ws)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: manifest_status(ws) is not None, what="the run to start")
+        assert app.check_action("cancel_job", ()) is True
+        assert app.check_action("evaluate", ()) is None  # one job at a time
+        await pilot.press("c")
+        await settle(pilot, timeout=30)
+        assert manifest_status(ws) == "interrupted"
+        assert any("cancelled; finished work is kept" in t for t in toasts(pilot))
+        assert app.check_action("cancel_job", ()) is False
+
+
+async def test_q_during_a_job_stops_it_promptly(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    sleeping_agent(ws)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: manifest_status(ws) is not None, what="the run to start")
+        await pilot.press("q")
+    # The agents sleep for a minute; the job must stop on the cancel token long before that.
+    # (asyncio's idle executor threads are not ours and wait for their next task.)
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or thread.daemon:
+            continue
+        if not thread.name.startswith("asyncio_"):
+            thread.join(timeout=20)
+            assert not thread.is_alive(), thread.name
+    assert manifest_status(ws) == "interrupted"
+
+
+async def test_a_failing_job_shows_an_error_dialog(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    (ws.benchmarks_dir / BENCH / "benchmark.yaml").write_text("id: [unclosed\n")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot, timeout=60)
+        assert isinstance(app.screen, ErrorScreen)
+        body = str(app.screen.query_one(".dialog-body").render())
+        assert "benchmark.yaml" in body and "\n" not in body.strip()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ErrorScreen)
+        assert app.check_action("evaluate", ()) is True  # the workbench carries on
