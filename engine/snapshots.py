@@ -53,7 +53,7 @@ _POINTER = re.compile(r"^history/[^/]+/(branches/[^/]+/)?current$")
 _POINTER_TARGET = re.compile(r"^v\d+$")
 _CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".DS_Store"}
 _ANTHROPIC_KEY = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")  # fast: literal prefix
-_SHAPE_SCAN_BYTES = 256 * 1024
+_SHAPE_SCAN_BYTES = 64 * 1024  # skill-file sized (lint warns past 15 KB)
 _COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
 
 # Workspaces this process is restoring right now: their temp folders are live, not leftovers.

@@ -89,7 +89,7 @@ def test_snapshot_holds_the_agent_state_and_nothing_else(
     [
         ("skills/leaky/SKILL.md", f"use {SECRET} here\n"),  # a vault value
         ("AGENTS.md", "token ghp_" + "a1B2c3D4" * 5 + "\n"),  # a key-shaped string
-        ("skills/leaky/references/big.md", "x " * 200_000 + "sk-ant-api03-" + "Zq9" * 30),
+        ("skills/leaky/references/big.md", "x " * 50_000 + "sk-ant-api03-" + "Zq9" * 30),
         ("history/leaky/notes.md", "the env key: env-key-value-123456\n"),  # $ANTHROPIC_API_KEY
     ],
 )
