@@ -194,16 +194,23 @@ class CandidateQueue:
         reason: str | None = None,
         metrics: dict[str, Any] | None = None,
         provenance: dict[str, Any] | None = None,
+        history: list[tuple[str, str]] | None = None,
     ) -> Candidate:
         """Queue a candidate; its folder appears complete or not at all.
 
         ``metrics`` and ``provenance`` (optional) become the published version's metrics.json
-        and provenance.json on approval, merged under the queue's own keys.
+        and provenance.json on approval, merged under the queue's own keys. ``history`` lists
+        the (status, why) steps the candidate went through before it was queued (proposed, then
+        what the gates made of it) and must end at ``status``; without it the history is the
+        one entry ``status`` (why: the summary).
         """
         check_name("skill", skill)
         candidate_id = new_id("cand")
         target = self.dir / candidate_id
         now = utc_now()
+        steps = history if history is not None else [(status, summary)]
+        if not steps or steps[-1][0] != status:
+            raise SkillsmithError(f"{target}: history must end at the status {status!r}")
         mapping = {
             "id": candidate_id,
             "skill": skill,
@@ -218,7 +225,7 @@ class CandidateQueue:
             "root_causes": list(root_causes or []),
             "rule_id": rule_id,
             "created_at": now,
-            "history": [{"status": status, "at": now, "why": summary}],
+            "history": [{"status": st, "at": now, "why": why} for st, why in steps],
             "content_hash": content_hash(text.encode("utf-8"), patch.encode("utf-8")),
         }
         from_mapping(CandidateRecord, mapping, target / "candidate.yaml")  # one-line errors
