@@ -1,0 +1,89 @@
+"""engine/views: the read-only loaders behind the live panes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.events import SessionLog
+from engine.runs import RunFolder
+from engine.views import (
+    benchmark_ids,
+    list_session_logs,
+    read_tail,
+    run_figures,
+    transcript_path,
+)
+from engine.workspace import Workspace
+from tests.tui_workspace import BENCH, build_workspace
+
+
+def test_read_tail_consumes_whole_lines_only(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(b'{"kind": "started"}\n{"kind": "prog')  # a line still being written
+    first = read_tail(log)
+    assert [r["kind"] for r in first.records] == ["started"]
+    assert first.offset == len(b'{"kind": "started"}\n')
+    with log.open("ab") as fh:
+        fh.write(b'ress"}\nnot json\n[1]\n')
+    second = read_tail(log, first.offset, first.next_line)
+    assert [r["kind"] for r in second.records] == ["progress"]
+    assert second.bad_lines == [3, 4]
+    assert read_tail(log, second.offset, second.next_line).records == []
+
+
+def test_read_tail_starts_over_when_the_file_was_replaced(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    log.write_text('{"n": 1}\n{"n": 2}\n')
+    chunk = read_tail(log)
+    log.write_text('{"n": 9}\n')
+    again = read_tail(log, chunk.offset, chunk.next_line)
+    assert [r["n"] for r in again.records] == [9]
+    assert read_tail(tmp_path / "missing.jsonl").records == []
+
+
+def test_session_logs_are_listed_oldest_first_with_their_kind(workspace: Workspace) -> None:
+    SessionLog(workspace.sessions_dir, "optimize", "optimize-20260302-080000-aaaaaa").emit(
+        "started"
+    )
+    SessionLog(workspace.sessions_dir, "eval", "run-20260301-080000-bbbbbb").emit("started")
+    (workspace.sessions_dir / ".half.jsonl.x.tmp").write_text("")
+    logs = list_session_logs(workspace)
+    assert [(i.session_id, i.kind) for i in logs] == [
+        ("run-20260301-080000-bbbbbb", "eval"),
+        ("optimize-20260302-080000-aaaaaa", "optimize"),
+    ]
+
+
+def test_transcript_path_stays_inside_runs(workspace: Workspace) -> None:
+    sessions = workspace.runs_dir / "r1" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "case-a.0.jsonl").write_text("{}\n")
+    (sessions / "case-a.1.baseline.jsonl").write_text("{}\n")
+    assert transcript_path(workspace, "r1", "case-a", 0) == sessions / "case-a.0.jsonl"
+    assert transcript_path(workspace, "r1", "case-a", 1, "baseline") == (
+        sessions / "case-a.1.baseline.jsonl"
+    )
+    assert transcript_path(workspace, "r1", "case-a") == sessions / "case-a.0.jsonl"
+    assert transcript_path(workspace, "..", "case-a") is None
+    assert transcript_path(workspace, "r1", "../../etc/passwd") is None
+    assert transcript_path(workspace, "r1", "case-b") is None
+
+
+def test_benchmarks_and_run_figures(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    assert benchmark_ids(ws) == [BENCH]
+    folder = RunFolder(ws.runs_dir / "r1")
+    folder.path.mkdir(parents=True)
+    rows = [
+        {"case_id": "a", "pass_fail": "pass", "tokens": {"input": 10, "output": 5}},
+        {"case_id": "b", "pass_fail": "fail", "tokens": {"input": 20, "output": 5}},
+        {"case_id": "b", "pass_fail": "fail", "variant": "baseline", "tokens": {"input": 1}},
+    ]
+    for row in rows:
+        base = {"run_index": 0, "variant": "skill", "score": 1.0, "duration_ms": 1}
+        folder.append_row({**base, **row})
+    figures = run_figures(ws, "r1")
+    assert figures is not None
+    assert (figures.pass_rate, figures.tokens) == (0.5, 40)
+    assert run_figures(ws, "no-such-run") is None
+    assert run_figures(ws, "../r1") is None
