@@ -73,11 +73,7 @@ class SnapshotInfo:
 class _Archive:
     """What :func:`_inspect` learnt about an archive that passed every check."""
 
-    path: Path
     version: int
-    note: str = ""
-    created_at: str = ""
-    members: list[str] = field(default_factory=list)
     top: set[str] = field(default_factory=set)
 
 
@@ -231,7 +227,7 @@ def _inspect(path: Path, member_cap: int, total_cap: int) -> _Archive:
     def refuse(name: str, problem: str) -> SkillsmithError:
         return SkillsmithError(f"{path}: refused: member {name!r} {problem}; nothing was changed")
 
-    archive = _Archive(path=path, version=-1)
+    archive = _Archive(version=-1)
     kinds: dict[str, str] = {}
     total = 0
     config: Config | None = None
@@ -249,6 +245,8 @@ def _inspect(path: Path, member_cap: int, total_cap: int) -> _Archive:
                 if top not in (*STATE_ITEMS, MANIFEST):
                     allowed = ", ".join((*STATE_ITEMS, MANIFEST))
                     raise refuse(name, f"is outside the agent state (allowed: {allowed})")
+                if top == MANIFEST and (name != MANIFEST or not member.isreg()):
+                    raise refuse(name, "is not the snapshot's manifest file")
                 if member.issym():
                     if not (_POINTER.match(name) and _POINTER_TARGET.match(member.linkname)):
                         raise refuse(name, f"is a symbolic link to {member.linkname!r}")
@@ -266,13 +264,10 @@ def _inspect(path: Path, member_cap: int, total_cap: int) -> _Archive:
                     kinds[name] = "file"
                     if name == CONFIG_NAME:
                         config = _read_config(tar, member, f"{path}:{CONFIG_NAME}")
-                    elif name == MANIFEST:
-                        _take_manifest(archive, tar, member)
                 elif member.ischr() or member.isblk():
                     raise refuse(name, "is a device file")
                 else:
                     raise refuse(name, "is a FIFO or another special file")
-                archive.members.append(name)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         raise SkillsmithError(f"{path}: not a readable tar.gz snapshot ({exc})") from None
     for name, kind in kinds.items():
@@ -312,17 +307,6 @@ def _read_config(tar: tarfile.TarFile, member: tarfile.TarInfo, label: str) -> C
     except (UnicodeDecodeError, yaml.YAMLError):
         raise FormatError(label, None, "expected a valid UTF-8 YAML configuration") from None
     return from_mapping(Config, data, label)
-
-
-def _take_manifest(archive: _Archive, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
-    src = tar.extractfile(member)
-    try:
-        data = json.loads(src.read(64 * 1024)) if src is not None else {}
-    except (ValueError, UnicodeDecodeError):
-        data = {}
-    if isinstance(data, dict):
-        archive.note = str(data.get("note", ""))
-        archive.created_at = str(data.get("created_at", ""))
 
 
 def _caps(ws: Workspace) -> tuple[int, int]:
