@@ -7,7 +7,14 @@ traps, slim mode) refuse anything unsafe to evaluate before a single case is run
 
 from engine.patches.apply import PatchError, apply_patch, parse_diff
 from engine.patches.filters import FilterFinding, FilterReport, concrete_token, run_filters
-from engine.patches.proposer import NO_VALID_PATCH, Proposal, ProposalContext, Proposer, Target
+from engine.patches.proposer import (
+    NO_VALID_PATCH,
+    Proposal,
+    ProposalContext,
+    Proposer,
+    Target,
+    make_proposer,
+)
 from engine.patches.signature import signature, split_taboo_rule, taboo_rule
 from engine.patches.textrules import TextRules, load_text_rules
 
@@ -24,6 +31,7 @@ __all__ = [
     "apply_patch",
     "concrete_token",
     "load_text_rules",
+    "make_proposer",
     "parse_diff",
     "run_filters",
     "signature",

@@ -9,17 +9,20 @@ the filters and the gates to say, never for the proposer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from engine.benchmark import Benchmark
-from engine.config import LimitsConfig
+from engine.config import Config, LimitsConfig
 from engine.diagnosis import Diagnosis
-from engine.llm import Usage
+from engine.errors import UsageError
+from engine.llm import Usage, make_llm
+from engine.patches.apply import parse_diff
 from engine.patches.filters import FilterReport, run_filters
 from engine.patches.signature import signature, taboo_rule
-from engine.patches.textrules import TextRules
+from engine.patches.textrules import TextRules, load_text_rules
 from engine.taboo import TabooEntry
+from engine.workspace import Workspace
 
 NO_VALID_PATCH = "no valid patch"
 
@@ -168,9 +171,52 @@ class Proposal:
         }
 
 
+def summary_of(target: Target, diff: str) -> str:
+    """The one line a candidate shows: what it targets and its first added line."""
+    parsed = parse_diff(diff)
+    added = [text.strip() for text in parsed.added if text.strip()]
+    first = added[0] if added else f"removes {len(parsed.removed)} lines"
+    first = first if len(first) <= 70 else first[:69] + "…"
+    return f"{target.id}: {first}"
+
+
 class Proposer(Protocol):
     kind: str
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         """One candidate patch for the context's root causes (never raises for a bad answer)."""
         ...
+
+
+PROPOSER_KINDS = ("offline", "anthropic")
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+def make_proposer(
+    kind: str | None, ws: Workspace, cfg: Config | None = None, *, seed: int | None = None
+) -> Proposer:
+    """The proposer ``kind`` (default: the provider of ``models.proposer``) for a workspace.
+
+    Both read the workspace's limits and text rules; the offline one is seeded with ``seed``
+    (default ``splits.seed``), the Anthropic one takes its key from the environment or the vault.
+    """
+    from engine.patches.anthropic_proposer import AnthropicProposer
+    from engine.patches.offline_proposer import OfflineProposer
+
+    cfg = cfg or ws.load_config()
+    kind = kind or cfg.models.proposer.provider
+    rules = load_text_rules(ws)
+    if kind == "offline":
+        return OfflineProposer(
+            ws, cfg.splits.seed if seed is None else seed, limits=cfg.limits, rules=rules
+        )
+    if kind == "anthropic":
+        model = replace(cfg.models.proposer, provider="anthropic")
+        return AnthropicProposer(
+            make_llm(model, ws),
+            DEFAULT_MAX_ATTEMPTS,
+            limits=cfg.limits,
+            rules=rules,
+            max_tokens=model.max_tokens,
+        )
+    raise UsageError(f"proposer {kind!r}: expected one of {', '.join(PROPOSER_KINDS)}")
