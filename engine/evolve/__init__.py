@@ -1,0 +1,16 @@
+"""Outcome-driven evolution (the outcome-driven article's loop): rounds of evaluate → diagnose →
+audit → propose → filter → gate → accept or reject, checkpointed in ``.pending_round.json``."""
+
+from engine.evolve.convergence import Convergence, RoundSignal, stagnation
+from engine.evolve.loop import PROPOSERS, EvolveOptions, EvolveResult, evolve, round_seed
+
+__all__ = [
+    "PROPOSERS",
+    "Convergence",
+    "EvolveOptions",
+    "EvolveResult",
+    "RoundSignal",
+    "evolve",
+    "round_seed",
+    "stagnation",
+]
