@@ -211,6 +211,14 @@ def test_task_outside_the_description_never_loads_the_skill(tmp_path: Path) -> N
     assert "skill_not_loaded" in rules_fired(room)
 
 
+def test_without_any_skill_the_agent_guesses_from_one_read(tmp_path: Path) -> None:
+    room = make_room(tmp_path, {"preview.py": PY_SSRF}, audit("preview.py"), skill=None)
+    lines = run_agent(room)
+    assert calls(lines) == [("read", "read preview.py")]
+    assert results(lines)[0]["result"] == PY_SSRF
+    assert "STEPS DONE: none" in answer(lines) and verdict(lines) == "safe"
+
+
 def test_a_short_quoted_snippet_is_eyeballed_without_tools(tmp_path: Path) -> None:
     prompt = f"Here is `net.py`:\n\n```python\n{PY_SSRF}```\n\nIs this vulnerable?\n\n{ANSWER}\n"
     room = make_room(tmp_path, {"net.py": PY_SSRF}, prompt)

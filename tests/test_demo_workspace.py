@@ -35,7 +35,7 @@ def test_demo_no_tui_creates_a_valid_workspace(
     assert (ws.vault_dir.stat().st_mode & 0o777) == 0o700
     assert ws.agents_md.is_file()
     assert ws.skill_names() == [DEMO_SKILL]
-    assert not list(ws.root.rglob(".*"))  # no packaging leftovers (.ruff.toml, caches)
+    assert not list(ws.root.rglob(".*"))  # no hidden leftovers (caches, editor files)
 
 
 def test_the_skill_is_a_realistic_numbered_procedure(tmp_path: Path) -> None:
