@@ -13,6 +13,7 @@ finished by whoever opens the queue next if the process died half-way.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -45,6 +46,7 @@ Operation = Literal["update", "create", "delete"]
 
 Records = list[dict[str, Any]]
 Names = list[str]  # spelled as aliases: inside CandidateQueue, ``list`` is the method
+Steps = list[tuple[str, str]]
 
 DECISIONS = "decisions.jsonl"
 JOURNAL = ".pending.json"
@@ -194,7 +196,7 @@ class CandidateQueue:
         reason: str | None = None,
         metrics: dict[str, Any] | None = None,
         provenance: dict[str, Any] | None = None,
-        history: list[tuple[str, str]] | None = None,
+        history: Steps | None = None,
     ) -> Candidate:
         """Queue a candidate; its folder appears complete or not at all.
 
@@ -364,7 +366,14 @@ class CandidateQueue:
         intent = {**intent, "id": new_id("dec"), "when": utc_now()}
         journal = self.dir / JOURNAL
         atomic_write_json(journal, intent)
-        intent = self._apply(intent, resuming=False)
+        try:
+            intent = self._apply(intent, resuming=False)
+        except SkillsmithError:
+            # A refusal half-way (a hand-edited SKILL.md, a secret the snapshot will not carry)
+            # is settled like a crash: finished if the publish happened, else dropped.
+            with contextlib.suppress(SkillsmithError):
+                self._recover()
+            raise
         journal.unlink()
         fsync_dir(self.dir)
         return intent
@@ -491,6 +500,8 @@ class CandidateQueue:
                 self._recover()
         except LockError:
             pass  # the holder is alive and finishes its own decision
+        except SkillsmithError:
+            pass  # still refused (see _commit); reading goes on, the next decision reports it
 
     def _recover(self) -> None:
         journal = self.dir / JOURNAL

@@ -183,10 +183,9 @@ def test_queue_from_the_command_line(workspace: Workspace) -> None:
     queue, store = _queue(workspace)
     good, bad = _submit(queue), _submit(queue, text=V0 + "y\n", patch="+y\n")
     listing = json.loads(cli(workspace, "queue", "--json").stdout)
-    assert [(c["id"], c["status"]) for c in listing] == [
-        (good, "pending_approval"),
-        (bad, "pending_approval"),
-    ]
+    assert sorted((c["id"], c["status"]) for c in listing) == sorted(
+        [(good, "pending_approval"), (bad, "pending_approval")]
+    )
     text = cli(workspace, "queue").stdout
     assert good in text and "+0.120" in text and queue.get(good).content_hash[:12] in text
 
@@ -203,3 +202,35 @@ def test_queue_from_the_command_line(workspace: Workspace) -> None:
     done = cli(workspace, "queue", "approve", "cand-missing")
     assert done.returncode == 1 and "no such candidate" in done.stderr
     assert cli(workspace, "queue", "reject", good).returncode == 2  # --why is required
+
+
+def test_a_refusal_half_way_leaves_no_pending_decision(workspace: Workspace) -> None:
+    queue, store = _queue(workspace)
+    cid = _submit(queue)
+    workspace.skill_path("audit").write_text("edited by hand\n")
+    with pytest.raises(SkillsmithError, match="edited by hand since v0"):
+        queue.approve(cid)
+    assert not (workspace.candidates_dir / ".pending.json").exists()
+    assert queue.get(cid).status == "pending_approval" and queue.decisions() == []
+    assert store.current() == "v0" and list_snapshots(workspace) == []
+
+    # published, but the snapshot refuses to carry a secret: the decision stays pending on disk
+    # (the version is out, so the candidate says published) and finishes once the secret is gone
+    store.publish("edited by hand\n", why="keep the hand edit")
+    second = _submit(queue, text=V1, parent_version="v1")
+    (workspace.vault_dir / "token").write_text("vault-secret-value-42")
+    (workspace.skills_dir / "audit" / "notes.md").write_text("vault-secret-value-42")
+    with pytest.raises(SkillsmithError, match="holds a secret"):
+        queue.approve(second)
+    assert (workspace.candidates_dir / ".pending.json").exists()
+    assert store.current() == "v2" and queue.get(second).status == "published"
+    assert CandidateQueue(workspace).decisions() == []  # opening it retried, still refused
+    (workspace.skills_dir / "audit" / "notes.md").unlink()
+    assert [d["candidate"] for d in CandidateQueue(workspace).decisions()] == [second]
+    assert not (workspace.candidates_dir / ".pending.json").exists()
+    assert [s.note for s in list_snapshots(workspace)] == [f"audit v2: approved {second}"]
+    assert [h.status for h in queue.get(second).history] == [
+        "pending_approval",
+        "approved",
+        "published",
+    ]
