@@ -103,7 +103,8 @@ def parse_diff(diff: str) -> ParsedDiff:
             f"+{hunk.target_start},{hunk.target_length} @@"
         )
         hunks.append(Hunk(header, hunk.source_start, hunk.source_length, tuple(lines)))
-    return ParsedDiff(first.source_file, first.target_file, tuple(hunks), len(patch))
+    source, target = first.source_file.rstrip("\r"), first.target_file.rstrip("\r")
+    return ParsedDiff(source, target, tuple(hunks), len(patch))
 
 
 def _matches(have: list[tuple[str, str]], at: int, want: list[HunkLine]) -> bool:

@@ -1,0 +1,105 @@
+"""Shared material for the patch-engine tests: a small skill, diffs of it, a diagnosis."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from engine.config import LimitsConfig
+from engine.patches import FilterReport, run_filters
+from engine.store import unified_diff
+from engine.taboo import TabooEntry
+from engine.workspace import Workspace
+
+DEMO_WORKSPACE = Path(__file__).resolve().parents[1] / "engine" / "demo" / "workspace"
+DEMO_SKILL = "security-audit"
+DEMO_BENCH = "vuln-detect"
+
+SKILL = """\
+---
+name: audit
+description: Audit one file for vulnerabilities. Use when asked whether a file is vulnerable.
+---
+
+# Audit
+
+## Steps
+
+1. List the files: `list`.
+2. Read the file: `read <file>`.
+3. Flag shell calls: `grep -nE "system\\(" *.py`
+4. Confirm with `read -n <file>`.
+
+## Pitfalls
+
+- `shlex.quote(` around every argument — not a finding.
+"""
+
+
+def diff_of(old: str, new: str) -> str:
+    return unified_diff(old, new)
+
+
+def patch_of(anchor: str, replacement: str, text: str = SKILL) -> str:
+    assert anchor in text, anchor
+    return unified_diff(text, text.replace(anchor, replacement, 1))
+
+
+def check(
+    diff: str,
+    text: str = SKILL,
+    *,
+    taboo: list[TabooEntry] | None = None,
+    limits: LimitsConfig | None = None,
+    slim: bool = False,
+    rule_id: str = "progress_mismatch",
+    direction: str = "FN",
+) -> FilterReport:
+    return run_filters(
+        diff,
+        text,
+        taboo=taboo or [],
+        rule_id=rule_id,
+        direction=direction,
+        limits=limits or LimitsConfig(),
+        slim=slim,
+    )
+
+
+def filters_hit(report: FilterReport) -> set[str]:
+    return {f.filter for f in report.fatal}
+
+
+def diagnosis(*causes: dict[str, Any], failing: int = 10) -> dict[str, Any]:
+    """A diagnosis in engine.diagnosis JSON form with the given root causes."""
+    return {
+        "run_id": "run-test",
+        "min_share": 0.3,
+        "failing_cases": failing,
+        "failing_case_ids": [c for rc in causes for c in rc["case_ids"]],
+        "undiagnosed_case_ids": [],
+        "triggers_evolution": any(rc.get("worth_patch") for rc in causes),
+        "direction": causes[0]["direction"] if causes else None,
+        "root_causes": [
+            {
+                "id": f"{rc['direction']} + {rc['rule_id']}",
+                "count": len(rc["case_ids"]),
+                "share": len(rc["case_ids"]) / failing,
+                "worth_patch": True,
+                "explanation": "claims skill steps that no tool call evidences",
+                "evidence": [],
+                **rc,
+            }
+            for rc in causes
+        ],
+        "low_priority": {},
+        "cases": [],
+    }
+
+
+def demo_workspace(tmp_path: Path) -> Workspace:
+    """A private copy of the bundled demo workspace."""
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO_WORKSPACE, root)
+    return Workspace.at(root)
