@@ -15,7 +15,7 @@ from engine.events import Event
 from engine.scoreboard import read_records
 from engine.workspace import Workspace
 from tests.tui_pilot import SIZE, settle, toasts, user_config_home, wait_until
-from tests.tui_workspace import BENCH, CASES, build_workspace
+from tests.tui_workspace import BENCH, CASES, build_workspace, demo_cases
 from tui.app import make_app
 from tui.dialogs import ErrorScreen
 from tui.jobs import JobBar, JobEvent
@@ -91,6 +91,20 @@ async def test_e_evaluates_with_progress_and_the_panes_show_the_run(tmp_path: Pa
         log = app.screen.query_one("#transcript")
         text = "\n".join(str(line) for line in log.lines)  # type: ignore[attr-defined]
         assert "TOOL CALLS" in text and "FINAL ANSWER" in text and "VERDICT" in text
+
+
+async def test_v_runs_one_evolution_round(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws", cases=demo_cases(16))
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot, timeout=240)
+        (log,) = ws.sessions_dir.glob("evolve-*.jsonl")
+        kinds = [json.loads(line)["kind"] for line in log.read_text().splitlines()]
+        assert kinds[0] == "started" and kinds[-1] == "finished"
+        assert (ws.experiments_dir / log.stem / "summary.json").is_file()
+        assert any(t.startswith("Evolution round on security-audit") for t in toasts(pilot))
 
 
 async def test_c_cancels_a_running_evaluation(tmp_path: Path) -> None:

@@ -27,6 +27,13 @@ SKILL = "security-audit"
 BENCH = "vuln-detect"
 CASES = ("cmdi-js-exec", "cmdi-php-escaped")
 
+
+def demo_cases(count: int) -> tuple[str, ...]:
+    """The first ``count`` demo cases: enough for every split of an evolution round."""
+    source = DEMO / "benchmarks" / BENCH
+    return tuple(sorted(p.name for p in source.iterdir() if (p / "rubric").is_dir())[:count])
+
+
 GATES_PASS = [
     {
         "gate": "target",
@@ -91,7 +98,9 @@ def _copy_benchmark(ws: Workspace, cases: tuple[str, ...]) -> None:
         shutil.copytree(source / case, target / case)
 
 
-def build_workspace(root: Path, *, candidates: int = 2) -> Workspace:
+def build_workspace(
+    root: Path, *, candidates: int = 2, cases: tuple[str, ...] = CASES
+) -> Workspace:
     """Skill at v1 (v0 adopted), a 2-case benchmark, ``candidates`` pending approval + 1 held."""
     ws = Workspace.init(root)
     atomic_write_text(ws.skill_path(SKILL), skill_text())
@@ -99,7 +108,7 @@ def build_workspace(root: Path, *, candidates: int = 2) -> Workspace:
     store.ensure_adopted()
     v1_text = edited(skill_text(), "Pitfall v1")
     store.publish(v1_text, why="tighten the pitfalls")
-    _copy_benchmark(ws, CASES)
+    _copy_benchmark(ws, cases)
     queue = CandidateQueue(ws)
     for n in range(candidates):
         submit_candidate(queue, v1_text, f"Candidate {n + 1}", "v1")

@@ -30,6 +30,7 @@ from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, CancelToken, Event
+from engine.evolve import EvolveOptions, evolve
 from engine.queue import CandidateQueue
 from engine.runner import run_evaluation
 from engine.snapshots import create_snapshot, restore
@@ -418,6 +419,8 @@ class SkillsmithApp(App[None]):
             )
         if action == "evaluate":
             return bool(self.facts.benchmarks) and not job_running
+        if action == "evolve":
+            return bool(self.facts.benchmarks and self.facts.skills) and not job_running
         if action == "cancel_job":
             return job_running
         if action == "rollback":
@@ -604,10 +607,26 @@ class SkillsmithApp(App[None]):
         self.engine_call(rollback, {"skills", "queue"})
 
     # -- jobs ----------------------------------------------------------------------------------
-    def action_evaluate(self) -> None:
+    def _job_bench(self) -> str | None:
+        """The benchmark a job runs on: the one the scoreboard shows, else the first."""
         scoreboard = self.query_one(ScoreboardPane)
-        bench = scoreboard.bench if scoreboard.bench in self.facts.benchmarks else None
-        bench = bench or (self.facts.benchmarks[0] if self.facts.benchmarks else None)
+        if scoreboard.bench in self.facts.benchmarks:
+            return scoreboard.bench
+        return self.facts.benchmarks[0] if self.facts.benchmarks else None
+
+    def _job_skill(self) -> str | None:
+        """The skill a job works on: the highlighted candidate's, the highlighted skill's, or
+        the only one there is."""
+        entry = self.queue_pane.selected
+        if entry is not None and str(entry.candidate.skill) in self.facts.skills:
+            return str(entry.candidate.skill)
+        skill = self.skills_pane.selected_skill
+        if skill is not None and skill.name in self.facts.skills:
+            return skill.name
+        return self.facts.skills[0] if self.facts.skills else None
+
+    def action_evaluate(self) -> None:
+        bench = self._job_bench()
         if bench is None:
             return
 
@@ -619,6 +638,19 @@ class SkillsmithApp(App[None]):
             return f"Evaluated {bench}: run {result.run_id}, pass rate {rate}{f1}"
 
         self.start_job(Job(f"Evaluate {bench}", evaluate))
+
+    def action_evolve(self) -> None:
+        bench, skill = self._job_bench(), self._job_skill()
+        if bench is None or skill is None:
+            return
+
+        def one_round(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+            options = EvolveOptions(skill=skill, bench=bench, rounds=1)
+            result = evolve(self.workspace, options, reporter=reporter, cancel=cancel)
+            moved = f"{result.start_version}→{result.final_version}"
+            return f"Evolution round on {skill}: {moved}, stopped: {result.stop_reason}"
+
+        self.start_job(Job(f"Evolve {skill} on {bench}", one_round))
 
     def start_job(self, job: Job) -> None:
         if self._job_token is not None:

@@ -17,6 +17,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("A", "approve_marked", "Approve marked", id="approve_marked", show=False),
     Binding("X", "reject_marked", "Reject marked", id="reject_marked", show=False),
     Binding("e", "evaluate", "Evaluate", id="evaluate", tooltip="Evaluate on the benchmark"),
+    Binding("v", "evolve", "Evolve round", id="evolve", tooltip="One outcome-driven round"),
     Binding("s", "snapshot", "Snapshot", id="snapshot", show=False),
     Binding("S", "snapshots", "Snapshots", id="snapshots"),
     Binding("b", "rollback", "Roll back", id="rollback", show=False),
