@@ -148,6 +148,31 @@ class DiagnosisConfig:
 
 
 @dataclass
+class OnlineConfig:
+    """Online learning from finished sessions (tRPC-Agent-Go's review policy and workers).
+
+    A segment is reviewed when it has at least ``min_tool_calls`` tool calls (≤ 0 turns that
+    trigger off), a user correction, or an error the agent recovered from.
+    """
+
+    min_tool_calls: int = 4
+    user_correction: bool = True
+    recovered_error: bool = True
+    workers: int = 1
+    queue_size: int = 10
+    excerpt_chars: int = 600
+    message_max_chars: int = 4000
+
+
+@dataclass
+class CurationConfig:
+    """Hermes' Curator thresholds: when a skill is stale, when two skills overlap."""
+
+    stale_after_days: float = 30.0
+    overlap_min: float = 0.5
+
+
+@dataclass
 class Config:
     """``skillsmith.yaml``; ``version`` is the workspace (agent-state) version."""
 
@@ -158,5 +183,7 @@ class Config:
     splits: SplitsConfig = field(default_factory=SplitsConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     diagnosis: DiagnosisConfig = field(default_factory=DiagnosisConfig)
+    online: OnlineConfig = field(default_factory=OnlineConfig)
+    curation: CurationConfig = field(default_factory=CurationConfig)
     pinned_skills: list[str] = field(default_factory=list)
     keymap: dict[str, str] = field(default_factory=dict)
