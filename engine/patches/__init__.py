@@ -5,8 +5,10 @@ a diagnosis into a diff, and the deterministic filters (taboo, structure, text q
 traps, slim mode) refuse anything unsafe to evaluate before a single case is run.
 """
 
+from engine.patches.anthropic_proposer import AnthropicProposer
 from engine.patches.apply import PatchError, apply_patch, parse_diff
 from engine.patches.filters import FilterFinding, FilterReport, concrete_token, run_filters
+from engine.patches.offline_proposer import OfflineProposer
 from engine.patches.proposer import (
     NO_VALID_PATCH,
     Proposal,
@@ -20,8 +22,10 @@ from engine.patches.textrules import TextRules, load_text_rules
 
 __all__ = [
     "NO_VALID_PATCH",
+    "AnthropicProposer",
     "FilterFinding",
     "FilterReport",
+    "OfflineProposer",
     "PatchError",
     "Proposal",
     "ProposalContext",
