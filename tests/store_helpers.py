@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from engine.cli import main
 from engine.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,6 +67,19 @@ def tar_members(archive: Path) -> list[str]:
         ["tar", "-tzf", str(archive)], check=True, capture_output=True, text=True
     ).stdout
     return [line.rstrip("/") for line in out.splitlines()]
+
+
+def run(
+    ws: Workspace, capsys: pytest.CaptureFixture[str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """The CLI in-process (fast): exit code and the captured stdout/stderr of one command."""
+    capsys.readouterr()
+    try:
+        code = main([*args, "-w", str(ws.root)])
+    except SystemExit as exc:  # argparse's usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def cli(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 
 import pytest
 import yaml
@@ -13,7 +14,7 @@ from engine.queue import CandidateQueue
 from engine.snapshots import list_snapshots
 from engine.store import SkillStore, diff_hash
 from engine.workspace import Workspace
-from tests.store_helpers import cli, make_skill
+from tests.store_helpers import make_skill, run
 
 V0 = "---\nname: audit\ndescription: Audits code.\n---\n## Steps\n1. run `grep -rn eval src/`\n"
 V1 = V0 + "2. run `grep -rn exec src/`\n"
@@ -179,7 +180,12 @@ def test_create_candidate_makes_a_new_skill(workspace: Workspace) -> None:
         queue.undo_last()
 
 
-def test_queue_from_the_command_line(workspace: Workspace) -> None:
+def test_queue_from_the_command_line(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+        return run(ws, capsys, *args)
+
     queue, store = _queue(workspace)
     good, bad = _submit(queue), _submit(queue, text=V0 + "y\n", patch="+y\n")
     listing = json.loads(cli(workspace, "queue", "--json").stdout)

@@ -8,11 +8,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from engine.workspace import Workspace
-from tests.store_helpers import REPO, cli, make_skill
+from tests.store_helpers import REPO, cli, make_skill, run
 
 
 def test_bad_config_is_one_line_naming_file_and_field(workspace: Workspace) -> None:
+    """As a real process: the user sees exactly one line and no traceback."""
     make_skill(workspace, "x", "---\nname: x\n---\n")
     workspace.config_path.write_text("version: 0\nlimits: {max_rounds: many}\n")
     for args in (["history", "x"], ["snapshot"], ["queue"], ["restore", "v0"]):
@@ -27,8 +30,11 @@ def test_bad_config_is_one_line_naming_file_and_field(workspace: Workspace) -> N
 
 
 def test_publish_rollback_fork_history_from_the_command_line(
-    workspace: Workspace, tmp_path: Path
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+        return run(ws, capsys, *args)
+
     make_skill(workspace, "x", "---\nname: x\n---\nv0 body\n")
     new = tmp_path / "new.md"
     for n in (1, 2):
