@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.store import SkillStore
 from engine.workspace import Workspace
 from tests.store_helpers import REPO, cli, make_skill, run
 
@@ -81,14 +82,15 @@ def test_publish_rollback_fork_history_from_the_command_line(
 
 def test_a_second_writer_waits_then_names_the_holder(workspace: Workspace, tmp_path: Path) -> None:
     make_skill(workspace, "x", "---\nname: x\n---\nv0\n")
-    assert cli(workspace, "history", "x").returncode == 0  # adopt v0 while nobody holds the lock
+    SkillStore(workspace, "x").ensure_adopted()  # v0 exists before anybody holds the lock
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
             textwrap.dedent(f"""
             import sys
-            from engine.workspace import Workspace
+            from engine.store import SkillStore
+from engine.workspace import Workspace
             with Workspace.at({str(workspace.root)!r}).lock("evolve round"):
                 print("held", flush=True)
                 sys.stdin.readline()
@@ -118,5 +120,4 @@ def test_a_second_writer_waits_then_names_the_holder(workspace: Workspace, tmp_p
         holder.wait(timeout=10)
     assert workspace.skill_path("x").read_text() == "---\nname: x\n---\nv0\n"
     assert list(workspace.snapshots_dir.iterdir()) == []
-    done = cli(workspace, "publish", "x", str(new), "--why", "w")
-    assert done.returncode == 0, done.stderr
+    assert SkillStore(workspace, "x").publish("v1\n", why="free again") == "v1"
