@@ -45,11 +45,15 @@ class RoundSignal:
 
     @classmethod
     def from_gates(cls, results: Sequence[GateResult]) -> RoundSignal:
+        """The signal of a rejected candidate. One rejected only by Verify fixed its targets
+        but still improved nothing this round: it counts as a stall."""
         verdicts = {r.gate: r.verdict for r in results}
+        regression = verdicts.get("guardrail") == "fail"
+        drop = verdicts.get("holdout") == "fail"
         return cls(
-            target_not_improved=verdicts.get("target") != "pass",
-            guardrail_regression=verdicts.get("guardrail") == "fail",
-            holdout_drop=verdicts.get("holdout") == "fail",
+            target_not_improved=verdicts.get("target") != "pass" or not (regression or drop),
+            guardrail_regression=regression,
+            holdout_drop=drop,
         )
 
 

@@ -27,7 +27,7 @@ from engine.evolve import checkpoint
 from engine.evolve.checkpoint import ROUND_STAGES, PendingRound, RoundRecord, VersionRecord
 from engine.evolve.stages import Evolution, sha
 from engine.fsutil import atomic_write_json
-from engine.patches import Proposer
+from engine.patches import Proposer, make_proposer
 from engine.schema import to_mapping
 from engine.store import SkillStore
 from engine.workspace import Workspace
@@ -72,17 +72,7 @@ ProposerFactory = Callable[[str, Workspace, Config, int], Proposer]
 
 def make_round_proposer(kind: str, ws: Workspace, cfg: Config, seed: int) -> Proposer:
     """The proposer of one round (the offline one takes the round's seed for its tie-breaks)."""
-    if kind == "offline":
-        from engine.patches.offline_proposer import OfflineProposer
-
-        return OfflineProposer(ws, seed)
-    from engine.llm import make_llm
-    from engine.patches import load_text_rules
-    from engine.patches.anthropic_proposer import AnthropicProposer
-
-    return AnthropicProposer(
-        make_llm(cfg.models.proposer, ws), limits=cfg.limits, rules=load_text_rules(ws)
-    )
+    return make_proposer(kind, ws, cfg, seed=seed)
 
 
 def round_seed(seed: int, round_no: int) -> int:

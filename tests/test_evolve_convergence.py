@@ -1,0 +1,65 @@
+"""Stop rules of the evolution loop: weighted stagnation (the article's 3.6), convergence, slim."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.config import LimitsConfig
+from engine.evolve import Convergence, RoundSignal, round_seed, stagnation
+from engine.gates import GateResult
+
+
+def test_three_guardrail_regressions_and_two_stalls_weigh_3_6() -> None:
+    regression = RoundSignal(target_not_improved=False, guardrail_regression=True)
+    stall = RoundSignal.stall()
+    rounds = [regression, stall, regression, regression, stall]
+    assert [s.increment for s in rounds] == [1.0, 0.3, 1.0, 1.0, 0.3]
+    level = stagnation(rounds)
+    assert level == pytest.approx(3.6)
+    conv = Convergence.from_limits(LimitsConfig())
+    assert not conv.stagnated(level)  # close to, but under, the 5.0 limit
+
+
+def test_five_idle_rounds_keep_going_while_regressions_trip_the_limit() -> None:
+    conv = Convergence.from_limits(LimitsConfig())
+    assert stagnation([RoundSignal.stall()] * 5) == pytest.approx(1.5)
+    assert not conv.stagnated(stagnation([RoundSignal.stall()] * 16))
+    assert conv.stagnated(stagnation([RoundSignal.stall()] * 17))  # 5.1
+    broke = RoundSignal(target_not_improved=True, guardrail_regression=True, holdout_drop=True)
+    assert broke.increment == pytest.approx(2.0)
+    assert conv.stagnated(stagnation([broke, broke, RoundSignal(False, True)]))
+
+
+def test_round_signal_reads_the_gate_verdicts() -> None:
+    def gates(target: str, guardrail: str, holdout: str) -> list[GateResult]:
+        return [
+            GateResult("target", target),  # type: ignore[arg-type]
+            GateResult("guardrail", guardrail),  # type: ignore[arg-type]
+            GateResult("holdout", holdout),  # type: ignore[arg-type]
+            GateResult("verify", "pass"),
+        ]
+
+    assert RoundSignal.from_gates(gates("pass", "fail", "held")).increment == 1.0
+    assert RoundSignal.from_gates(gates("fail", "pass", "held")).increment == 0.3
+    assert RoundSignal.from_gates(gates("pass", "pass", "fail")).increment == 0.7
+    assert RoundSignal.from_gates(gates("fail", "fail", "fail")).increment == pytest.approx(2.0)
+    # a candidate rejected only by Verify improved nothing this round: a stall
+    verify_only = [GateResult("target", "pass"), GateResult("verify", "fail")]
+    assert RoundSignal.from_gates(verify_only).increment == 0.3
+
+
+def test_convergence_size_and_budget_thresholds_come_from_the_limits() -> None:
+    limits = LimitsConfig(convergence_f1=0.9, max_skill_bytes=100, max_rounds=4)
+    conv = Convergence.from_limits(limits)
+    assert conv.converged(0.9) and not conv.converged(0.8999) and not conv.converged(None)
+    assert conv.slim("x" * 101) and not conv.slim("x" * 100)
+    assert conv.slim("é" * 51)  # bytes, not characters
+    assert conv.out_of_rounds(4) and not conv.out_of_rounds(3)
+    assert Convergence.from_limits(limits, max_rounds=2).max_rounds == 2
+    assert Convergence.from_limits(LimitsConfig()).max_skill_bytes == 15_000
+
+
+def test_round_seeds_depend_only_on_session_seed_and_round() -> None:
+    assert round_seed(7, 3) == round_seed(7, 3)
+    assert len({round_seed(7, r) for r in range(1, 11)}) == 10
+    assert round_seed(7, 1) != round_seed(8, 1)
