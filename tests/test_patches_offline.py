@@ -173,11 +173,21 @@ def test_a_taboo_diff_is_never_repeated(baseline: Baseline) -> None:
     assert second.attempts == first.attempts + 1
 
 
-def test_gt_flagged_cases_are_not_targeted(baseline: Baseline) -> None:
-    cause = {"rule_id": "progress_mismatch", "direction": "FN", "case_ids": ["sqli-go-sprintf"]}
-    ctx = baseline.context(diagnosis=diagnosis(cause), gt_flags=[{"case_id": "sqli-go-sprintf"}])
+def test_gt_flagged_cases_are_passed_over_while_others_fail(baseline: Baseline) -> None:
+    cause = {"rule_id": "progress_mismatch", "direction": "FN", "case_ids": FN_CASES}
+    flagged = baseline.context(diagnosis=diagnosis(cause), gt_flags=[{"case_id": FN_CASES[0]}])
+    proposal = OfflineProposer(baseline.ws, seed=7).propose(flagged)
+    assert proposal.ok and proposal.case_ids
+    assert FN_CASES[0] not in proposal.case_ids
+    assert "GT-suspected" not in proposal.reason
+
+
+def test_only_suspected_failures_left_are_used_and_said_so(baseline: Baseline) -> None:
+    cause = {"rule_id": "progress_mismatch", "direction": "FN", "case_ids": FN_CASES}
+    ctx = baseline.context(diagnosis=diagnosis(cause), gt_flags=FN_CASES)
     proposal = OfflineProposer(baseline.ws, seed=7).propose(ctx)
-    assert "sqli-go-sprintf" not in proposal.case_ids
+    assert proposal.ok
+    assert "every such failure is a GT-suspected case" in proposal.reason
 
 
 @pytest.fixture

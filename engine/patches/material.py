@@ -3,8 +3,8 @@
 Evolution must not peek at holdout or golden cases (that would be learning the answers), nor at
 any rubric: so the material is built from the rows the caller hands over, every row or case of a
 held-out split is dropped, and only files under ``statement/`` are read. Cases the ground-truth
-audit doubts are kept out of the failing sets — the skill is not bent to a possibly wrong label —
-but still count as evidence of what the other label looks like.
+audit doubts are passed over while other failures remain — the skill is not bent to a possibly
+wrong label — and still count as evidence of what their label looks like.
 """
 
 from __future__ import annotations
@@ -55,12 +55,19 @@ class Material:
     flagged: frozenset[str]
 
     def failing(self, outcome: str, first: Sequence[str] = ()) -> list[CaseMaterial]:
-        """Cases failing with ``outcome`` (not GT-flagged), the ``first`` ids leading."""
-        found = [
-            c for c in self.cases.values() if c.outcome == outcome and c.case_id not in self.flagged
-        ]
+        """Cases failing with ``outcome``, the ``first`` ids leading.
+
+        Cases the ground-truth audit suspects are left out while any other case fails the same
+        way; only when every such failure is suspected are they used (the gates still judge the
+        patch on every case, and :meth:`suspected` says so in the proposal).
+        """
+        found = [c for c in self.cases.values() if c.outcome == outcome]
+        chosen = [c for c in found if c.case_id not in self.flagged] or found
         order = {cid: i for i, cid in enumerate(first)}
-        return sorted(found, key=lambda c: (order.get(c.case_id, len(order)), c.case_id))
+        return sorted(chosen, key=lambda c: (order.get(c.case_id, len(order)), c.case_id))
+
+    def suspected(self, cases: Sequence[CaseMaterial]) -> bool:
+        return bool(cases) and all(c.case_id in self.flagged for c in cases)
 
     def labelled(self, label: str | None) -> list[CaseMaterial]:
         return [c for c in self.cases.values() if label is not None and c.label == label]

@@ -274,7 +274,8 @@ class OfflineProposer:
             body = f'Flag {what} the earlier steps miss: `grep -nE "{"|".join(chosen)}" {files}`'
             text = _with_step(doc, body)
             if text is not None:
-                yield Candidate(text, tuple(fixed), f"new flag step for {', '.join(fixed)}")
+                how = f"new flag step for {', '.join(fixed)}{_doubt(material, failing)}"
+                yield Candidate(text, tuple(fixed), how)
 
     # -- FP: Pitfalls items ---------------------------------------------------------------------
 
@@ -283,7 +284,8 @@ class OfflineProposer:
         rules = discard_rules(doc)
         positives = [ln.text for c in material.labelled(material.positive) for ln in c.lines]
         remaining: dict[str, list[CodeLine]] = {}
-        for case in material.failing("FP", target.case_ids):
+        failing = material.failing("FP", target.case_ids)
+        for case in failing:
             hits = {ln for m in matchers for ln in m.hits(case.lines)}
             left = sorted((ln for ln in hits if not ruled_out(ln.text, rules)), key=_line_key)
             if left:
@@ -319,10 +321,17 @@ class OfflineProposer:
             text = _with_pitfalls(doc, items)
             fixed = sorted(set().union(*(fixes[t] for t in chosen)))
             if text is not None:
-                yield Candidate(text, tuple(fixed), f"Pitfalls for {', '.join(fixed)}")
+                how = f"Pitfalls for {', '.join(fixed)}{_doubt(material, failing)}"
+                yield Candidate(text, tuple(fixed), how)
 
 
 # -- candidate building blocks --------------------------------------------------------------------
+
+
+def _doubt(material: Material, failing: Sequence[CaseMaterial]) -> str:
+    if not material.suspected(failing):
+        return ""
+    return " (every such failure is a GT-suspected case)"
 
 
 def _line_key(line: CodeLine) -> tuple[str, int]:
