@@ -89,8 +89,7 @@ def test_a_second_writer_waits_then_names_the_holder(workspace: Workspace, tmp_p
             "-c",
             textwrap.dedent(f"""
             import sys
-            from engine.store import SkillStore
-from engine.workspace import Workspace
+            from engine.workspace import Workspace
             with Workspace.at({str(workspace.root)!r}).lock("evolve round"):
                 print("held", flush=True)
                 sys.stdin.readline()
