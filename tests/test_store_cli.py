@@ -15,12 +15,14 @@ from engine.workspace import Workspace
 from tests.store_helpers import REPO, cli, make_skill, run
 
 
-def test_bad_config_is_one_line_naming_file_and_field(workspace: Workspace) -> None:
-    """As a real process: the user sees exactly one line and no traceback."""
+def test_bad_config_is_one_line_naming_file_and_field(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`history` as a real process (exactly one line, no traceback); the others in-process."""
     make_skill(workspace, "x", "---\nname: x\n---\n")
     workspace.config_path.write_text("version: 0\nlimits: {max_rounds: many}\n")
-    for args in (["history", "x"], ["snapshot"], ["queue"], ["restore", "v0"]):
-        done = cli(workspace, *args)
+    for args in (["history", "x"], ["snapshot"], ["queue"], ["restore", "v0"], ["fork", "x", "b"]):
+        done = cli(workspace, *args) if args[0] == "history" else run(workspace, capsys, *args)
         assert done.returncode == 1, args
         lines = done.stderr.splitlines()
         assert len(lines) == 1, done.stderr
