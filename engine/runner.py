@@ -96,7 +96,7 @@ class Plan:
         """Everything that decides the outcome of a unit (timeouts and worker count do not)."""
         return {
             "benchmark": self.bench.id,
-            "benchmark_sha256": _bench_fingerprint(self.bench),
+            "benchmark_sha256": bench_fingerprint(self.bench),
             "agent": {k: self.agent.describe()[k] for k in ("kind", "command", "model")},
             "skills": {
                 v: {s.name: _sha(s.text) for s in files} for v, files in self.variants.items()
@@ -141,7 +141,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _bench_fingerprint(bench: Benchmark) -> str:
+def bench_fingerprint(bench: Benchmark) -> str:
     """A change to any statement or rubric makes old results incomparable; the scoreboard not."""
     digest = hashlib.sha256()
     for path in iter_files(bench.root):
@@ -315,13 +315,14 @@ def _row(
 
 
 def _judge(ws: Workspace, cfg: Config, plan: Plan) -> JudgeModel | None:
-    """A judge model only when a rubric asks for one and a real provider is configured."""
+    """A judge only when a rubric asks for one: the strict-protocol judge (engine.builder.judge)
+    of the configured provider, so every judge reply is validated before a score is read."""
     wants = any(check.kind == "llm_judge" for c in plan.cases for check in c.rubric.checks)
-    if not wants or cfg.models.judge.provider != "anthropic":
+    if not wants:
         return None
-    from engine.llm import make_llm
+    from engine.builder.judge import make_judge
 
-    return make_llm(cfg.models.judge, ws)
+    return make_judge(ws, cfg.models.judge)
 
 
 # -- the evaluation ----------------------------------------------------------------------------
@@ -339,6 +340,8 @@ def run_evaluation(
     run_id: str | None = None,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
+    judge: JudgeModel | None = None,
+    scoreboard: bool = True,
 ) -> RunResult:
     """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
 
@@ -347,6 +350,9 @@ def run_evaluation(
     (``"vK"``). An existing ``run_id`` is resumed with its own inputs; without one, the newest
     unfinished run with identical inputs is resumed, else a new run starts. Raises ``Cancelled``
     (or lets ``KeyboardInterrupt`` through) after recording what finished.
+
+    ``judge`` grades llm_judge checks instead of the configured judge; ``scoreboard=False``
+    leaves the scoreboard record to the caller (a Builder or Optimizer session writes its own).
     """
     if cancel is not None:
         cancel.check()
@@ -378,9 +384,9 @@ def run_evaluation(
         _refuse_other_inputs(folder, plan)
     if folder is None:
         folder = find_resumable(ws.runs_dir, plan.key()) or RunFolder(ws.runs_dir / new_id("run"))
-    judge = _judge(ws, cfg, plan)
+    judge = judge if judge is not None else _judge(ws, cfg, plan)
     with folder.claim():
-        return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel)
+        return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard)
 
 
 def _refuse_other_inputs(folder: RunFolder, plan: Plan) -> None:
@@ -404,6 +410,7 @@ def _evaluate(
     judge: JudgeModel | None,
     reporter: Reporter,
     cancel: CancelToken | None,
+    scoreboard: bool = True,
 ) -> RunResult:
     units = plan.units()
     resumed = folder.exists()
@@ -470,7 +477,7 @@ def _evaluate(
         _finish(ws, folder, manifest, units, status)
         log.emit("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
         raise
-    return _complete(ws, plan, folder, manifest, units, log, launched)
+    return _complete(ws, plan, folder, manifest, units, log, launched, scoreboard)
 
 
 def _store(folder: RunFolder, finished: _Done) -> None:
@@ -549,6 +556,7 @@ def _complete(
     units: list[UnitKey],
     log: SessionLog,
     launched: int,
+    scoreboard: bool = True,
 ) -> RunResult:
     status = "finished" if _counts(folder.latest_rows(), units)["invalid"] == 0 else "incomplete"
     latest = _finish(ws, folder, manifest, units, status)
@@ -556,7 +564,7 @@ def _complete(
     positive = plan.bench.positive_label
     skill_metrics = metrics([r for r in rows if r["variant"] == SKILL], positive)
     baseline_rows = [r for r in rows if r["variant"] == BASELINE]
-    if not manifest.get("scoreboard_recorded"):
+    if scoreboard and not manifest.get("scoreboard_recorded"):
         _record_scores(plan, folder.run_id, rows, skill_metrics)
         manifest["scoreboard_recorded"] = True
         with ws.lock(f"eval {plan.bench.id}"):
@@ -581,7 +589,7 @@ def _complete(
     return result
 
 
-def _runtime(agent: Agent) -> Runtime:
+def agent_runtime(agent: Agent) -> Runtime:
     """PenguinHarness' (provider, model) pair for the agent that produced the scores."""
     if agent.kind == "claude-code":
         return Runtime("anthropic", agent.model or "claude-code default")
@@ -611,7 +619,7 @@ def _record_scores(plan: Plan, run_id: str, rows: list[dict[str, Any]], main: Me
         )
         record = record_from_rows(
             variant_rows,
-            runtime=_runtime(plan.agent),
+            runtime=agent_runtime(plan.agent),
             summary_title=title,
             summary=summary,
             run_id=run_id,

@@ -71,6 +71,11 @@ class ScoreRecord:
     run_id: str | None = None
     variant: str | None = None
     skills: dict[str, str] = field(default_factory=dict)
+    # Written by Builder / Optimizer sessions: "formal_baseline" or "accepted" (None for a plain
+    # evaluation), the session that wrote the record, and the agent-state version it scored.
+    kind: str | None = None
+    session_id: str | None = None
+    version: int | None = None
 
 
 # -- averages (the one place the rounding rules live) ------------------------------------------
@@ -99,6 +104,9 @@ def record_from_rows(
     variant: str | None = None,
     skills: dict[str, str] | None = None,
     timestamp: str | None = None,
+    kind: str | None = None,
+    session_id: str | None = None,
+    version: int | None = None,
 ) -> ScoreRecord:
     """The record of one evaluation from its valid result rows (invalid units are not scored)."""
     by_case: dict[str, list[RunEntry]] = {}
@@ -140,6 +148,9 @@ def record_from_rows(
         run_id=run_id,
         variant=variant,
         skills=dict(skills or {}),
+        kind=kind,
+        session_id=session_id,
+        version=version,
     )
 
 

@@ -1,0 +1,90 @@
+"""The Formal Baseline: the frozen benchmark's first complete record, and the check of it.
+
+Agent optimisation needs a baseline — "没有基线，就没有可比较的提升" — so the Optimizer starts
+by proving one: the scoreboard holds a ``formal_baseline`` record covering every case, its run
+folder holds exactly the rows it reports, and the benchmark has not changed since that run (the
+run's fingerprint of statements, rubrics and the private standard still matches). A benchmark
+edited after its freeze is refused rather than compared against a baseline it no longer matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.benchmark import Benchmark, load_benchmark
+from engine.errors import SkillsmithError
+from engine.runner import bench_fingerprint
+from engine.runs import RunFolder
+from engine.scoreboard import SCOREBOARD_NAME, ScoreRecord, read_records
+from engine.sessions import verify_record
+from engine.workspace import Workspace
+
+FORMAL_BASELINE = "formal_baseline"
+ACCEPTED = "accepted"
+
+
+@dataclass(frozen=True)
+class FormalBaseline:
+    bench: Benchmark
+    index: int  # its position in scoreboard.yaml
+    record: ScoreRecord
+
+    @property
+    def run_id(self) -> str:
+        return str(self.record.run_id)
+
+    @property
+    def score(self) -> float:
+        return self.record.score
+
+
+def has_formal_baseline(ws: Workspace, bench_id: str) -> bool:
+    records = read_records(ws.benchmarks_dir / bench_id)
+    return any(r.kind == FORMAL_BASELINE for r in records)
+
+
+def formal_baseline(ws: Workspace, bench_id: str) -> FormalBaseline:
+    """The benchmark's first complete Formal Baseline, checked against its run; else refuse."""
+    bench = load_benchmark(ws.benchmarks_dir / bench_id)
+    where = bench.root / SCOREBOARD_NAME
+    found = [(i, r) for i, r in enumerate(read_records(bench.root)) if r.kind == FORMAL_BASELINE]
+    if not found:
+        raise SkillsmithError(
+            f"{where}: no Formal Baseline record; build the benchmark first "
+            f"(skillsmith build {bench_id})"
+        )
+    index, record = found[0]
+    missing = sorted({c.id for c in bench.cases} - {c.case_id for c in record.cases})
+    if missing:
+        raise SkillsmithError(
+            f"{where}: the Formal Baseline [{index}] has no run of case {missing[0]!r}; "
+            "it is not complete"
+        )
+    folder = RunFolder(ws.runs_dir / str(record.run_id))
+    if not folder.exists():
+        raise SkillsmithError(
+            f"{where}: the Formal Baseline [{index}] links to run {record.run_id}, "
+            f"which is not in {ws.runs_dir}"
+        )
+    inputs = folder.read_manifest().get("inputs") or {}
+    if inputs.get("benchmark_sha256") != bench_fingerprint(bench):
+        raise SkillsmithError(
+            f"{bench.root}: the benchmark changed after its Formal Baseline (run "
+            f"{record.run_id}); later scores would not be comparable — build it again"
+        )
+    problems = verify_record(ws, record)
+    if problems:
+        raise SkillsmithError(
+            f"{where}: the Formal Baseline [{index}] does not match run {record.run_id}: "
+            f"{problems[0]}"
+        )
+    return FormalBaseline(bench, index, record)
+
+
+__all__ = [
+    "ACCEPTED",
+    "FORMAL_BASELINE",
+    "FormalBaseline",
+    "formal_baseline",
+    "has_formal_baseline",
+]

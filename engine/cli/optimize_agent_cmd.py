@@ -1,0 +1,77 @@
+"""``skillsmith optimize-agent --bench B``: strict-improvement rounds over the agent state.
+
+Refused without a Formal Baseline (``skillsmith build`` first). An interrupted or killed session
+of the same benchmark is resumed by running the same command again: the round continues with
+the same candidate and only the missing units run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from engine.cli import print_json, wants_json, workspace_of
+from engine.cli.build_cmd import SessionProgress, interrupted
+from engine.events import Cancelled
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "optimize-agent",
+        parents=[common],
+        help="improve AGENTS.md, skills and agent settings round by round against a benchmark",
+    )
+    p.add_argument("--bench", required=True, metavar="B", help="a built benchmark (its id)")
+    p.add_argument("--rounds", type=int, default=3, help="valid rounds to run (default 3)")
+    p.add_argument("--runs", type=int, help="runs per case of each candidate (default: bench's)")
+    p.add_argument("--target-score", type=float, help="stop once the score reaches this")
+    p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    p.set_defaults(func=_optimize)
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    from engine.agent_optimizer import optimize_agent
+
+    ws = workspace_of(args)
+    try:
+        with SessionProgress(quiet=wants_json(args)) as progress:
+            result = optimize_agent(
+                ws,
+                args.bench,
+                rounds=args.rounds,
+                runs=args.runs,
+                target_score=args.target_score,
+                jobs=args.jobs,
+                reporter=progress,
+            )
+    except (KeyboardInterrupt, Cancelled):
+        return interrupted("optimize-agent", "run the same command again to resume the round")
+    if wants_json(args):
+        print_json(result.to_dict())
+        return 0
+    console = Console()
+    table = Table(title=f"optimizer {result.session_id}", title_justify="left")
+    for column in ("round", "target", "candidate", "score", "vs", "decision", "hypothesis"):
+        table.add_column(column)
+    for attempt in result.attempts:
+        candidate = attempt["candidate"]
+        hypothesis = attempt["hypothesis"] or {}
+        table.add_row(
+            "—" if attempt["decision"] == "invalid" else str(attempt["round"]),
+            candidate["target"],
+            candidate["summary"],
+            "—" if attempt["score"] is None else f"{attempt['score']:.2f}",
+            f"{attempt['reference_score']:.2f}",
+            str(attempt["decision"]),
+            {True: "held", False: "did not hold", None: "—"}[hypothesis.get("held")],
+        )
+    console.print(table)
+    console.print(
+        f"{result.valid_rounds} valid rounds, stopped: {result.stop_reason}; score "
+        f"{result.baseline_score:.2f} (Formal Baseline) → {result.final_score:.2f}, "
+        f"agent state v{result.version}" + (" (resumed)" if result.resumed else "")
+    )
+    return 0
