@@ -84,8 +84,9 @@ def create_snapshot(ws: Workspace, note: str = "") -> Path:
 
     with ws.lock("snapshot"):
         recover(ws)
+        stores = list(stores_of(ws))  # opening a store finishes its interrupted change first
         dest, version = _write_snapshot(ws, note)
-        for store in stores_of(ws):
+        for store in stores:
             store.record("snapshot", file=f"snapshots/{dest.name}", version=version, note=note)
         return dest
 

@@ -35,6 +35,7 @@ from engine.fsutil import (
     fsync_dir,
     read_jsonl,
 )
+from engine.snapshots import needs_recovery, recover
 from engine.taboo import TabooEntry, TabooList, diff_hash, read_taboo, taboo_records
 from engine.workspace import Workspace
 
@@ -482,8 +483,6 @@ class SkillStore:
                 yield from (p for p in d.iterdir() if is_leftover(p.name))
 
     def _recover_if_needed(self) -> None:
-        from engine.snapshots import needs_recovery
-
         quiet = not (self.root / JOURNAL).exists() and not any(self._leftovers())
         if quiet and not needs_recovery(self.ws):
             return
@@ -495,8 +494,6 @@ class SkillStore:
 
     def _recover(self) -> None:
         """Finish an interrupted change and drop the temp files of one that never committed."""
-        from engine.snapshots import recover
-
         recover(self.ws)
         journal = self.root / JOURNAL
         if journal.exists():

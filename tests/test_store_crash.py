@@ -20,7 +20,7 @@ from engine.queue import CandidateQueue
 from engine.snapshots import create_snapshot, list_snapshots
 from engine.store import VERSION_FILES, SkillStore
 from engine.workspace import Workspace
-from tests.store_helpers import REPO, leftovers, make_skill, state, untar
+from tests.store_helpers import REPO, leftovers, make_skill, state, tar_members, untar
 
 CHILD = r"""
 import itertools, os, sys
@@ -78,9 +78,17 @@ def _check_store(ws: Workspace) -> str:
 
 
 def _check_new_snapshots(ws: Workspace, seen: set[str]) -> None:
+    """Each snapshot is a complete archive (real tar reads it) without temp files or intents."""
     for snap in list_snapshots(ws):
         if snap.path.name not in seen:
-            subprocess.run(["tar", "-tzf", str(snap.path)], check=True, capture_output=True)
+            names = [m.rsplit("/", 1)[-1] for m in tar_members(snap.path)]
+            assert not [
+                n
+                for n in names
+                if n.startswith((".tmp-", ".current."))
+                or n.endswith(".tmp")
+                or n == ".pending.json"
+            ], snap.path
             seen.add(snap.path.name)
 
 
