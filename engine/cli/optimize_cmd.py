@@ -1,0 +1,140 @@
+"""``skillsmith optimize SKILL --bench B``: GEPA over the skill's sections, offline.
+
+Progress (metric calls against the budget) goes to stderr; the outcome — submitted to the queue,
+not submitted and why, or failed — to stdout, or the whole result with ``--json``. A failed run
+(time limit, model failure) exits 1 and still prints its result with ``--json``, so a script can
+read why from the same place.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine.cli import print_json, wants_json, workspace_of
+from engine.events import Event
+from engine.optimize import OptimizeFailed, OptimizeOptions, OptimizeResult, optimize
+from engine.optimize.splits import parse_ratios
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "optimize",
+        parents=[common],
+        help="GEPA over description / when_to_use / steps / pitfalls",
+    )
+    p.add_argument("skill", metavar="SKILL", help="skill name (a folder under skills/)")
+    p.add_argument("--bench", required=True, metavar="B", help="benchmark id under benchmarks/")
+    p.add_argument("--iterations", type=int, default=10, help="search rounds (default 10)")
+    p.add_argument(
+        "--reflection-batch", type=int, default=3, help="Feedback cases per round (default 3)"
+    )
+    p.add_argument(
+        "--max-metric-calls",
+        type=int,
+        default=1000,
+        help="agent runs in all, holdout included; never exceeded (default 1000)",
+    )
+    p.add_argument("--seed", type=int, help="seed of every random draw (default: the benchmark's)")
+    p.add_argument(
+        "--time-limit", type=float, metavar="S", help="fail the run after S seconds (no submit)"
+    )
+    p.add_argument(
+        "--min-gain",
+        type=float,
+        default=0.0,
+        help="holdout mean must beat the seed's by at least this (default 0)",
+    )
+    p.add_argument(
+        "--splits",
+        metavar="F,V,H",
+        help="feedback,validation,holdout ratios (default: the benchmark's, else 0.4,0.3,0.3)",
+    )
+    p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    p.add_argument(
+        "--no-submit",
+        action="store_true",
+        help="only experiment: never queue a candidate (allows splits under 10 cases)",
+    )
+    p.set_defaults(func=_optimize)
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    options = OptimizeOptions(
+        iterations=args.iterations,
+        reflection_batch=args.reflection_batch,
+        max_metric_calls=args.max_metric_calls,
+        seed=args.seed,
+        time_limit_s=args.time_limit,
+        min_gain=args.min_gain,
+        splits=parse_ratios(args.splits) if args.splits else None,
+        jobs=args.jobs,
+        submit=not args.no_submit,
+    )
+    console = Console(stderr=True)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    task = progress.add_task(
+        f"optimize {args.skill}", total=options.max_metric_calls, status="metric calls"
+    )
+
+    def report(event: Event) -> None:
+        if event.kind == "progress":
+            progress.update(task, completed=event.data["done"], status=event.data["phase"])
+
+    try:
+        with progress:
+            result = optimize(ws, args.skill, args.bench, options, reporter=report)
+    except OptimizeFailed as failed:
+        if wants_json(args):
+            print_json(failed.result.to_json())
+            return 1
+        raise
+    if wants_json(args):
+        print_json(result.to_json())
+    else:
+        Console().print(_summary(result))
+    return 0
+
+
+def _summary(result: OptimizeResult) -> Table:
+    table = Table(title=f"experiment {result.experiment_id}", title_justify="left")
+    table.add_column("")
+    table.add_column("")
+    holdout = result.holdout or {}
+    rows = [
+        ("status", result.status),
+        ("why", result.reason),
+        ("search stopped", result.stop_reason or "-"),
+        ("rounds", str(result.iterations)),
+        ("metric calls", str(result.metric_calls)),
+        ("pool", ", ".join(f"{p['id']} {p['validation_mean']:.3f}" for p in result.pool)),
+        ("selected", result.selected_id or "-"),
+    ]
+    if holdout:
+        rows.append(
+            (
+                "holdout",
+                f"seed {holdout['seed_mean']:.3f} → {holdout['candidate_mean']:.3f} "
+                f"({holdout['cases']} cases)",
+            )
+        )
+    if result.candidate:
+        rows.append(("candidate", f"{result.candidate} ({result.candidate_status})"))
+    rows.append(("record", result.experiment_dir))
+    for key, value in rows:
+        table.add_row(key, value)
+    return table

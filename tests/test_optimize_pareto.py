@@ -1,0 +1,169 @@
+"""The optimiser's decisions on hand-made score tables: Pareto parent draw, strict acceptance,
+final pick and its tie rule, holdout promotion (mean, minimum gain, critical cases)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from engine.optimize.pareto import (
+    assess_promotion,
+    best_candidate,
+    coverage,
+    instance_fronts,
+    pruned_fronts,
+    sample_minibatch,
+    select_parent,
+    strictly_improves,
+)
+
+CASES = ["c1", "c2", "c3"]
+
+
+def table(*rows: list[float]) -> list[dict[str, float]]:
+    return [dict(zip(CASES, row, strict=True)) for row in rows]
+
+
+# -- Pareto parent selection ---------------------------------------------------------------------
+
+
+def test_fronts_hold_every_candidate_tied_for_best() -> None:
+    scores = table([1, 0, 0.5], [1, 0.5, 0.5], [0, 0.5, 0.2])
+    assert instance_fronts(scores, CASES) == {"c1": {0, 1}, "c2": {1, 2}, "c3": {0, 1}}
+
+
+def test_a_candidate_whose_every_lead_is_shared_is_pruned() -> None:
+    # A leads on c1, c2; B on c3; C ties A on c1, c2 only and has the lower mean.
+    a, b, c = [1.0, 1.0, 0.2], [0.2, 0.2, 1.0], [1.0, 1.0, 0.0]
+    scores = table(a, b, c)
+    assert pruned_fronts(scores, CASES) == {"c1": {0}, "c2": {0}, "c3": {1}}
+    assert coverage(scores, CASES) == [2, 1, 0]
+
+
+def test_parents_are_drawn_in_proportion_to_coverage() -> None:
+    scores = table([1.0, 1.0, 0.2], [0.2, 0.2, 1.0], [1.0, 1.0, 0.0])
+    rng = random.Random(7)
+    drawn = Counter(select_parent(scores, CASES, rng) for _ in range(3000))
+    assert drawn[2] == 0  # C never
+    assert 1.7 < drawn[0] / drawn[1] < 2.3  # A about twice as often as B
+
+
+def test_identical_leaders_collapse_to_one_the_better_mean_kept() -> None:
+    # Both lead on exactly c1 and c2; the second has the better mean and survives alone.
+    scores = table([1, 1, 0.0], [1, 1, 0.3], [0, 0, 1])
+    assert coverage(scores, CASES) == [0, 2, 1]
+
+
+def test_identical_candidates_keep_the_newest() -> None:
+    scores = table([1, 0, 0], [1, 0, 0], [0, 1, 1])
+    assert coverage(scores, CASES) == [0, 1, 2]
+
+
+def test_a_lone_seed_is_always_the_parent() -> None:
+    scores = table([0.0, 0.0, 0.0])
+    assert {select_parent(scores, CASES, random.Random(s)) for s in range(20)} == {0}
+
+
+def test_the_draw_is_reproducible_from_the_seed() -> None:
+    scores = table([1, 0, 1], [0, 1, 0], [0.5, 0.5, 0.5])
+    first = [select_parent(scores, CASES, random.Random(3)) for _ in range(5)]
+    again = [select_parent(scores, CASES, random.Random(3)) for _ in range(5)]
+    assert first == again
+
+
+def test_minibatches_never_repeat_a_case() -> None:
+    rng = random.Random(1)
+    for _ in range(200):
+        batch = sample_minibatch(3, 10, rng)
+        assert len(batch) == len(set(batch)) == 3
+    assert sorted(sample_minibatch(5, 2, rng)) == [0, 1]
+
+
+# -- acceptance and final pick --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("parent", "child", "kept"),
+    [
+        ([1, 0, 0], [1, 1, 0], True),
+        ([1, 0, 0], [0, 0, 1], False),  # equal sum: not an improvement
+        ([1, 1, 0], [1, 0, 0], False),
+        ([0.5, 0.25], [0.5, 0.25000001], True),
+    ],
+)
+def test_children_must_strictly_beat_their_parent(
+    parent: list[float], child: list[float], kept: bool
+) -> None:
+    assert strictly_improves(parent, child) is kept
+
+
+def test_best_validation_mean_wins() -> None:
+    assert best_candidate(table([0, 0, 1], [1, 1, 0], [1, 0, 1]), CASES) == 1
+
+
+def test_the_seed_wins_a_tie() -> None:
+    assert best_candidate(table([1, 0, 1], [0, 1, 1], [1, 1, 0]), CASES) == 0
+
+
+def test_among_later_candidates_the_earlier_wins_a_tie() -> None:
+    assert best_candidate(table([0, 0, 0], [1, 0, 1], [0, 1, 1]), CASES) == 1
+
+
+# -- holdout promotion -----------------------------------------------------------------------------
+
+SEED = {"h1": 1.0, "h2": 0.0, "h3": 0.0, "h4": 1.0}
+
+
+def promote(candidate: dict[str, float], *, critical: tuple[str, ...] = (), gain: float = 0.0):  # type: ignore[no-untyped-def]
+    return assess_promotion(
+        selected_is_seed=False,
+        seed=SEED,
+        candidate=candidate,
+        cases=list(SEED),
+        critical=list(critical),
+        min_gain=gain,
+    )
+
+
+def test_selected_seed_is_never_promoted() -> None:
+    result = assess_promotion(
+        selected_is_seed=True, seed={}, candidate={}, cases=[], critical=[], min_gain=0
+    )
+    assert not result.eligible
+    assert result.reason == "no accepted candidate improved validation"
+
+
+def test_no_holdout_no_promotion() -> None:
+    result = assess_promotion(
+        selected_is_seed=False, seed={}, candidate={}, cases=[], critical=[], min_gain=0
+    )
+    assert (result.eligible, result.reason) == (False, "no holdout split configured")
+
+
+def test_holdout_gain_is_measured_against_the_minimum() -> None:
+    better = {"h1": 1.0, "h2": 1.0, "h3": 0.0, "h4": 1.0}  # mean 0.5 → 0.75
+    assert promote(better).eligible
+    assert promote(better, gain=0.25).eligible  # exactly the minimum is enough
+    refused = promote(better, gain=0.3)
+    assert not refused.eligible
+    assert refused.reason == "holdout delta 0.2500 is below the required 0.3000"
+    assert promote(dict(SEED)).eligible  # equal means pass the default minimum of 0
+
+
+def test_a_worse_holdout_mean_is_refused() -> None:
+    worse = {"h1": 1.0, "h2": 0.0, "h3": 0.0, "h4": 0.0}
+    result = promote(worse)
+    assert not result.eligible and result.delta == pytest.approx(-0.25)
+
+
+def test_a_critical_regression_blocks_promotion_despite_a_better_mean() -> None:
+    candidate = {"h1": 0.0, "h2": 1.0, "h3": 1.0, "h4": 1.0}  # mean 0.5 → 0.75, h1 worse
+    assert promote(candidate).eligible
+    result = promote(candidate, critical=("h1",))
+    assert not result.eligible
+    assert result.reason == "critical holdout case regressed: h1"
+    assert result.regressed == ("h1",)
+    # A critical case that did not get worse does not block.
+    assert promote(candidate, critical=("h2", "h4")).eligible

@@ -1,0 +1,205 @@
+"""Optimisation runs end to end: a real command agent, the real anthropic SDK against the local
+Messages-API server as the reflection model, real run folders, the real queue.
+
+The keyword agent answers "vulnerable" for every case once a skill says ``flag all``: the
+scripted model adds that step, which fixes every positive case and breaks every negative one —
+so whether the pick may be submitted depends only on the holdout rules under test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.errors import UsageError
+from engine.fsutil import read_jsonl
+from engine.optimize import OptimizeFailed, OptimizeOptions, optimize
+from engine.queue import CandidateQueue
+from engine.store import SkillStore
+from engine.workspace import Workspace
+from tests.llm_server import MessagesServer, Reply
+from tests.optimize_helpers import (
+    BENCH,
+    SKILL,
+    keyword_workspace,
+    rewriting,
+    standard_cases,
+    use_server,
+)
+
+ONE_ROUND = OptimizeOptions(iterations=1, jobs=2)
+
+
+def _events(ws: Workspace, experiment_id: str) -> list[dict]:  # type: ignore[type-arg]
+    return read_jsonl(ws.experiments_dir / experiment_id / "events.jsonl")
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch, messages_server: MessagesServer) -> MessagesServer:
+    use_server(monkeypatch, messages_server)
+    return messages_server
+
+
+def test_an_improving_candidate_is_queued_for_approval_with_its_evidence(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
+    served.respond_with(rewriting("Flag every call site: flag all"))
+    result = optimize(ws, SKILL, BENCH, ONE_ROUND)
+
+    assert result.status == "submitted", result.reason
+    assert result.stop_reason == "max_iterations" and result.iterations == 1
+    # seed on validation 10, parent and child on the minibatch 3 + 3, child on validation 10,
+    # seed and pick on holdout 10 + 10: every metric call is one agent run.
+    assert result.metric_calls == 46
+    assert [p["validation_mean"] for p in result.pool] == [0.2, 0.8]
+    assert result.holdout is not None
+    assert (result.holdout["seed_mean"], result.holdout["candidate_mean"]) == (0.2, 0.8)
+    assert sorted(result.holdout["worsened"]) == ["hol-neg-00", "hol-neg-01"]
+
+    cand = CandidateQueue(ws).get(result.candidate or "")
+    assert cand.status == "pending_approval" and cand.source == "optimize"
+    assert cand.operation == "update" and cand.parent_version == "v0"
+    assert [h.status for h in cand.history] == ["proposed", "pending_approval"]
+    assert "flag all" in cand.skill_text()
+    assert "+3. Flag every call site: flag all" in cand.patch_text()
+    assert cand.delta_score == pytest.approx(0.6)
+    gates = {g["gate"]: g for g in cand.gates()}
+    assert list(gates) == ["holdout_promotion", "spec", "safety", "effectiveness", "human"]
+    assert gates["holdout_promotion"]["figures"]["candidate_mean"] == 0.8
+    assert gates["human"]["verdict"] == "held"
+    assert SkillStore(ws, SKILL).current() == "v0"  # queued, never published
+
+    # The model saw only Feedback cases (their tokens are their ids), under anonymous labels.
+    prompt = served.message_requests[0].json["messages"][0]["content"]
+    assert "Selected section: steps" in prompt
+    assert "val-" not in prompt and "hol-" not in prompt
+    assert '"case": "case-1"' in prompt and '"case": "fb-' not in prompt
+
+    folder = ws.experiments_dir / result.experiment_id
+    record = json.loads((folder / "experiment.json").read_text())
+    assert record["splits"]["feedback"] == [f"fb-{i:02d}" for i in range(10)]
+    assert json.loads((folder / "result.json").read_text())["status"] == "submitted"
+    phases = sorted(
+        p.name.split("-", 1)[1].rsplit("-", 1)[0] for p in (folder / "evaluations").iterdir()
+    )
+    assert phases == sorted(
+        [
+            *("validation", "feedback-parent", "feedback-child", "validation"),
+            *("holdout-baseline", "holdout-candidate"),
+        ]
+    )
+    kinds = [e["kind"] for e in _events(ws, result.experiment_id)]
+    for kind in ("parent_selected", "minibatch", "reflection", "candidate_accepted", "selected"):
+        assert kind in kinds
+    assert kinds[-2:] == ["promotion", "finished"]
+
+
+def test_a_candidate_regressing_a_critical_case_is_never_submitted(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=True))
+    served.respond_with(rewriting("Flag every call site: flag all"))
+    result = optimize(ws, SKILL, BENCH, ONE_ROUND)
+
+    assert result.status == "not_submitted"
+    assert result.reason == "critical holdout case regressed: hol-neg-00"
+    assert result.holdout is not None and result.holdout["candidate_mean"] == 0.8
+    assert result.candidate is None
+    assert CandidateQueue(ws).list() == []
+    promotion = [e for e in _events(ws, result.experiment_id) if e["kind"] == "promotion"]
+    assert promotion[0]["eligible"] is False
+
+
+def test_a_time_limit_fails_the_run_and_submits_nothing(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
+    served.respond_with(rewriting("Flag every call site: flag all"))
+    with pytest.raises(OptimizeFailed, match=r"time limit of 0\.2s") as caught:
+        optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=3, jobs=1, time_limit_s=0.2))
+    result = caught.value.result
+    assert result.status == "failed" and result.candidate is None
+    assert CandidateQueue(ws).list() == []
+    stored = json.loads((ws.experiments_dir / result.experiment_id / "result.json").read_text())
+    assert stored["status"] == "failed" and "nothing was submitted" in stored["reason"]
+
+
+def test_the_budget_is_never_exceeded(tmp_path: Path, served: MessagesServer) -> None:
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
+    served.respond_with(rewriting("Flag every call site: flag all"))
+    # The seed's validation (10) plus one round (3 + 3 + 10) plus the holdout reserve (20) is 46:
+    # with 45 the search stops before the first round.
+    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=5, max_metric_calls=45))
+    assert result.stop_reason == "metric_budget"
+    assert result.metric_calls == 10 <= 45
+    assert result.reason == "no accepted candidate improved validation"
+    assert served.message_requests == []
+    with pytest.raises(UsageError, match="cannot cover"):
+        optimize(ws, SKILL, BENCH, OptimizeOptions(max_metric_calls=29))
+
+
+def test_a_malformed_reflection_is_rejected_and_the_search_goes_on(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
+    served.respond_with(lambda req: Reply(text="I think the skill is fine as it is."))
+    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=2, jobs=2))
+    assert result.status == "not_submitted"
+    assert result.reason == "no accepted candidate improved validation"
+    rejected = [e for e in _events(ws, result.experiment_id) if e["kind"] == "reflection_rejected"]
+    assert len(rejected) == 2
+    assert rejected[0]["error"] == "the answer holds no JSON object"
+    # Each round asks for the parent's next section, rejected or not.
+    assert [r["section"] for r in rejected] == ["steps", "pitfalls"]
+    assert result.metric_calls == 10 + 3 + 3  # two parent minibatches, no child evaluated
+
+
+def test_a_model_client_failure_fails_the_run(tmp_path: Path, served: MessagesServer) -> None:
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
+    # No script: the server answers 400 invalid_request_error, which the client does not retry.
+    with pytest.raises(OptimizeFailed, match="reflection failed") as caught:
+        optimize(ws, SKILL, BENCH, ONE_ROUND)
+    assert caught.value.result.status == "failed"
+    assert CandidateQueue(ws).list() == []
+
+
+def test_nothing_reaches_stdout_and_secrets_stay_out_of_the_record(
+    tmp_path: Path, served: MessagesServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cases = standard_cases(critical_safe_holdout=False)
+    ws = keyword_workspace(tmp_path / "ws", cases)
+    key = "sk-ant-api03-" + "Qm3ZpX7vB1nR4tY6uW0eS5cH2gFa8Kd92jdL"
+    for case_id in cases:
+        prompt = ws.benchmarks_dir / BENCH / case_id / "statement" / "prompt.md"
+        prompt.write_text(prompt.read_text() + f"\nThe deploy key is {key}.\n")
+    served.respond_with(rewriting("Flag every call site: flag all"))
+    capfd.readouterr()
+    result = optimize(ws, SKILL, BENCH, ONE_ROUND)
+    assert capfd.readouterr().out == ""  # gepa's logger would print every iteration
+    assert result.status == "submitted"
+    assert served.message_requests
+    assert all(key not in json.dumps(r.json) for r in served.message_requests)
+    stored = [p.read_text() for p in (ws.experiments_dir / result.experiment_id).rglob("*.json*")]
+    assert stored and all(key not in text for text in stored)
+    assert any("[REDACTED]" in text for text in stored)
+
+
+def test_small_splits_refuse_to_submit_unless_asked_not_to(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    cases = {
+        **{f"fb-{i}": ("feedback", "vulnerable", False) for i in range(4)},
+        **{f"val-{i}": ("validation", "vulnerable", False) for i in range(4)},
+        **{f"hol-{i}": ("holdout", "vulnerable", False) for i in range(4)},
+    }
+    ws = keyword_workspace(tmp_path / "ws", cases)
+    with pytest.raises(UsageError, match="at least 10 cases per split"):
+        optimize(ws, SKILL, BENCH, ONE_ROUND)
+    served.respond_with(rewriting("Flag every call site: flag all"))
+    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=1, submit=False))
+    assert result.status == "not_submitted"
+    assert result.reason == "holdout requirements satisfied; not submitted (--no-submit)"
+    assert CandidateQueue(ws).list() == []
