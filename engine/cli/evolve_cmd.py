@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,7 +17,9 @@ from rich.table import Table
 from engine.cli import print_json, wants_json, workspace_of
 from engine.errors import UsageError
 from engine.events import Cancelled, Event
-from engine.evolve import PROPOSERS, EvolveOptions, EvolveResult, checkpoint, evolve
+
+if TYPE_CHECKING:
+    from engine.evolve import EvolveResult
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -27,7 +29,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("skill", metavar="SKILL", help="skill name (a folder under skills/)")
     p.add_argument("--bench", required=True, metavar="B", help="benchmark id under benchmarks/")
     p.add_argument("--rounds", type=int, help="at most this many rounds (default: limits)")
-    p.add_argument("--proposer", choices=PROPOSERS, help="who writes the patches")
+    p.add_argument(
+        "--proposer", metavar="offline|anthropic", help="who writes the patches (default: config)"
+    )
     p.add_argument(
         "--auto-approve",
         action="store_true",
@@ -39,10 +43,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _evolve(args: argparse.Namespace) -> int:
-    ws = workspace_of(args)
     for flag, value in (("--rounds", args.rounds), ("-j", args.jobs)):
         if value is not None and value < 1:
             raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    # imported here: the model SDK behind the proposers is slow to import, and every other
+    # command would pay for it at start-up
+    from engine.evolve import EvolveOptions, checkpoint, evolve
+
+    ws = workspace_of(args)
     console = Console(stderr=True)
     progress = Progress(
         TextColumn("[bold]{task.description}"),

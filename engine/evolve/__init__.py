@@ -2,10 +2,9 @@
 audit → propose → filter → gate → accept or reject, checkpointed in ``.pending_round.json``."""
 
 from engine.evolve.convergence import Convergence, RoundSignal, stagnation
-from engine.evolve.loop import PROPOSERS, EvolveOptions, EvolveResult, evolve, round_seed
+from engine.evolve.loop import EvolveOptions, EvolveResult, evolve, round_seed
 
 __all__ = [
-    "PROPOSERS",
     "Convergence",
     "EvolveOptions",
     "EvolveResult",

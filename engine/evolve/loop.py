@@ -28,11 +28,11 @@ from engine.evolve.checkpoint import ROUND_STAGES, PendingRound, RoundRecord, Ve
 from engine.evolve.stages import Evolution, sha
 from engine.fsutil import atomic_write_json
 from engine.patches import Proposer, make_proposer
+from engine.patches.proposer import PROPOSER_KINDS
 from engine.schema import to_mapping
 from engine.store import SkillStore
 from engine.workspace import Workspace
 
-PROPOSERS = ("offline", "anthropic")
 REQUIRED_SPLITS = ("selection", "holdout", "golden")
 
 
@@ -159,8 +159,8 @@ def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingR
                 f"({len(bench.cases)} cases in all)"
             )
     proposer = options.proposer or cfg.models.proposer.provider
-    if proposer not in PROPOSERS:
-        raise UsageError(f"--proposer {proposer}: expected offline or anthropic")
+    if proposer not in PROPOSER_KINDS:
+        raise UsageError(f"--proposer {proposer}: expected one of {', '.join(PROPOSER_KINDS)}")
     rounds = cfg.limits.max_rounds if options.rounds is None else options.rounds
     if rounds < 1:
         raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
@@ -328,4 +328,4 @@ def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
     return result
 
 
-__all__ = ["PROPOSERS", "EvolveOptions", "EvolveResult", "evolve", "round_seed"]
+__all__ = ["EvolveOptions", "EvolveResult", "evolve", "round_seed"]
