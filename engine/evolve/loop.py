@@ -52,6 +52,8 @@ class EvolveResult:
     session_id: str
     skill: str
     bench: str
+    seed: int
+    proposer: str
     resumed: bool
     stop_reason: str
     rounds: list[RoundRecord]
@@ -309,6 +311,8 @@ def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
         session_id=pending.session_id,
         skill=pending.skill,
         bench=pending.bench,
+        seed=pending.seed,
+        proposer=pending.proposer,
         resumed=resumed,
         stop_reason=pending.stop_reason or "max_rounds",
         rounds=list(pending.rounds),
@@ -320,10 +324,7 @@ def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
         summary_path=str(summary_path.relative_to(evo.ws.root)),
     )
     with evo.ws.lock("evolve summary"):
-        atomic_write_json(
-            summary_path,
-            {**result.to_dict(), "seed": pending.seed, "proposer": pending.proposer},
-        )
+        atomic_write_json(summary_path, result.to_dict())
     checkpoint.clear(evo.ws)
     return result
 
