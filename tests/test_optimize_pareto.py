@@ -149,13 +149,18 @@ def test_holdout_gain_is_measured_against_the_minimum() -> None:
     refused = promote(better, gain=0.3)
     assert not refused.eligible
     assert refused.reason == "holdout delta 0.2500 is below the required 0.3000"
-    assert promote(dict(SEED)).eligible  # equal means pass the default minimum of 0
+    tie = promote(dict(SEED))  # the seed keeps a tie, whatever the minimum
+    assert (tie.eligible, tie.reason) == (
+        False,
+        "holdout mean 0.5000 does not beat the seed's 0.5000",
+    )
 
 
 def test_a_worse_holdout_mean_is_refused() -> None:
     worse = {"h1": 1.0, "h2": 0.0, "h3": 0.0, "h4": 0.0}
     result = promote(worse)
     assert not result.eligible and result.delta == pytest.approx(-0.25)
+    assert result.reason == "holdout mean 0.2500 does not beat the seed's 0.5000"
 
 
 def test_a_critical_regression_blocks_promotion_despite_a_better_mean() -> None:

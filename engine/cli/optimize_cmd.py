@@ -9,7 +9,7 @@ read why from the same place.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,8 +17,9 @@ from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.events import Event
-from engine.optimize import OptimizeFailed, OptimizeOptions, OptimizeResult, optimize
-from engine.optimize.splits import parse_ratios
+
+if TYPE_CHECKING:
+    from engine.optimize import OptimizeResult
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -47,7 +48,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--min-gain",
         type=float,
         default=0.0,
-        help="holdout mean must beat the seed's by at least this (default 0)",
+        help="holdout mean must beat the seed's by at least this (default 0: any gain)",
     )
     p.add_argument(
         "--splits",
@@ -64,6 +65,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _optimize(args: argparse.Namespace) -> int:
+    # Imported here: the model client and gepa would slow down every other command's start.
+    from engine.optimize import OptimizeFailed, OptimizeOptions, optimize
+    from engine.optimize.splits import parse_ratios
+
     ws = workspace_of(args)
     options = OptimizeOptions(
         iterations=args.iterations,

@@ -12,8 +12,9 @@ whether it may be submitted — is here, free of I/O, so each rule is tested on 
 - A child is kept only when its minibatch score beats its parent's strictly, on the same cases.
 - The final pick is the highest validation mean; the seed wins ties, so an optimisation that
   found nothing better changes nothing.
-- Promotion needs a holdout mean at least the seed's plus a minimum, and no case marked
-  critical may score lower than it did with the seed.
+- Promotion needs a holdout mean that beats the seed's, by at least a configurable minimum, and
+  no case marked critical may score lower than it did with the seed. (tRPC-Agent-Go lets an
+  equal mean through by default; here the seed keeps every tie, on holdout as on validation.)
 """
 
 from __future__ import annotations
@@ -136,7 +137,9 @@ def assess_promotion(
     base, new = mean_score(seed, cases), mean_score(candidate, cases)
     delta = new - base
     regressed = tuple(c for c in cases if c in set(critical) and candidate[c] < seed[c])
-    if delta < min_gain - _EPSILON:
+    if delta <= _EPSILON:
+        reason = f"holdout mean {new:.4f} does not beat the seed's {base:.4f}"
+    elif delta < min_gain - _EPSILON:
         reason = f"holdout delta {delta:.4f} is below the required {min_gain:.4f}"
     elif regressed:
         reason = f"critical holdout case regressed: {regressed[0]}"

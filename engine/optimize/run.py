@@ -4,8 +4,8 @@ The run: choose Feedback / Validation / Holdout, evaluate the active version (th
 Validation, let GEPA search (one section per round, children kept only when they beat their
 parent strictly on the same minibatch, survivors measured on all of Validation), pick the best
 Validation mean (the seed on a tie), then compare seed and pick on Holdout with the same
-conditions. Only a pick that clears the holdout rules — mean at least the seed's plus
-``min_gain``, no critical case worse — is submitted, and then only into the approval queue
+conditions. Only a pick that clears the holdout rules — a mean that beats the seed's by at
+least ``min_gain``, no critical case worse — is submitted, and then only into the approval queue
 (``pending_approval``, through the candidate gates), never published.
 
 Limits: iterations, the reflection minibatch, a metric-call budget that is never exceeded (each

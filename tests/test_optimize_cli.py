@@ -1,0 +1,98 @@
+"""``skillsmith optimize`` on a fresh copy of the bundled demo, offline, as a real process.
+
+The demo agent follows its SKILL.md and the offline reflection model mines its edits from the
+Feedback records, so the whole loop runs with no network. Whatever the search finds, the run must
+stay within its limits, leave a complete experiment record, and either queue a candidate that
+beats the seed on holdout or say why it did not.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli import main
+from engine.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
+from engine.fsutil import read_jsonl
+from engine.queue import CandidateQueue
+from engine.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = ["--splits", "0.125,0.125,0.125", "-j", "2"]  # 10 cases per split out of 80
+
+
+def _optimize(ws: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "engine.cli", "optimize", DEMO_SKILL),
+            *("--bench", DEMO_BENCHMARK, "-w", str(ws), "--json", *flags),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
+
+
+@pytest.mark.slow
+def test_demo_optimisation_completes_within_its_limits(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path / "demo")
+    code, result, err = _optimize(
+        root, "--iterations", "3", "--max-metric-calls", "200", "--seed", "3", *SMALL
+    )
+    assert code == 0, err
+    assert result["status"] in ("submitted", "not_submitted")
+    assert result["iterations"] <= 3
+    assert 10 <= result["metric_calls"] <= 200
+    folder = Path(result["experiment_dir"])
+    assert folder.parent == root / "experiments"
+    for name in ("experiment.json", "events.jsonl", "result.json"):
+        assert (folder / name).is_file(), name
+    assert json.loads((folder / "result.json").read_text())["reason"] == result["reason"]
+    # Every metric call is accounted for by a stored evaluation, run by run.
+    evaluations = [json.loads(p.read_text()) for p in (folder / "evaluations").iterdir()]
+    assert sum(len(e["results"]) for e in evaluations) == result["metric_calls"]
+    for evaluation in evaluations:
+        assert (root / "runs" / evaluation["run_id"] / "results.jsonl").is_file()
+    events = read_jsonl(folder / "events.jsonl")
+    assert events[-1]["kind"] == "finished"
+    queue = CandidateQueue(Workspace.at(root)).list()
+    if result["status"] == "submitted":
+        holdout = result["holdout"]
+        assert holdout["candidate_mean"] > holdout["seed_mean"]
+        assert [(c.id, c.status) for c in queue] == [(result["candidate"], "pending_approval")]
+    else:
+        assert result["reason"] and queue == []
+
+
+def test_a_time_limit_exits_1_with_the_failure_recorded(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path / "demo")
+    code, result, _err = _optimize(root, "--time-limit", "0.5", *SMALL)
+    assert code == 1
+    assert result["status"] == "failed"
+    assert result["reason"].startswith("time limit of 0.5s reached")
+    assert CandidateQueue(Workspace.at(root)).list() == []
+    stored = json.loads((Path(result["experiment_dir"]) / "result.json").read_text())
+    assert stored["status"] == "failed"
+
+
+def test_bad_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = copy_demo(tmp_path / "demo")
+    base = ["optimize", DEMO_SKILL, "--bench", DEMO_BENCHMARK, "-w", str(root)]
+    for flags, message in (
+        (["--splits", "0.5,0.6"], "--splits: expected three ratios"),
+        (["--splits", "0.5,0.5,0.5"], "sum to 1.5"),
+        (["--reflection-batch", "0"], "--reflection-batch: expected ≥ 1"),
+        (["--min-gain", "2"], "--min-gain: expected a number in [0, 1]"),
+        (["--splits", "0.05,0.05,0.05"], "at least 10 cases per split"),
+    ):
+        assert main([*base, *flags]) == 2, flags
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert not any((root / "experiments").iterdir())
