@@ -144,10 +144,12 @@ class _Index:
         cand = normalise_name(name)
         best: tuple[ExistingSkill, float] | None = None
         for skill in self.skills:
+            names = [normalise_name(n) for n in skill.names]
+            if any(cand.startswith(n) or n.startswith(cand) for n in names):
+                continue  # a name extension is rule 2's business, not a word overlap
             for existing in skill.names:
                 other = significant_words(existing)
-                parent = normalise_name(existing)
-                if len(other) < 2 or cand.startswith(parent) or parent.startswith(cand):
+                if len(other) < 2:
                     continue
                 shared = words & other
                 score = len(shared) / len(words | other)
@@ -229,7 +231,7 @@ def reconcile(
 def _parent(index: _Index, name: str) -> tuple[ExistingSkill | None, str, str]:
     found = index.superset_parent(name)
     if found is not None:
-        return found, "rewrite_superset_to_update", "extends the name of existing skill"
+        return found, "rewrite_superset_to_update", "repeats or extends the name of"
     found = index.sibling_parent(name)
     if found is not None:
         return found, "rewrite_quantified_sibling_to_update", "is a count-specific sibling of"

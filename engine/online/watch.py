@@ -18,6 +18,7 @@ from watchfiles import Change, watch
 from engine.errors import SkillsmithError
 
 SUFFIX = ".jsonl"
+TICK_MS = 500  # how often an idle watcher wakes (to notice ``stop`` and do its first scan)
 
 
 def session_files(root: Path) -> Iterator[Path]:
@@ -31,7 +32,8 @@ def session_files(root: Path) -> Iterator[Path]:
 
 
 def _wanted(change: Change, path: str) -> bool:
-    return change != Change.deleted and path.endswith(SUFFIX)
+    # a new folder is wanted too: files created in it before its watch was set up send no event
+    return change != Change.deleted and (path.endswith(SUFFIX) or change == Change.added)
 
 
 def watch_folder(
@@ -51,10 +53,10 @@ def watch_folder(
     if not folder.is_dir():
         raise SkillsmithError(f"{folder}: not a folder to watch")
     count = 0
-    if initial:
-        for path in session_files(folder):
-            submit(path)
-            count += 1
+    pending_scan = initial
+    # The first (possibly empty) batch arrives once the watcher runs: scanning then, not before,
+    # leaves no gap in which a new file is neither scanned nor watched. A file seen by both is
+    # offered twice, and its cursor makes the second offer a no-op.
     for changes in watch(
         folder,
         watch_filter=_wanted,
@@ -62,10 +64,19 @@ def watch_folder(
         stop_event=stop,
         force_polling=poll,
         poll_delay_ms=200,
+        rust_timeout=TICK_MS,
+        yield_on_timeout=True,
         raise_interrupt=False,
     ):
-        for path in sorted({Path(p) for _change, p in changes}):
-            if path.is_file():
+        if pending_scan:
+            pending_scan = False
+            for path in session_files(folder):
                 submit(path)
                 count += 1
+        for changed in sorted({Path(p) for _change, p in changes}):
+            found = session_files(changed) if changed.is_dir() else iter([changed])
+            for path in found:
+                if path.is_file() and path.name.endswith(SUFFIX):
+                    submit(path)
+                    count += 1
     return count
