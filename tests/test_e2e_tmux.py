@@ -45,11 +45,15 @@ def tmux(*args: str) -> str:
     return done.stdout
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+def wait_for(
+    condition: Callable[[], bool], what: str, timeout: float = 30.0, show: str = ""
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            size = tmux("display", "-p", "-t", show, "#{window_width}x#{window_height}")
+            screen = size + tmux("capture-pane", "-p", "-t", show) if show else ""
+            raise AssertionError(f"timed out waiting for {what}\n{screen}")
         time.sleep(0.1)
 
 
@@ -57,7 +61,8 @@ def command(ws_root: Path) -> str:
     """The installed console script when there is one, else the same entry point via -m."""
     script = Path(sys.executable).parent / "skillsmith"
     argv = [str(script)] if script.exists() else [sys.executable, "-m", "tui"]
-    return shlex.join([*argv, "-w", str(ws_root)])
+    # pytest exports COLUMNS/LINES (80x24); the app must measure the real tmux pane instead.
+    return shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *argv, "-w", str(ws_root)])
 
 
 def test_a_approves_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> None:
@@ -79,13 +84,15 @@ def test_a_approves_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> Non
     wait_for(
         lambda: all(part in screen() for part in (target.id, "pending_approval", "+++ b/SKILL.md")),
         "the queue and the diff",
+        timeout=120,  # a cold start compiles and imports the whole engine
+        show=tmux_session,
     )
     tmux("send-keys", "-t", tmux_session, "a")
     store = SkillStore(ws, SKILL)
     wait_for(lambda: store.current() == "v2", "v2 to be published on disk")
     assert ws.skill_path(SKILL).read_text() == target.skill_text()
     wait_for(lambda: "published" in screen(), "the queue to show the published status")
-    wait_for(lambda: "Approved" in screen() and "z undoes" in screen(), "the approval toast")
+    wait_for(lambda: f"Approved {target.id}" in screen(), "the approval toast")
     wait_for(lambda: "workspace v2" in screen(), "the status line to show version 2")
     tmux("send-keys", "-t", tmux_session, "q")
     wait_for(
