@@ -17,6 +17,7 @@ from engine.errors import UsageError
 from engine.fsutil import read_jsonl
 from engine.optimize import OptimizeFailed, OptimizeOptions, optimize
 from engine.queue import CandidateQueue
+from engine.sessions import list_sessions
 from engine.store import SkillStore
 from engine.workspace import Workspace
 from tests.llm_server import MessagesServer, Reply
@@ -91,6 +92,11 @@ def test_an_improving_candidate_is_queued_for_approval_with_its_evidence(
             *("holdout-baseline", "holdout-candidate"),
         ]
     )
+    evaluations = [json.loads(p.read_text()) for p in sorted((folder / "evaluations").iterdir())]
+    # The Optimizer session names every run it started, so each figure leads back to its run.
+    sessions = list_sessions(ws, "optimizer")
+    assert [(s.session_id, s.status) for s in sessions] == [(result.experiment_id, "submitted")]
+    assert list(sessions[0].run_ids) == [e["run_id"] for e in evaluations]
     kinds = [e["kind"] for e in _events(ws, result.experiment_id)]
     for kind in ("parent_selected", "minibatch", "reflection", "candidate_accepted", "selected"):
         assert kind in kinds

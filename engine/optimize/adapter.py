@@ -171,7 +171,14 @@ class Evaluator:
         self.experiment.evaluation(
             phase, cand, {"run_id": result.run_id, "mean": mean, "results": results}
         )
-        self.log.emit("progress", done=self.calls, total=self.budget, phase=phase, candidate=cand)
+        self.log.emit(
+            "progress",
+            done=self.calls,
+            total=self.budget,
+            phase=phase,
+            candidate=cand,
+            run_id=result.run_id,
+        )
         return runs, trajectories
 
     def _trajectory(self, run_dir: Any, row: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from gepa.core.result import GEPAResult
 
 from engine.benchmark import Benchmark, load_benchmark
 from engine.errors import SkillsmithError, UsageError
-from engine.events import Cancelled, CancelToken, Reporter, SessionLog, null_reporter, utc_now
+from engine.events import Cancelled, CancelToken, Reporter, null_reporter, utc_now
 from engine.gates.candidate import Outcome, StaleCandidate, submit_candidate
 from engine.gates.result import GateResult
 from engine.llm import make_llm
@@ -48,6 +48,7 @@ from engine.optimize.offline import offline_reflection
 from engine.optimize.pareto import Promotion, assess_promotion, best_candidate, mean_score
 from engine.optimize.sections import SECTIONS, candidate_id, render, sections_of
 from engine.optimize.splits import MIN_SUBMIT_CASES, Splits, choose_splits
+from engine.sessions import hold, start_session
 from engine.store import SkillStore
 from engine.workspace import Workspace
 
@@ -122,118 +123,23 @@ def optimize(
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
 ) -> OptimizeResult:
-    """Optimise ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure."""
+    """Optimise ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure.
+
+    Everything that can be refused is refused before the first agent runs (UsageError).
+    """
     opts = options or OptimizeOptions()
     opts.check()
-    cfg = ws.load_config()
     store = SkillStore(ws, skill)
     parent = store.ensure_adopted()
     if parent is None:
         raise SkillsmithError(f"{ws.skills_dir / skill}: no such skill to optimise")
-    seed_text = store.read(parent)
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     seed = bench.seed if opts.seed is None else opts.seed
     splits = choose_splits(bench, opts.splits, seed)
     _check_plan(bench, splits, opts)
-    llm = make_llm(cfg.models.reflection, ws, offline=offline_reflection)
-    experiment = Experiment(ws)
-    log = SessionLog(ws.sessions_dir, "optimize", session_id=experiment.id, forward=reporter)
-    clock = RunClock(opts.time_limit_s, cancel)
-    seed_sections = sections_of(seed_text)
-    evaluator = Evaluator(
-        ws, bench, skill, seed_text, experiment, clock, log, opts.jobs, opts.max_metric_calls
-    )
-    adapter = SkillAdapter(
-        evaluator,
-        Reflector(llm, cfg.models.reflection.max_tokens),
-        experiment,
-        splits.feedback,
-        splits.validation,
-        log,
-    )
-    batch = min(opts.reflection_batch, len(splits.feedback))
-    limits = Limits(
-        adapter,
-        iterations=opts.iterations,
-        max_calls=opts.max_metric_calls,
-        round_cost=2 * batch + len(splits.validation),
-        reserve=2 * len(splits.holdout),
-        clock=clock,
-    )
-    result = OptimizeResult(
-        experiment_id=experiment.id,
-        experiment_dir=str(experiment.dir),
-        skill=skill,
-        benchmark=bench.id,
-        status="failed",
-        reason="started",
-        seed_id=candidate_id(seed_sections),
-    )
-    _record_start(experiment, skill, parent, bench, splits, opts, seed, llm.model, seed_sections)
-    experiment.candidate(
-        result.seed_id,
-        {"parent_id": None, "section": None, "sections": seed_sections, "skill_md": seed_text},
-    )
-    log.emit("started", experiment=experiment.id, skill=skill, benchmark=bench.id)
-    try:
-        found: GEPAResult[Any, Any] = gepa_optimize(
-            seed_candidate=dict(seed_sections),
-            trainset=list(splits.feedback),
-            valset=list(splits.validation),
-            adapter=adapter,
-            candidate_selection_strategy=CoverageSelector(splits.validation, seed),
-            acceptance_criterion=StrictAcceptance(),
-            frontier_type="instance",
-            module_selector="round_robin",
-            batch_sampler=DistinctMinibatch(batch, seed),
-            perfect_score=1.0,
-            skip_perfect_score=True,
-            use_merge=False,
-            stop_callbacks=[limits],
-            logger=GepaLog(log),
-            callbacks=[cast(GEPACallback, adapter)],
-            seed=seed,
-            raise_on_exception=True,
-        )
-        result.metric_calls = evaluator.calls
-        if adapter.fatal is not None:
-            raise SkillsmithError(f"reflection failed: {adapter.fatal}")
-        result.stop_reason = limits.reason
-        result.iterations = adapter.iteration
-        table = [
-            {splits.validation[int(k)]: v for k, v in scores.items()}
-            for scores in found.val_subscores
-        ]
-        best = best_candidate(table, splits.validation)
-        result.pool = [
-            {"id": candidate_id(c), "validation_mean": mean_score(t, splits.validation)}
-            for c, t in zip(found.candidates, table, strict=True)
-        ]
-        chosen: dict[str, str] = dict(found.candidates[best])
-        result.selected_id = candidate_id(chosen)
-        experiment.event("selected", candidate_id=result.selected_id, pool=result.pool)
-        promotion = _holdout(result, evaluator, seed_sections, chosen, best == 0, splits, opts)
-        result.metric_calls = evaluator.calls
-        clock.check()
-        _submit(ws, result, promotion, skill, parent, render(seed_text, chosen), opts, splits)
-    except Cancelled:
-        result.metric_calls = evaluator.calls
-        if not clock.expired:
-            _finish(experiment, log, result, "failed", "cancelled")
-            raise
-        limit = f"time limit of {opts.time_limit_s:g}s reached after {clock.elapsed():.1f}s"
-        _finish(experiment, log, result, "failed", limit + "; nothing was submitted")
-        raise OptimizeFailed(result) from None
-    except SkillsmithError as exc:
-        result.metric_calls = evaluator.calls
-        _finish(experiment, log, result, "failed", str(exc))
-        raise OptimizeFailed(result) from None
-    except KeyboardInterrupt:
-        result.metric_calls = evaluator.calls
-        _finish(experiment, log, result, "failed", "interrupted")
-        raise
-    _finish(experiment, log, result, result.status, result.reason)
-    return result
+    run = _Run(ws, skill, parent, store.read(parent), bench, splits, opts, seed, reporter, cancel)
+    with hold(run.experiment.dir):
+        return run.execute()
 
 
 def _check_plan(bench: Benchmark, splits: Splits, opts: OptimizeOptions) -> None:
@@ -255,166 +161,295 @@ def _check_plan(bench: Benchmark, splits: Splits, opts: OptimizeOptions) -> None
         )
 
 
-def _record_start(
-    experiment: Experiment,
-    skill: str,
-    parent: str,
-    bench: Benchmark,
-    splits: Splits,
-    opts: OptimizeOptions,
-    seed: int,
-    model: str,
-    seed_sections: dict[str, str],
-) -> None:
-    experiment.write(
-        "experiment.json",
-        {
-            "id": experiment.id,
-            "algorithm": "gepa",
-            "gepa_version": importlib.metadata.version("gepa"),
-            "skill": skill,
-            "parent_version": parent,
-            "benchmark": bench.id,
-            "splits": {
-                "source": splits.source,
-                "feedback": splits.feedback,
-                "validation": splits.validation,
-                "holdout": splits.holdout,
-                "critical": [c.id for c in bench.cases if c.rubric.critical],
-            },
-            "options": {**asdict(opts), "seed": seed},
-            "sections": list(SECTIONS),
-            "reflection_model": model,
-            "seed_candidate": candidate_id(seed_sections),
-            "started_at": utc_now(),
-        },
-    )
+class _Run:
+    """One optimisation's moving parts, wired once; :meth:`execute` runs and records it."""
 
-
-def _holdout(
-    result: OptimizeResult,
-    evaluator: Evaluator,
-    seed_sections: dict[str, str],
-    chosen: dict[str, str],
-    seed_won: bool,
-    splits: Splits,
-    opts: OptimizeOptions,
-) -> Promotion:
-    """Seed and pick on Holdout under the same conditions, then the promotion rules."""
-    critical = [c.id for c in evaluator.bench.cases if c.rubric.critical]
-    seed_scores: dict[str, float] = {}
-    pick_scores: dict[str, float] = {}
-    if not seed_won and splits.holdout:
-        base, _ = evaluator.run(seed_sections, splits.holdout, "holdout-baseline", traces=False)
-        pick, _ = evaluator.run(chosen, splits.holdout, "holdout-candidate", traces=False)
-        seed_scores = {r.case_id: r.score for r in base}
-        pick_scores = {r.case_id: r.score for r in pick}
-    promotion = assess_promotion(
-        selected_is_seed=seed_won,
-        seed=seed_scores,
-        candidate=pick_scores,
-        cases=splits.holdout if seed_scores else [],
-        critical=critical,
-        min_gain=opts.min_gain,
-    )
-    if seed_scores:
-        result.holdout = {
-            "cases": len(splits.holdout),
-            "seed_mean": promotion.seed_mean,
-            "candidate_mean": promotion.candidate_mean,
-            "delta": promotion.delta,
-            "min_gain": opts.min_gain,
-            "critical": [c for c in splits.holdout if c in set(critical)],
-            "critical_regressed": list(promotion.regressed),
-            "improved": [c for c in splits.holdout if pick_scores[c] > seed_scores[c]],
-            "worsened": [c for c in splits.holdout if pick_scores[c] < seed_scores[c]],
-        }
-    evaluator.experiment.event(
-        "promotion", eligible=promotion.eligible, reason=promotion.reason, holdout=result.holdout
-    )
-    return promotion
-
-
-def _submit(
-    ws: Workspace,
-    result: OptimizeResult,
-    promotion: Promotion,
-    skill: str,
-    parent: str,
-    text: str,
-    opts: OptimizeOptions,
-    splits: Splits,
-) -> None:
-    """Queue the pick as pending_approval with its evidence, or say why not."""
-    result.status, result.reason = "not_submitted", promotion.reason
-    if not promotion.eligible:
-        return
-    if not opts.submit:
-        result.reason = f"{promotion.reason}; not submitted (--no-submit)"
-        return
-    holdout = result.holdout or {}
-    seed_mean, pick_mean = float(holdout["seed_mean"]), float(holdout["candidate_mean"])
-    evidence = GateResult(
-        gate="holdout_promotion",
-        verdict="pass",
-        figures={
-            "experiment": result.experiment_id,
-            "seed_mean": seed_mean,
-            "candidate_mean": pick_mean,
-            "delta": holdout["delta"],
-            "min_gain": opts.min_gain,
-            "cases": len(splits.holdout),
-            "critical": holdout["critical"],
-        },
-        reasons=[promotion.reason],
-        case_ids=list(splits.holdout),
-        fixed=list(holdout["improved"]),
-        newly_broken=list(holdout["worsened"]),
-    )
-    notes = (
-        f"paired holdout mean {seed_mean:.3f} → {pick_mean:.3f} over {len(splits.holdout)} cases"
-    )
-    try:
-        cand, decision = submit_candidate(
+    def __init__(
+        self,
+        ws: Workspace,
+        skill: str,
+        parent: str,
+        seed_text: str,
+        bench: Benchmark,
+        splits: Splits,
+        opts: OptimizeOptions,
+        seed: int,
+        reporter: Reporter,
+        cancel: CancelToken | None,
+    ) -> None:
+        cfg = ws.load_config()
+        self.ws, self.skill, self.parent, self.seed_text = ws, skill, parent, seed_text
+        self.bench, self.splits, self.opts, self.seed = bench, splits, opts, seed
+        self.llm = make_llm(cfg.models.reflection, ws, offline=offline_reflection)
+        self.experiment = Experiment(ws)
+        self.log = start_session(ws, "optimizer", forward=reporter, session_id=self.experiment.id)
+        self.clock = RunClock(opts.time_limit_s, cancel)
+        self.seed_sections = sections_of(seed_text)
+        self.evaluator = Evaluator(
             ws,
+            bench,
             skill,
-            text,
-            source="optimize",
-            operation="update",
-            parent_version=parent,
-            summary=f"optimize {result.experiment_id}: {notes}",
-            outcome=Outcome(
-                status="success", notes=notes, evaluator=f"optimize/gepa:{result.experiment_id}"
-            ),
-            evidence=[evidence],
-            approval_required="offline-optimised candidates wait for a person",
-            shadow=False,
-            delta_score=float(holdout["delta"]),
-            metrics={"experiment": result.experiment_id, "holdout": holdout},
-            provenance={"experiment": result.experiment_id, "benchmark": result.benchmark},
+            seed_text,
+            self.experiment,
+            self.clock,
+            self.log,
+            opts.jobs,
+            opts.max_metric_calls,
         )
-    except StaleCandidate as exc:
-        result.reason = f"{promotion.reason}; not submitted: {exc}"
-        return
-    result.candidate, result.candidate_status = cand.id, cand.status
-    if cand.status == "pending_approval":
-        result.status = "submitted"
-        result.reason = f"{promotion.reason}; queued {cand.id} for approval"
-    else:
-        result.reason = (
-            f"{promotion.reason}; the candidate gates said {cand.status}: {decision.reason}"
+        self.adapter = SkillAdapter(
+            self.evaluator,
+            Reflector(self.llm, cfg.models.reflection.max_tokens),
+            self.experiment,
+            splits.feedback,
+            splits.validation,
+            self.log,
+        )
+        self.batch = min(opts.reflection_batch, len(splits.feedback))
+        self.limits = Limits(
+            self.adapter,
+            iterations=opts.iterations,
+            max_calls=opts.max_metric_calls,
+            round_cost=2 * self.batch + len(splits.validation),
+            reserve=2 * len(splits.holdout),
+            clock=self.clock,
+        )
+        self.result = OptimizeResult(
+            experiment_id=self.experiment.id,
+            experiment_dir=str(self.experiment.dir),
+            skill=skill,
+            benchmark=bench.id,
+            status="failed",
+            reason="started",
+            seed_id=candidate_id(self.seed_sections),
         )
 
+    def execute(self) -> OptimizeResult:
+        result, clock = self.result, self.clock
+        self._record_start()
+        try:
+            found = self._search()
+            chosen, seed_won = self._select(found)
+            promotion = self._holdout(chosen, seed_won)
+            clock.check()
+            self._submit(promotion, chosen)
+        except Cancelled:
+            if not clock.expired:
+                self._finish("failed", "cancelled")
+                raise
+            limit = f"time limit of {self.opts.time_limit_s:g}s reached"
+            self._finish("failed", f"{limit} after {clock.elapsed():.1f}s; nothing was submitted")
+            raise OptimizeFailed(result) from None
+        except SkillsmithError as exc:
+            self._finish("failed", str(exc))
+            raise OptimizeFailed(result) from None
+        except KeyboardInterrupt:
+            self._finish("failed", "interrupted")
+            raise
+        self._finish(result.status, result.reason)
+        return result
 
-def _finish(
-    experiment: Experiment, log: SessionLog, result: OptimizeResult, status: Status, reason: str
-) -> None:
-    result.status, result.reason = status, reason
-    experiment.write("result.json", {**result.to_json(), "finished_at": utc_now()})
-    experiment.event("finished", status=status, reason=reason, metric_calls=result.metric_calls)
-    if result.candidate is not None:
-        log.emit("candidate_queued", candidate=result.candidate, status=result.candidate_status)
-    log.emit("finished" if status != "failed" else "error", status=status, reason=reason)
+    def _search(self) -> GEPAResult[Any, Any]:
+        """gepa's loop with our evaluation, reflection, selection, acceptance and limits."""
+        found: GEPAResult[Any, Any] = gepa_optimize(
+            seed_candidate=dict(self.seed_sections),
+            trainset=list(self.splits.feedback),
+            valset=list(self.splits.validation),
+            adapter=self.adapter,
+            candidate_selection_strategy=CoverageSelector(self.splits.validation, self.seed),
+            acceptance_criterion=StrictAcceptance(),
+            frontier_type="instance",
+            module_selector="round_robin",
+            batch_sampler=DistinctMinibatch(self.batch, self.seed),
+            perfect_score=1.0,
+            skip_perfect_score=True,
+            use_merge=False,
+            stop_callbacks=[self.limits],
+            logger=GepaLog(self.log),
+            callbacks=[cast(GEPACallback, self.adapter)],
+            seed=self.seed,
+            raise_on_exception=True,
+        )
+        if self.adapter.fatal is not None:
+            raise SkillsmithError(f"reflection failed: {self.adapter.fatal}")
+        self.result.stop_reason = self.limits.reason
+        self.result.iterations = self.adapter.iteration
+        return found
+
+    def _select(self, found: GEPAResult[Any, Any]) -> tuple[dict[str, str], bool]:
+        """The best Validation mean of the pool (the seed on a tie); True when it is the seed."""
+        validation = self.splits.validation
+        table = [
+            {validation[int(k)]: v for k, v in scores.items()} for scores in found.val_subscores
+        ]
+        best = best_candidate(table, validation)
+        self.result.pool = [
+            {"id": candidate_id(c), "validation_mean": mean_score(t, validation)}
+            for c, t in zip(found.candidates, table, strict=True)
+        ]
+        chosen: dict[str, str] = dict(found.candidates[best])
+        self.result.selected_id = candidate_id(chosen)
+        self.experiment.event(
+            "selected", candidate_id=self.result.selected_id, pool=self.result.pool
+        )
+        return chosen, best == 0
+
+    def _holdout(self, chosen: dict[str, str], seed_won: bool) -> Promotion:
+        """Seed and pick on Holdout under the same conditions, then the promotion rules."""
+        holdout, result = self.splits.holdout, self.result
+        critical = [c.id for c in self.bench.cases if c.rubric.critical]
+        seed_scores: dict[str, float] = {}
+        pick_scores: dict[str, float] = {}
+        if not seed_won and holdout:
+            run = self.evaluator.run
+            base, _ = run(self.seed_sections, holdout, "holdout-baseline", traces=False)
+            pick, _ = run(chosen, holdout, "holdout-candidate", traces=False)
+            seed_scores = {r.case_id: r.score for r in base}
+            pick_scores = {r.case_id: r.score for r in pick}
+        promotion = assess_promotion(
+            selected_is_seed=seed_won,
+            seed=seed_scores,
+            candidate=pick_scores,
+            cases=holdout if seed_scores else [],
+            critical=critical,
+            min_gain=self.opts.min_gain,
+        )
+        if seed_scores:
+            result.holdout = {
+                "cases": len(holdout),
+                "seed_mean": promotion.seed_mean,
+                "candidate_mean": promotion.candidate_mean,
+                "delta": promotion.delta,
+                "min_gain": self.opts.min_gain,
+                "critical": [c for c in holdout if c in set(critical)],
+                "critical_regressed": list(promotion.regressed),
+                "improved": [c for c in holdout if pick_scores[c] > seed_scores[c]],
+                "worsened": [c for c in holdout if pick_scores[c] < seed_scores[c]],
+            }
+        self.experiment.event(
+            "promotion",
+            eligible=promotion.eligible,
+            reason=promotion.reason,
+            holdout=result.holdout,
+        )
+        return promotion
+
+    def _submit(self, promotion: Promotion, chosen: dict[str, str]) -> None:
+        """Queue the pick as pending_approval with its evidence, or say why not."""
+        result, opts = self.result, self.opts
+        result.status, result.reason = "not_submitted", promotion.reason
+        if not promotion.eligible:
+            return
+        if not opts.submit:
+            result.reason = f"{promotion.reason}; not submitted (--no-submit)"
+            return
+        holdout = result.holdout or {}
+        cases = self.splits.holdout
+        seed_mean, pick_mean = float(holdout["seed_mean"]), float(holdout["candidate_mean"])
+        evidence = GateResult(
+            gate="holdout_promotion",
+            verdict="pass",
+            figures={
+                "experiment": result.experiment_id,
+                "seed_mean": seed_mean,
+                "candidate_mean": pick_mean,
+                "delta": holdout["delta"],
+                "min_gain": opts.min_gain,
+                "cases": len(cases),
+                "critical": holdout["critical"],
+            },
+            reasons=[promotion.reason],
+            case_ids=list(cases),
+            fixed=list(holdout["improved"]),
+            newly_broken=list(holdout["worsened"]),
+        )
+        notes = f"paired holdout mean {seed_mean:.3f} → {pick_mean:.3f} over {len(cases)} cases"
+        try:
+            cand, decision = submit_candidate(
+                self.ws,
+                self.skill,
+                render(self.seed_text, chosen),
+                source="optimize",
+                operation="update",
+                parent_version=self.parent,
+                summary=f"optimize {result.experiment_id}: {notes}",
+                outcome=Outcome(
+                    status="success",
+                    notes=notes,
+                    evaluator=f"optimize/gepa:{result.experiment_id}",
+                ),
+                evidence=[evidence],
+                approval_required="offline-optimised candidates wait for a person",
+                shadow=False,
+                delta_score=float(holdout["delta"]),
+                metrics={"experiment": result.experiment_id, "holdout": holdout},
+                provenance={"experiment": result.experiment_id, "benchmark": result.benchmark},
+            )
+        except StaleCandidate as exc:
+            result.reason = f"{promotion.reason}; not submitted: {exc}"
+            return
+        result.candidate, result.candidate_status = cand.id, cand.status
+        if cand.status == "pending_approval":
+            result.status = "submitted"
+            result.reason = f"{promotion.reason}; queued {cand.id} for approval"
+        else:
+            result.reason = (
+                f"{promotion.reason}; the candidate gates said {cand.status}: {decision.reason}"
+            )
+
+    def _record_start(self) -> None:
+        experiment, splits = self.experiment, self.splits
+        experiment.write(
+            "experiment.json",
+            {
+                "id": experiment.id,
+                "algorithm": "gepa",
+                "gepa_version": importlib.metadata.version("gepa"),
+                "skill": self.skill,
+                "parent_version": self.parent,
+                "benchmark": self.bench.id,
+                "splits": {
+                    "source": splits.source,
+                    "feedback": splits.feedback,
+                    "validation": splits.validation,
+                    "holdout": splits.holdout,
+                    "critical": [c.id for c in self.bench.cases if c.rubric.critical],
+                },
+                "options": {**asdict(self.opts), "seed": self.seed},
+                "sections": list(SECTIONS),
+                "reflection_model": self.llm.model,
+                "seed_candidate": self.result.seed_id,
+                "started_at": utc_now(),
+            },
+        )
+        experiment.candidate(
+            self.result.seed_id,
+            {
+                "parent_id": None,
+                "section": None,
+                "sections": self.seed_sections,
+                "skill_md": self.seed_text,
+            },
+        )
+        self.log.emit(
+            "started", experiment=experiment.id, skill=self.skill, benchmark=self.bench.id
+        )
+
+    def _finish(self, status: Status, reason: str) -> None:
+        result = self.result
+        result.metric_calls = self.evaluator.calls
+        result.status, result.reason = status, reason
+        self.experiment.write("result.json", {**result.to_json(), "finished_at": utc_now()})
+        self.experiment.event(
+            "finished", status=status, reason=reason, metric_calls=result.metric_calls
+        )
+        if result.candidate is not None:
+            self.log.emit(
+                "candidate_queued", candidate=result.candidate, status=result.candidate_status
+            )
+        if status == "failed":
+            self.log.emit("error", status=status, reason=reason)
+        else:
+            self.log.emit("finished", status=status, reason=reason)
 
 
 __all__ = ["OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize"]
