@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from typing import cast
 
 import pytest
@@ -25,6 +26,7 @@ from engine.gates.candidate import (
     family_key,
     run_candidate_gates,
     submit_candidate,
+    sweep_expired,
 )
 from engine.gates.result import GateResult
 from engine.queue import CandidateQueue
@@ -421,3 +423,34 @@ def test_approval_timeout_promotes_and_rejects_the_stale(ws: Workspace) -> None:
     assert queue.get(loser).status == "rejected"
     assert "stale after the approval timeout" in (queue.get(loser).reason or "")
     assert SkillStore(ws, "audit").current() == "v1"
+
+
+def test_a_configured_timeout_is_swept_when_the_next_candidate_arrives(ws: Workspace) -> None:
+    parent = SkillStore(ws, "audit").ensure_adopted()
+    first, _ = submit_candidate(
+        ws,
+        "audit",
+        skill_text("audit", steps=["a", "b", "c"]),
+        source="review",
+        operation="update",
+        parent_version=parent,
+        summary="waits",
+    )
+    assert sweep_expired(ws) == []  # no timeout configured: nothing expires
+    cfg = ws.load_config()
+    cfg.gates.approval_timeout_s = 0.5
+    ws.save_config(cfg)
+    time.sleep(1.1)  # candidate times have one-second resolution
+    # The sweep runs before the next candidate is gated: the first is published, so the second,
+    # made against v0 too, is stale now.
+    with pytest.raises(StaleCandidate, match="now at v1"):
+        submit_candidate(
+            ws,
+            "audit",
+            skill_text("audit", steps=["d", "e", "f"]),
+            source="review",
+            operation="update",
+            parent_version=parent,
+            summary="too late",
+        )
+    assert CandidateQueue(ws).get(first.id).status == "published"

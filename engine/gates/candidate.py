@@ -496,6 +496,7 @@ def submit_candidate(
     """
     queue = CandidateQueue(ws)
     with ws.lock(f"submit candidate for {skill}"):
+        sweep_expired(ws)
         decision = run_candidate_gates(
             ws,
             skill,
@@ -582,6 +583,15 @@ def expire_pending(
     return done
 
 
+def sweep_expired(ws: Workspace) -> list[tuple[str, str]]:
+    """:func:`expire_pending` with the workspace's ``gates.approval_timeout_s`` (off when unset).
+
+    Candidate submission sweeps first; a view of the queue should sweep when it opens.
+    """
+    timeout = ws.load_config().gates.approval_timeout_s
+    return [] if timeout is None else expire_pending(ws, timeout)
+
+
 __all__ = [
     "CandidateGates",
     "Effectiveness",
@@ -599,4 +609,5 @@ __all__ = [
     "record_transitions",
     "run_candidate_gates",
     "submit_candidate",
+    "sweep_expired",
 ]
