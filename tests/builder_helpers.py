@@ -3,8 +3,9 @@
 Building a benchmark runs real agents, so one build is made per test module (``built_demo``) and
 each test works on its own copy (``clone``). Run as a script, this file is a target agent: it
 counts its launch in ``$SKILLSMITH_TEST_COUNT_DIR/launches`` (case and run index), optionally
-sleeps ``$SKILLSMITH_TEST_DELAY`` seconds, then is the bundled demo agent — so a test can count
-exactly which units ran and kill an Optimizer in the middle of an evaluation.
+sleeps ``$SKILLSMITH_TEST_DELAY`` seconds or crashes on one case (``$SKILLSMITH_TEST_CRASH``),
+then is the bundled demo agent — so a test can count exactly which units ran, break units, and
+kill an Optimizer in the middle of an evaluation.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 COUNT_ENV = "SKILLSMITH_TEST_COUNT_DIR"
 DELAY_ENV = "SKILLSMITH_TEST_DELAY"
+CRASH_ENV = "SKILLSMITH_TEST_CRASH"  # "<statement file>:once" or "<statement file>:always"
 BENCH = "mini"
 # Demo cases on which the offline optimizer's first candidate (run every step before concluding)
 # fixes a premature conclusion, and the next ones change nothing: one kept round, then rollbacks.
@@ -68,7 +70,7 @@ def use_counting_agent(ws: Any) -> None:
     cfg = ws.load_config()
     cfg.agent.kind = "command"
     cfg.agent.command = [sys.executable, str(Path(__file__).resolve())]
-    cfg.agent.env_allow = [COUNT_ENV, DELAY_ENV]
+    cfg.agent.env_allow = [COUNT_ENV, DELAY_ENV, CRASH_ENV]
     ws.save_config(cfg)
 
 
@@ -117,14 +119,20 @@ def events(ws: Any, session_id: str) -> list[dict[str, Any]]:
 
 
 def _count_and_run() -> int:
-    folder = os.environ.get(COUNT_ENV)
-    if folder:
-        prompt = Path(os.environ.get("SKILLSMITH_PROMPT_FILE", "PROMPT.md")).read_text()
-        files = sorted(p.name for p in Path.cwd().iterdir() if p.suffix not in (".md", ""))
-        unit = f"{','.join(files)}#{os.environ.get('SKILLSMITH_RUN_INDEX', '0')}"
-        with open(Path(folder) / "launches", "a", encoding="utf-8") as fh:
-            fh.write(f"{unit} {len(prompt)}\n")
+    folder = Path(os.environ.get(COUNT_ENV) or ".")
+    files = sorted(p.name for p in Path.cwd().iterdir() if p.is_file() and p.suffix != ".md")
+    unit = f"{','.join(files)}#{os.environ.get('SKILLSMITH_RUN_INDEX', '0')}"
+    if os.environ.get(COUNT_ENV):
+        with open(folder / "launches", "a", encoding="utf-8") as fh:
+            fh.write(unit + "\n")
     time.sleep(float(os.environ.get(DELAY_ENV) or 0))
+    crash_file, _, how = (os.environ.get(CRASH_ENV) or "").partition(":")
+    if crash_file and crash_file in files:
+        marker = folder / f"crashed-{crash_file}"
+        if how == "always" or not marker.exists():
+            marker.touch()
+            sys.stderr.write(f"test agent: crashing on {crash_file}\n")
+            return 3
     from engine.demo.agent import main
 
     return main()

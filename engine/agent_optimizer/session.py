@@ -44,7 +44,7 @@ from engine.agents import make_agent
 from engine.benchmark import load_benchmark
 from engine.builder.baseline import ACCEPTED, FormalBaseline, formal_baseline
 from engine.builder.judge import ProtocolJudge, make_judge
-from engine.builder.protocol import ask, data_message
+from engine.builder.protocol import ProtocolExhausted, ask, data_message
 from engine.diagnosis.run import diagnose_run, load_run
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, CancelToken, Reporter, SessionLog, new_id, null_reporter
@@ -438,7 +438,10 @@ class _Optimizer:
                 reason = self._stop()
                 if reason is not None:
                     return reason
-                proposal = self.propose()
+                try:
+                    proposal = self.propose()
+                except ProtocolExhausted as exc:
+                    return f"no valid candidate: {exc}"
                 if isinstance(proposal, NoneLeft):
                     return f"no different safe candidate left ({proposal.reason})"
                 attempt = Attempt(

@@ -35,6 +35,10 @@ class ProtocolError(SkillsmithError):
     """A model reply that is not valid protocol YAML; the message says what is wrong."""
 
 
+class ProtocolExhausted(SkillsmithError):
+    """The model gave no valid reply within the allowed number of requests."""
+
+
 @dataclass(frozen=True)
 class Exchange:
     """The validated answer of one request and what getting it took."""
@@ -109,7 +113,7 @@ def ask(
 
     ``parse`` raises :class:`ProtocolError` for a malformed reply; the reply and the reason are
     appended to the conversation so the model answers the same question again. After
-    ``max_requests`` malformed replies a :class:`SkillsmithError` names the last reason.
+    ``max_requests`` malformed replies :class:`ProtocolExhausted` names the last reason.
     """
     conversation = list(messages)
     errors: list[str] = []
@@ -132,7 +136,7 @@ def ask(
             ]
             continue
         return Exchange(value, number, tuple(errors))
-    raise SkillsmithError(
+    raise ProtocolExhausted(
         f"model {getattr(llm, 'model', '?')}: no valid protocol YAML after {max_requests} "
         f"requests; last problem: {errors[-1]}"
     )

@@ -1,0 +1,147 @@
+"""A candidate is one bounded, safe, new edit of the agent's editable state — or refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engine.agent_optimizer.candidate import (
+    CANDIDATE_PROTOCOL,
+    Candidate,
+    NoneLeft,
+    diff_sha,
+    editable_files,
+    file_diff,
+    parse_candidate,
+)
+from engine.agent_optimizer.offline import EVIDENCE_LINE, THOROUGH_LINE, optimizer_offline
+from engine.builder.protocol import ProtocolError, data_message
+from engine.demo import copy_demo
+from engine.store import SkillStore
+from engine.workspace import Workspace
+
+SKILL = "skills/security-audit/SKILL.md"
+CASES = ("a", "b")
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    return Workspace.at(copy_demo(tmp_path_factory.mktemp("cand") / "ws"))
+
+
+def _reply(target: str, diff: str, **extra: Any) -> str:
+    data = {
+        "protocol": CANDIDATE_PROTOCOL,
+        "target": target,
+        "rule": "premature_conclusion",
+        "summary": "one line",
+        "hypothesis": "a and b stop concluding early",
+        "targeted_cases": ["a"],
+        "diff": diff,
+        **extra,
+    }
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def _parse(ws: Workspace, reply: str, tried: tuple[str, ...] = ()) -> Candidate | NoneLeft:
+    return parse_candidate(reply, ws=ws, files=editable_files(ws), case_ids=CASES, tried=tried)
+
+
+def _edit(ws: Workspace, target: str, old: str, new: str) -> str:
+    text = editable_files(ws)[target] or ""
+    assert old in text
+    return file_diff(text, text.replace(old, new, 1), target)
+
+
+def test_a_skill_edit_passes_the_patch_filters(ws: Workspace) -> None:
+    text = editable_files(ws)[SKILL] or ""
+    diff = file_diff(text, text + THOROUGH_LINE + "\n", SKILL)
+    candidate = _parse(ws, _reply(SKILL, diff))
+    assert isinstance(candidate, Candidate)
+    assert candidate.skill == "security-audit" and candidate.after == text + THOROUGH_LINE + "\n"
+    assert candidate.before == text and candidate.diff_sha == diff_sha(diff)
+    assert Candidate.from_dict(candidate.to_dict()) == candidate
+
+
+def test_agents_md_and_agent_settings_are_editable(ws: Workspace) -> None:
+    agents = editable_files(ws)["AGENTS.md"] or ""
+    diff = file_diff(agents, agents + EVIDENCE_LINE + "\n", "AGENTS.md")
+    assert diff.startswith("--- a/AGENTS.md\n+++ b/AGENTS.md\n")
+    assert isinstance(_parse(ws, _reply("AGENTS.md", diff)), Candidate)
+    turns = _edit(ws, "skillsmith.yaml", "max_turns: 20", "max_turns: 30")
+    candidate = _parse(ws, _reply("skillsmith.yaml", turns))
+    assert isinstance(candidate, Candidate) and "max_turns: 30" in candidate.after
+
+
+@pytest.mark.parametrize(
+    ("target", "old", "new", "problem"),
+    [
+        ("skillsmith.yaml", "version: 0", "version: 5", "may change only the agent section"),
+        ("skillsmith.yaml", "judge: {provider: offline}", "judge: {provider: anthropic}",
+         "not 'models'"),
+        ("skillsmith.yaml", "kind: demo", "kind: command", "may not change agent.kind"),
+        ("skillsmith.yaml", "max_turns: 20", "max_turns: [", "is invalid"),
+        (SKILL, "## Pitfalls", "## Pitfalls\n\n## Extra", "adds a heading"),
+        ("AGENTS.md", "# Demo agent", "# Demo agent\nkey: sk-ant-api03-" + "x" * 40,
+         "secret"),
+    ],
+)  # fmt: skip
+def test_unsafe_or_out_of_bounds_edits_are_refused(
+    ws: Workspace, target: str, old: str, new: str, problem: str
+) -> None:
+    with pytest.raises(ProtocolError, match=problem):
+        _parse(ws, _reply(target, _edit(ws, target, old, new)))
+
+
+def test_size_target_cases_and_repeats_are_checked(ws: Workspace) -> None:
+    agents = editable_files(ws)["AGENTS.md"] or ""
+    big = file_diff(agents, agents + "".join(f"- rule {i}\n" for i in range(81)), "AGENTS.md")
+    with pytest.raises(ProtocolError, match="81 changed lines; a candidate is bounded to 80"):
+        _parse(ws, _reply("AGENTS.md", big))
+    ok = file_diff(agents, agents + EVIDENCE_LINE + "\n", "AGENTS.md")
+    with pytest.raises(ProtocolError, match="'vault/x' is not an editable file"):
+        _parse(ws, _reply("vault/x", ok))
+    with pytest.raises(ProtocolError, match="'zz' is not a benchmark case"):
+        _parse(ws, _reply("AGENTS.md", ok, targeted_cases=["zz"]))
+    with pytest.raises(ProtocolError, match=r"headers a/AGENTS\.md"):
+        _parse(ws, _reply("AGENTS.md", ok.replace("a/AGENTS.md", "a/README.md")))
+    with pytest.raises(ProtocolError, match="tried before"):
+        _parse(ws, _reply("AGENTS.md", ok), tried=(diff_sha(ok),))
+    with pytest.raises(ProtocolError, match="unknown key 'notes'"):
+        _parse(ws, _reply("AGENTS.md", ok, notes="x"))
+    none = _parse(ws, f"protocol: {CANDIDATE_PROTOCOL}\nnone_left: all tried\n")
+    assert none == NoneLeft("all tried")
+
+
+def test_a_taboo_skill_diff_is_refused(ws: Workspace, tmp_path: Path) -> None:
+    fresh = Workspace.at(copy_demo(tmp_path / "ws"))
+    text = editable_files(fresh)[SKILL] or ""
+    diff = file_diff(text, text + THOROUGH_LINE + "\n", SKILL)
+    SkillStore(fresh, "security-audit").taboo().add("x:optimize", diff, "did not help")
+    with pytest.raises(ProtocolError, match="taboo"):
+        _parse(fresh, _reply(SKILL, diff))
+
+
+def test_the_offline_model_proposes_by_root_cause_and_skips_what_was_tried(ws: Workspace) -> None:
+    files = editable_files(ws)
+    causes = [
+        {"rule_id": "budget_exhaustion", "share": 0.2, "case_ids": ["b"]},
+        {"rule_id": "premature_conclusion", "share": 0.5, "case_ids": ["a"]},
+    ]
+    cases = [{"id": "a", "score": 0.0}, {"id": "b", "score": 50.0}]
+    tried: list[str] = []
+    targets = []
+    for _ in range(4):
+        data = {"files": files, "root_causes": causes, "cases": cases, "tried": tried}
+        reply = optimizer_offline("", [data_message("next", data)])
+        result = _parse(ws, reply, tuple(tried))
+        if isinstance(result, NoneLeft):
+            targets.append("none")
+            break
+        targets.append(result.target)
+        tried.append(result.diff_sha)
+    # the biggest root cause first, then the next, then the general AGENTS.md line, then none
+    assert targets == [SKILL, "skillsmith.yaml", "AGENTS.md", "none"]

@@ -1,0 +1,259 @@
+"""The Optimizer offline on the demo: strict-improvement rounds, snapshots, scoreboard, resume."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.agent_optimizer import optimize_agent, optimizer_offline
+from engine.agent_optimizer.offline import THOROUGH_LINE
+from engine.builder.protocol import request_data
+from engine.cli import main
+from engine.errors import SkillsmithError
+from engine.llm import OfflineLLM
+from engine.scoreboard import read_records
+from engine.sessions import list_sessions, trace_record
+from engine.snapshots import list_snapshots
+from engine.store import SkillStore
+from tests.builder_helpers import (
+    BENCH,
+    CRASH_ENV,
+    built_demo,
+    clone,
+    events,
+    launches,
+    recompute,
+    result_rows,
+    use_counting_agent,
+)
+
+SKILL = "security-audit"
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_demo(tmp_path_factory.mktemp("opt") / "ws")
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_optimizer_refuses_a_benchmark_without_a_formal_baseline(
+    base: Path, tmp_path: Path
+) -> None:
+    ws = clone(base, tmp_path / "ws")
+    code, _, err = _cli("optimize-agent", "-w", str(ws.root), "--bench", "vuln-detect")
+    assert code == 1
+    assert err.strip() == (
+        f"skillsmith: error: {ws.benchmarks_dir / 'vuln-detect' / 'scoreboard.yaml'}: no Formal "
+        "Baseline record; build the benchmark first (skillsmith build vuln-detect)"
+    )
+    assert list_sessions(ws, "optimizer") == []
+
+
+def test_rounds_keep_only_strict_improvements_and_roll_back_the_rest(
+    base: Path, tmp_path: Path
+) -> None:
+    ws = clone(base, tmp_path / "ws")
+    code, out, err = _cli(
+        "optimize-agent", "-w", str(ws.root), "--bench", BENCH, "--rounds", "2", "--runs", "1",
+        "-j", "2", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out)
+    first, second = result["attempts"]
+    assert result["valid_rounds"] == 2 and result["stop_reason"] == "rounds"
+    for attempt in (first, second):
+        assert attempt["decision"] == (
+            "accepted" if attempt["score"] > attempt["reference_score"] else "rolled_back"
+        )
+    assert (first["decision"], second["decision"]) == ("accepted", "rolled_back")
+    assert first["candidate"]["target"] == f"skills/{SKILL}/SKILL.md"
+    assert second["candidate"]["target"] == "skillsmith.yaml"
+    assert second["reference_score"] == first["score"] > first["reference_score"]
+    assert result["final_score"] == first["score"]
+
+    # the workspace version moved once, with the kept candidate; the rolled-back one left no trace
+    assert (first["version_before"], first["version_after"]) == (0, 1)
+    assert second["version_before"] == 1 and result["version"] == 1
+    store = SkillStore(ws, SKILL)
+    assert store.current() == "v1" and THOROUGH_LINE in store.read("v1")
+    assert THOROUGH_LINE in ws.skill_path(SKILL).read_text()
+    cfg = ws.load_config()
+    assert (cfg.version, cfg.agent.max_turns) == (1, 20)  # max_turns 30 was rolled back
+
+    # one snapshot per round, taken before it, at the version the round started from
+    snaps = {s.path.relative_to(ws.root).as_posix(): s for s in list_snapshots(ws)}
+    session = result["session_id"]
+    for attempt in (first, second):
+        snap = snaps[attempt["snapshot"]]
+        assert snap.version == attempt["version_before"]
+        assert f"optimizer {session} round {attempt['round']} " in snap.note
+    rounds = [s for s in snaps.values() if s.note.startswith(f"optimizer {session} round")]
+    assert len(rounds) == 2
+
+    # the hypothesis is reported apart from the score change
+    assert first["hypothesis"]["held"] is True and first["hypothesis"]["improved"]
+    assert set(first["hypothesis"]["cases"]) == set(first["candidate"]["targeted_cases"])
+    log = events(ws, session)
+    (kept,) = [e for e in log if e["kind"] == "published"]
+    (undone,) = [e for e in log if e["kind"] == "rolled_back"]
+    assert kept["hypothesis_held"] is True and kept["delta"] == first["delta"] > 0
+    assert undone["hypothesis_held"] is False and undone["delta"] == 0
+    (info,) = list_sessions(ws, "optimizer")
+    assert (info.label, info.status) == ("Optimizer", "finished")
+    assert list(info.run_ids) == [first["run_id"], second["run_id"]]
+
+
+def test_the_scoreboard_numbers_are_the_numbers_of_the_linked_runs(
+    base: Path, tmp_path: Path
+) -> None:
+    ws = clone(base, tmp_path / "ws")
+    result = optimize_agent(ws, BENCH, rounds=2, runs=2, jobs=2)
+    records = read_records(ws.benchmarks_dir / BENCH)
+    assert [r.kind for r in records] == ["formal_baseline", "accepted"]
+    accepted = records[1]
+    (kept,) = [a for a in result.attempts if a["decision"] == "accepted"]
+    assert accepted.run_id == kept["run_id"] and accepted.session_id == result.session_id
+    assert accepted.version == 1 and accepted.skills == {SKILL: "v1"}
+    assert accepted.summary_title.startswith("Round 1 accepted (v1)")
+    assert "the hypothesis held on its targeted cases" in accepted.summary
+    for index, record in enumerate(records):
+        run_dir = ws.runs_dir / str(record.run_id)
+        figures = recompute(result_rows(run_dir))
+        assert (record.score, record.cost, record.duration_ms) == (
+            figures["score"],
+            figures["cost"],
+            figures["duration_ms"],
+        )
+        for case in record.cases:
+            mine = figures["cases"][case.case_id]
+            assert (case.score, case.cost, case.duration_ms) == (
+                mine["score"],
+                mine["cost"],
+                mine["duration_ms"],
+            )
+            assert sorted(r.session_id for r in case.runs) == mine["sessions"]
+            for run in case.runs:  # each session id names a transcript in that run folder
+                assert (run_dir / "sessions" / f"{run.session_id.split('/')[1]}.jsonl").is_file()
+        trace = trace_record(ws, BENCH, index)
+        assert trace.mismatches == [] and trace.owners[0] == record.session_id
+    assert len(records[1].cases[0].runs) == 2  # the candidate's runs per case
+
+
+def test_reaching_the_target_score_stops_early(base: Path, tmp_path: Path) -> None:
+    ws = clone(base, tmp_path / "ws")
+    baseline = read_records(ws.benchmarks_dir / BENCH)[0].score
+    result = optimize_agent(ws, BENCH, rounds=3, runs=1, target_score=baseline + 1, jobs=2)
+    assert result.stop_reason == "target" and result.valid_rounds == 1
+    assert result.final_score >= baseline + 1
+
+
+def _same_candidate_every_time(ws: Any) -> OfflineLLM:
+    """A model that always proposes the same harmless Pitfalls line for the skill."""
+
+    def respond(system: str, messages: list[dict[str, Any]]) -> str:
+        from engine.agent_optimizer.candidate import file_diff
+        from engine.builder.protocol import dump_reply
+
+        data = request_data(messages)
+        target = f"skills/{SKILL}/SKILL.md"
+        text = data["files"][target]
+        line = "- A `TODO` comment next to a query is not a finding.\n"
+        return dump_reply(
+            {
+                "protocol": "skillsmith-candidate/1",
+                "target": target,
+                "rule": "undiagnosed",
+                "summary": "TODO comments are not findings",
+                "hypothesis": "no change expected on these cases",
+                "targeted_cases": [data["cases"][0]["id"]],
+                "diff": file_diff(text, text + line, target),
+            }
+        )
+
+    return OfflineLLM(respond)
+
+
+def test_a_rejected_skill_candidate_is_taboo_and_never_proposed_again(
+    base: Path, tmp_path: Path
+) -> None:
+    ws = clone(base, tmp_path / "ws")
+    result = optimize_agent(
+        ws, BENCH, rounds=3, runs=1, jobs=2, model=_same_candidate_every_time(ws)
+    )
+    (attempt,) = result.attempts
+    assert attempt["decision"] == "rolled_back" and result.valid_rounds == 1
+    assert result.stop_reason.startswith("no valid candidate")
+    (entry,) = SkillStore(ws, SKILL).taboo().entries()
+    assert entry.rule_id == "undiagnosed:optimize"
+    asks = [e for e in events(ws, result.session_id) if e.get("stage") == "proposal_rerequest"]
+    assert len(asks) == 3 and all("taboo" in e["problem"] for e in asks)
+    assert "TODO" not in ws.skill_path(SKILL).read_text()  # rolled back
+    assert ws.load_config().version == 0
+
+
+def test_an_execution_failure_reruns_only_the_failed_units(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = clone(base, tmp_path / "ws")
+    use_counting_agent(ws)
+    count = tmp_path / "count"
+    count.mkdir()
+    monkeypatch.setenv("SKILLSMITH_TEST_COUNT_DIR", str(count))
+    monkeypatch.setenv(CRASH_ENV, "resize.js:once")  # cmdi-js-execfile's file crashes once
+    result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    (attempt,) = result.attempts
+    assert attempt["repairs"] == 1 and attempt["decision"] in ("accepted", "rolled_back")
+    assert result.valid_rounds == 1
+    units = len(result_rows(ws.runs_dir / attempt["run_id"]))
+    ran = launches(count)
+    assert attempt["launched"] == units + 1 == len(ran)
+    assert ran.count("resize.js#0") == 2 and len(set(ran)) == units
+
+
+def test_an_evaluation_that_keeps_failing_is_invalid_and_not_a_round(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = clone(base, tmp_path / "ws")
+    use_counting_agent(ws)
+    count = tmp_path / "count"
+    count.mkdir()
+    monkeypatch.setenv("SKILLSMITH_TEST_COUNT_DIR", str(count))
+    monkeypatch.setenv(CRASH_ENV, "resize.js:always")
+    proposals = iter([True])
+
+    def once(system: str, messages: list[dict[str, Any]]) -> str:
+        if next(proposals, False):
+            return optimizer_offline(system, messages)
+        return "protocol: skillsmith-candidate/1\nnone_left: stopping the test here\n"
+
+    skill_before = ws.skill_path(SKILL).read_text()
+    result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2, model=OfflineLLM(once))
+    (attempt,) = result.attempts
+    assert (attempt["decision"], attempt["repairs"], attempt["round"]) == ("invalid", 2, 1)
+    assert result.valid_rounds == 0 and result.stop_reason.startswith("no different safe")
+    assert ws.skill_path(SKILL).read_text() == skill_before  # restored from the snapshot
+    assert launches(count).count("resize.js#0") == 3  # first run + two repairs, nothing else rerun
+    assert read_records(ws.benchmarks_dir / BENCH)[-1].kind == "formal_baseline"
+
+
+def test_a_second_session_starts_from_the_best_kept_state(base: Path, tmp_path: Path) -> None:
+    ws = clone(base, tmp_path / "ws")
+    first = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    assert first.version == 1
+    second = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    assert second.session_id != first.session_id and not second.resumed
+    (attempt,) = second.attempts
+    assert attempt["reference_score"] == first.final_score  # not the older Formal Baseline
+    with pytest.raises(SkillsmithError, match="no Formal Baseline"):
+        optimize_agent(ws, "vuln-detect", rounds=1)
