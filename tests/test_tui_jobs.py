@@ -107,6 +107,22 @@ async def test_v_runs_one_evolution_round(tmp_path: Path) -> None:
         assert any(t.startswith("Evolution round on security-audit") for t in toasts(pilot))
 
 
+async def test_o_runs_the_optimiser_which_refuses_a_small_benchmark(tmp_path: Path) -> None:
+    """A full GEPA run takes minutes (the engine's tests run one); here the key reaches the
+    engine, which refuses two cases before any agent runs, and the refusal is a dialog."""
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("o")
+        await settle(pilot, timeout=120)
+        assert isinstance(app.screen, ErrorScreen)
+        body = str(app.screen.query_one(".dialog-body").render())
+        assert "benchmark.yaml: feedback and validation need cases" in body
+        assert not any(ws.experiments_dir.iterdir())
+        assert not ws.runs_dir.exists() or not any(ws.runs_dir.iterdir())
+
+
 async def test_c_cancels_a_running_evaluation(tmp_path: Path) -> None:
     ws = build_workspace(tmp_path / "ws")
     sleeping_agent(ws)

@@ -30,9 +30,7 @@ from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, CancelToken, Event
-from engine.evolve import EvolveOptions, evolve
 from engine.queue import CandidateQueue
-from engine.runner import run_evaluation
 from engine.snapshots import create_snapshot, restore
 from engine.store import SkillStore, unified_diff
 from engine.views import benchmark_ids
@@ -419,7 +417,7 @@ class SkillsmithApp(App[None]):
             )
         if action == "evaluate":
             return bool(self.facts.benchmarks) and not job_running
-        if action == "evolve":
+        if action in ("evolve", "optimise"):
             return bool(self.facts.benchmarks and self.facts.skills) and not job_running
         if action == "cancel_job":
             return job_running
@@ -631,6 +629,8 @@ class SkillsmithApp(App[None]):
             return
 
         def evaluate(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+            from engine.runner import run_evaluation  # job modules load on first use
+
             result = run_evaluation(self.workspace, bench, reporter=reporter, cancel=cancel)
             m = result.metrics
             rate = "–" if m.pass_rate is None else f"{m.pass_rate:.0%}"
@@ -645,12 +645,28 @@ class SkillsmithApp(App[None]):
             return
 
         def one_round(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+            from engine.evolve import EvolveOptions, evolve  # imports the model SDK: lazily
+
             options = EvolveOptions(skill=skill, bench=bench, rounds=1)
             result = evolve(self.workspace, options, reporter=reporter, cancel=cancel)
             moved = f"{result.start_version}→{result.final_version}"
             return f"Evolution round on {skill}: {moved}, stopped: {result.stop_reason}"
 
         self.start_job(Job(f"Evolve {skill} on {bench}", one_round))
+
+    def action_optimise(self) -> None:
+        bench, skill = self._job_bench(), self._job_skill()
+        if bench is None or skill is None:
+            return
+
+        def optimise(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+            from engine.optimize import optimize  # imports gepa and the model SDK: lazily
+
+            result = optimize(self.workspace, skill, bench, reporter=reporter, cancel=cancel)
+            queued = f"; queued {result.candidate}" if result.candidate else ""
+            return f"Optimisation of {skill}: {result.status} ({result.reason}){queued}"
+
+        self.start_job(Job(f"Optimise {skill} on {bench}", optimise))
 
     def start_job(self, job: Job) -> None:
         if self._job_token is not None:

@@ -18,6 +18,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("X", "reject_marked", "Reject marked", id="reject_marked", show=False),
     Binding("e", "evaluate", "Evaluate", id="evaluate", tooltip="Evaluate on the benchmark"),
     Binding("v", "evolve", "Evolve round", id="evolve", tooltip="One outcome-driven round"),
+    Binding("o", "optimise", "Optimise", id="optimise", tooltip="GEPA over the skill's sections"),
     Binding("s", "snapshot", "Snapshot", id="snapshot", show=False),
     Binding("S", "snapshots", "Snapshots", id="snapshots"),
     Binding("b", "rollback", "Roll back", id="rollback", show=False),
