@@ -112,17 +112,18 @@ def looks_like_error(message: Message) -> bool:
     return message.is_error or any(marker in low for marker in ERROR_MARKERS)
 
 
+def writes_skill_file(tool: str, args: str) -> bool:
+    """Whether a call of ``tool`` with ``args`` writes a SKILL.md (an editor or a shell)."""
+    low = args.lower()
+    if "skill.md" not in low:
+        return False
+    if _WRITE_TOOL.search(tool):
+        return True
+    return bool(_SHELL_TOOL.search(tool)) and any(w in low for w in _SHELL_WRITES)
+
+
 def writes_skill(message: Message) -> bool:
-    """Whether one of the message's tool calls writes a SKILL.md (an editor or a shell)."""
-    for call in message.calls:
-        args = call.args.lower()
-        if "skill.md" not in args:
-            continue
-        if _WRITE_TOOL.search(call.name):
-            return True
-        if _SHELL_TOOL.search(call.name) and any(w in args for w in _SHELL_WRITES):
-            return True
-    return False
+    return any(writes_skill_file(call.name, call.args) for call in message.calls)
 
 
 @dataclass(frozen=True)
