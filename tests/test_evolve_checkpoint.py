@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from engine.evolve.checkpoint import (
     save,
 )
 from engine.workspace import Workspace
-from tests.evolve_helpers import ROOT, demo, env, evolve_argv
+from tests.evolve_helpers import demo
 
 
 def pending(**changes: object) -> PendingRound:
@@ -148,16 +147,8 @@ def test_cli_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert "evolve needs selection/holdout/golden splits" in err and err.count("\n") == 1
     assert not ws.pending_round_path.exists()
-    usage = subprocess.run(
-        evolve_argv(ws, "--rounds", "0"), capture_output=True, text=True, env=env(), cwd=ROOT
-    )
-    assert usage.returncode == 2
-    assert usage.stderr.strip().endswith("--rounds: expected a number ≥ 1, got 0")
-    missing = subprocess.run(
-        [*evolve_argv(ws)[:5], "-w", str(ws.root)],
-        capture_output=True,
-        text=True,
-        env=env(),
-        cwd=ROOT,
-    )
-    assert missing.returncode == 2 and "--bench" in missing.stderr
+    assert main([*argv, "--rounds", "0"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--rounds: expected a number ≥ 1, got 0")
+    with pytest.raises(SystemExit) as usage:
+        main(["evolve", "security-audit", "-w", str(ws.root)])
+    assert usage.value.code == 2 and "--bench" in capsys.readouterr().err

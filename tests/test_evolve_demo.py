@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.benchmark import load_benchmark
 from engine.cli import main
 from engine.demo import DEMO_BENCHMARK, DEMO_SKILL
@@ -23,6 +25,8 @@ from engine.workspace import Workspace
 from tests.evolve_helpers import SMALL_FAMILIES, demo, run_evolve, session_events
 
 GATES = ["target", "guardrail", "holdout", "verify"]
+
+pytestmark = pytest.mark.slow
 
 
 def rows_of(ws: Workspace, text: str, split: str) -> list[dict[str, Any]]:

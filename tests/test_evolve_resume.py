@@ -35,6 +35,8 @@ from tests.evolve_helpers import (
 ARGS = ("--rounds", "2", "--auto-approve", "--seed", "11")
 POLL_S = 0.002
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, dict[str, Any]]:
