@@ -42,7 +42,7 @@ from engine.agent_optimizer.offline import optimizer_offline
 from engine.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
 from engine.agents import make_agent
 from engine.benchmark import load_benchmark
-from engine.builder.baseline import ACCEPTED, FormalBaseline, formal_baseline
+from engine.builder.baseline import ACCEPTED, FormalBaseline, figures, formal_baseline
 from engine.builder.judge import ProtocolJudge, make_judge
 from engine.builder.protocol import ProtocolExhausted, ask, data_message
 from engine.diagnosis.run import diagnose_run, load_run
@@ -259,9 +259,7 @@ class _Optimizer:
             self.roll_back(attempt, candidate, "invalid", "units still failed to run after repairs")
             return
         rows = [r for r in result.rows if r["variant"] == "skill"]
-        record = record_from_rows(
-            rows, runtime=agent_runtime(make_agent(self.ws)), summary_title="", summary=""
-        )
+        record = figures(rows)
         ref = self.state.reference
         attempt.score = record.score
         attempt.delta = round(record.score - ref.score, 2)

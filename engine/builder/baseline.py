@@ -9,13 +9,15 @@ edited after its freeze is refused rather than compared against a baseline it no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from engine.benchmark import Benchmark, load_benchmark
 from engine.errors import SkillsmithError
 from engine.runner import bench_fingerprint
 from engine.runs import RunFolder
-from engine.scoreboard import SCOREBOARD_NAME, ScoreRecord, read_records
+from engine.scoreboard import SCOREBOARD_NAME, Runtime, ScoreRecord, read_records, record_from_rows
 from engine.sessions import verify_record
 from engine.workspace import Workspace
 
@@ -36,6 +38,12 @@ class FormalBaseline:
     @property
     def score(self) -> float:
         return self.record.score
+
+
+def figures(rows: Sequence[dict[str, Any]]) -> ScoreRecord:
+    """What some result rows score by the scoreboard's rules (per case and overall), computed
+    without writing a record: how a pilot or a candidate is compared before anything is kept."""
+    return record_from_rows(list(rows), runtime=Runtime("", ""), summary_title="", summary="")
 
 
 def has_formal_baseline(ws: Workspace, bench_id: str) -> bool:
@@ -85,6 +93,7 @@ __all__ = [
     "ACCEPTED",
     "FORMAL_BASELINE",
     "FormalBaseline",
+    "figures",
     "formal_baseline",
     "has_formal_baseline",
 ]

@@ -38,7 +38,7 @@ import yaml
 
 from engine.agents import make_agent
 from engine.benchmark import BENCHMARK_TOML, BENCHMARK_YAML, Benchmark, load_benchmark
-from engine.builder.baseline import FORMAL_BASELINE, has_formal_baseline
+from engine.builder.baseline import FORMAL_BASELINE, figures, has_formal_baseline
 from engine.builder.calibrate import (
     CALIBRATE_SYSTEM,
     Change,
@@ -78,7 +78,6 @@ from engine.runner import RunResult, agent_runtime, bench_fingerprint, run_evalu
 from engine.runs import RunFolder
 from engine.scoreboard import (
     SCOREBOARD_NAME,
-    Runtime,
     append_record,
     read_records,
     record_from_rows,
@@ -172,9 +171,8 @@ def _write_config(bench_root: Path, goal: str, pool: Pool | None, labels: list[s
 
 def _evaluation_score(rows: Sequence[dict[str, Any]]) -> float | None:
     """The evaluation score the scoreboard would record (None when no unit is valid)."""
-    if not any(r.get("pass_fail") != "invalid" for r in rows):
-        return None
-    return record_from_rows(list(rows), runtime=Runtime("", ""), summary_title="", summary="").score
+    valid = [r for r in rows if r.get("pass_fail") != "invalid"]
+    return figures(valid).score if valid else None
 
 
 def _skills_of(manifest: dict[str, Any]) -> dict[str, str]:
