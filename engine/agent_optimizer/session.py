@@ -129,7 +129,8 @@ class _Optimizer:
         self.folder = ws.experiments_dir / state.session_id
 
     def save(self) -> None:
-        self.state.save(self.folder)
+        with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
+            self.state.save(self.folder)
 
     # -- proposing -------------------------------------------------------------------------------
     def _proposal_rerequested(self, problem: str, number: int) -> None:

@@ -337,21 +337,22 @@ class _Build:
     def keep_best(self, pilot: Pilot) -> None:
         """The scratch copy of the lowest valid pilot so far (replacing the previous one)."""
         staged = self.scratch / f".best.new-{pilot.iteration:06x}"
-        shutil.rmtree(staged, ignore_errors=True)
-        for item in sorted(self.root.iterdir()):
-            if item.name == SCOREBOARD_NAME or _STAGING.match(item.name):
-                continue
-            if item.is_dir():
-                copy_tree(item, staged / item.name)
-            else:
-                atomic_write_bytes(staged / item.name, item.read_bytes())
-        replace_dir(staged, self.scratch / "best")
-        state = {
-            "benchmark": self.bench_id,
-            "session_id": self.log.session_id,
-            "best": asdict(pilot),
-        }
-        atomic_write_json(self.scratch / SCRATCH_STATE, state)
+        with self.ws.lock(f"build {self.bench_id}"):
+            shutil.rmtree(staged, ignore_errors=True)
+            for item in sorted(self.root.iterdir()):
+                if item.name == SCOREBOARD_NAME or _STAGING.match(item.name):
+                    continue
+                if item.is_dir():
+                    copy_tree(item, staged / item.name)
+                else:
+                    atomic_write_bytes(staged / item.name, item.read_bytes())
+            replace_dir(staged, self.scratch / "best")
+            state = {
+                "benchmark": self.bench_id,
+                "session_id": self.log.session_id,
+                "best": asdict(pilot),
+            }
+            atomic_write_json(self.scratch / SCRATCH_STATE, state)
 
     def calibrate(
         self,
@@ -602,10 +603,12 @@ def build_benchmark(
             log.emit("error", benchmark=bench_id, message=str(exc))
             raise
         finally:
-            for item in build.scratch.iterdir():
-                if item.name != ".session.lock":
-                    shutil.rmtree(item) if item.is_dir() else item.unlink()
-    shutil.rmtree(build.scratch, ignore_errors=True)
+            with ws.lock(f"build {bench_id}"):  # the scratch copies go, whatever happened
+                for item in build.scratch.iterdir():
+                    if item.name != ".session.lock":
+                        shutil.rmtree(item) if item.is_dir() else item.unlink()
+    with ws.lock(f"build {bench_id}"):
+        shutil.rmtree(build.scratch, ignore_errors=True)
     log.emit(
         "finished",
         benchmark=bench_id,
