@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from engine.errors import FormatError
 from engine.events import SessionLog
-from engine.gates.candidate import canonical_name, submit_candidate
-from engine.online.library import ExistingSkill, existing_skills
+from engine.gates.candidate import submit_candidate
+from engine.online.library import ExistingSkill, existing_skills, is_skill_load
 from engine.online.policy import writes_skill_file
 from engine.online.reconciler import significant_words
 from engine.online.spec import SkillSpec, render_update, spec_of
@@ -126,10 +126,9 @@ def _stamp(text: str) -> float | None:
 
 
 def _loads(trace: Trace, skill: ExistingSkill) -> bool:
-    names = {canonical_name(n) for n in skill.names}
     marker = f"skills/{skill.folder}/skill.md"
     for call in trace.calls:
-        if call.name == "Skill" and canonical_name(call.args) in names:
+        if is_skill_load(call.name, call.args, skill.names):
             return True
         if call.name.lower() in ("read", "view", "cat") and marker in call.args.lower():
             return True

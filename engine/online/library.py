@@ -9,8 +9,10 @@ never writes to them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from engine.gates.candidate import canonical_name
 from engine.skill import SkillDoc
 from engine.store import read_text
 from engine.workspace import Workspace
@@ -31,6 +33,19 @@ class ExistingSkill:
     def names(self) -> tuple[str, ...]:
         """Every name the skill answers to: its display name and its folder."""
         return tuple(dict.fromkeys((self.name, self.folder)))
+
+
+def is_skill_load(tool: str, args: str, names: Iterable[str]) -> bool:
+    """Whether a tool call loads one of ``names``: a ``Skill`` call whose argument names it.
+
+    That is how every supported agent logs a load (the demo agent, Claude Code's Skill tool);
+    the argument may carry more after the name ("weather-multi-city --brief").
+    """
+    if tool != "Skill":
+        return False
+    wanted = {canonical_name(n) for n in names}
+    words = args.split()
+    return canonical_name(args) in wanted or (bool(words) and canonical_name(words[0]) in wanted)
 
 
 def excerpt(body: str, limit: int) -> str:

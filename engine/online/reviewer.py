@@ -24,9 +24,9 @@ from typing import Protocol
 
 from engine.config import Config
 from engine.errors import SkillsmithError
-from engine.gates.candidate import Outcome, canonical_name
+from engine.gates.candidate import Outcome
 from engine.llm import LLM, make_llm
-from engine.online.library import ExistingSkill
+from engine.online.library import ExistingSkill, is_skill_load
 from engine.online.policy import looks_like_correction, looks_like_error
 from engine.online.spec import (
     ReviewDecision,
@@ -245,9 +245,13 @@ class OfflineReviewer:
 
     def review(self, request: ReviewRequest) -> ReviewDecision:
         calls = [c for m in request.messages for c in m.calls]
-        loaded = {canonical_name(c.args) for c in calls if c.name == "Skill"}
         used = next(
-            (s for s in request.existing if {canonical_name(n) for n in s.names} & loaded), None
+            (
+                s
+                for s in request.existing
+                if any(is_skill_load(c.name, c.args, s.names) for c in calls)
+            ),
+            None,
         )
         lessons = _lessons(request.messages)
         wire: dict[str, object]

@@ -1,0 +1,78 @@
+"""``skillsmith tune-description SKILL --queries FILE``: trigger tuning (skill-creator's loop).
+
+FILE is a JSON list of ``{"query": …, "should_trigger": true|false}``. The workspace's agent
+(``agent:``) is run on every query with each candidate description; the description with the best
+accuracy on the held-out 40 % is queued for approval when it beats the current one.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from engine.cli import print_json, wants_json, workspace_of
+from engine.events import SessionLog
+from engine.triggers import load_queries, tune_description
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "tune-description",
+        parents=[common],
+        help="tune a skill's description on should / should-not trigger queries",
+    )
+    p.add_argument("skill")
+    p.add_argument("--queries", required=True, type=Path, metavar="FILE")
+    p.add_argument(
+        "--candidate",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a description to try as well (repeatable)",
+    )
+    p.add_argument("--iterations", type=int, default=3, help="proposals to try (default 3)")
+    p.add_argument("--runs-per-query", type=int, default=1, metavar="N")
+    p.add_argument("--threshold", type=float, default=0.5, help="load rate that counts (0.5)")
+    p.add_argument("--holdout", type=float, default=0.4, help="held-out share (0.4)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("-j", "--jobs", type=int, default=2, help="agent runs at once (2)")
+    p.add_argument("--no-submit", action="store_true", help="measure only; queue nothing")
+    p.set_defaults(func=_tune)
+
+
+def _tune(args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    ws.load_config()
+    queries = load_queries(args.queries)
+    quiet = wants_json(args)
+    log = SessionLog(ws.sessions_dir, "triggers")
+    log.emit("started", skill=args.skill, queries=len(queries))
+    result = tune_description(
+        ws,
+        args.skill,
+        queries,
+        candidates=args.candidate,
+        iterations=args.iterations,
+        runs_per_query=args.runs_per_query,
+        threshold=args.threshold,
+        holdout=args.holdout,
+        seed=args.seed,
+        jobs=args.jobs,
+        submit=not args.no_submit,
+        log=log,
+        progress=None if quiet else print,
+    )
+    log.emit("finished", improved=result.improved, candidate=result.candidate)
+    if quiet:
+        print_json(result.to_dict())
+        return 0
+    print(f"{result.train_size} training / {result.test_size} held-out queries")
+    print(f"best: description {result.chosen}: {result.best}")
+    print(result.reason)
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.candidate:
+        print(f"queued {result.candidate['id']}: {result.candidate['status']}")
+    print(f"evidence: {result.experiment_dir}")
+    return 0

@@ -1,0 +1,19 @@
+#!/bin/sh
+prompt=$(cat "$SKILLSMITH_PROMPT_FILE")
+printf '{"type": "user", "content": "task"}\n'
+for f in "$SKILLSMITH_SKILLS_DIR"/*/SKILL.md; do
+  name=$(basename "$(dirname "$f")")
+  desc=$(sed -n 's/^description: //p' "$f")
+  for w in $desc; do
+    case "$w" in
+      ?????*)
+        if printf '%s' "$prompt" | grep -qiw -- "$w"; then
+          printf '{"type": "assistant", "content": "loading", "tool_calls": [{"id": "t1", "name": "Skill", "args": "%s"}]}\n' "$name"
+          printf '{"type": "tool", "tool_name": "Skill", "tool_call_id": "t1", "result": "ok"}\n'
+          printf '{"type": "assistant", "content": "used %s"}\n' "$name"
+          exit 0
+        fi;;
+    esac
+  done
+done
+printf '{"type": "assistant", "content": "no skill needed"}\n'

@@ -1,0 +1,153 @@
+"""Description tuning: real agent runs, load rate from their transcripts, held-out choice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.errors import FormatError
+from engine.queue import CandidateQueue
+from engine.skill import SkillDoc
+from engine.triggers import TriggerQuery, load_queries, split_queries, tune_description
+from engine.workspace import Workspace
+from tests.candidate_helpers import add_skill, skill_text
+from tests.online_helpers import DATA, add_weather_skill
+
+# A command agent that decides loading from the description alone: it loads a skill when a word
+# of five letters or more of the description occurs in the task, and logs the load as the
+# brief's `Skill` tool call.
+AGENT = DATA / "trigger_agent.sh"
+POSITIVE = ("alpaca", "badger", "cheetah", "donkey", "falcon")
+NEGATIVE = ("gazelle", "hamster", "iguana", "jaguar", "lemming")
+
+
+def _queries() -> list[TriggerQuery]:
+    return [TriggerQuery(f"Please look after the {w} today", True) for w in POSITIVE] + [
+        TriggerQuery(f"Please look after the {w} today", False) for w in NEGATIVE
+    ]
+
+
+def _word(query: TriggerQuery) -> str:
+    return query.query.split()[4]
+
+
+def _command_workspace(ws: Workspace) -> None:
+    cfg = ws.load_config()
+    cfg.agent.kind = "command"
+    cfg.agent.command = ["sh", str(AGENT)]
+    ws.save_config(cfg)
+    add_skill(ws, "zoo-keeper", skill_text("zoo-keeper", description="Generic helper"))
+
+
+def test_split_is_stratified_and_seeded() -> None:
+    train, test = split_queries(_queries())
+    assert (len(train), len(test)) == (6, 4)
+    assert sum(q.should_trigger for q in test) == 2
+    assert split_queries(_queries()) == (train, test)
+    assert split_queries(_queries(), seed=7) != (train, test)
+    with pytest.raises(Exception, match="holdout"):
+        split_queries(_queries(), holdout=1.0)
+
+
+def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path: Path) -> None:
+    """A fits the training queries perfectly and fails every held-out one; B is the reverse."""
+    _command_workspace(workspace)
+    queries = _queries()
+    train, test = split_queries(queries)
+    train_pos = [_word(q) for q in train if q.should_trigger]
+    test_pos = [_word(q) for q in test if q.should_trigger]
+    test_neg = [_word(q) for q in test if not q.should_trigger]
+    fits_training = " ".join(train_pos + test_neg)
+    generalises = " ".join([*test_pos, train_pos[0]])
+
+    result = tune_description(
+        workspace, "zoo-keeper", queries, candidates=[fits_training, generalises], iterations=0
+    )
+
+    assert [(s.origin, s.train_accuracy, s.test_accuracy) for s in result.scores] == [
+        ("current", 0.5, 0.5),
+        ("given", 1.0, 0.0),
+        ("given", 0.6667, 1.0),
+    ]
+    assert (result.chosen, result.best, result.improved) == (2, generalises, True)
+    assert result.reason == "held-out trigger accuracy 0.50 → 1.00"
+    loads = {r.query: r.loads for r in result.scores[2].results}
+    assert all(loads[q.query] == 1 for q in test if q.should_trigger)
+    cand = CandidateQueue(workspace).get(result.candidate["id"] if result.candidate else "")
+    assert (cand.source, cand.operation, cand.status) == ("optimize", "update", "pending_approval")
+    assert SkillDoc.parse(cand.skill_text()).description == generalises
+    assert cand.delta_score == 0.5
+    folder = Path(result.experiment_dir)
+    assert json.loads((folder / "result.json").read_text())["chosen"] == 2
+    session = folder / result.scores[2].results[0].sessions[0]
+    assert session.is_file() and '"name": "Skill"' in session.read_text()
+    setup = json.loads((folder / "experiment.json").read_text())
+    assert [q["split"] for q in setup["queries"]].count("test") == 4
+
+
+def test_ties_keep_the_current_description(workspace: Workspace, tmp_path: Path) -> None:
+    _command_workspace(workspace)
+    result = tune_description(
+        workspace, "zoo-keeper", _queries(), candidates=["Another generic text"], iterations=0
+    )
+    assert [s.test_accuracy for s in result.scores] == [0.5, 0.5]
+    assert (result.chosen, result.improved, result.candidate) == (0, False, None)
+    assert CandidateQueue(workspace).list() == []
+
+
+def test_offline_proposer_with_the_demo_agent(workspace: Workspace) -> None:
+    """The bundled demo agent loads by description words; the offline proposer learns them."""
+    add_weather_skill(workspace)
+    queries = [
+        TriggerQuery("Get the forecast for Oslo and Bergen", True),
+        TriggerQuery("Show the rain forecast for Tokyo and Osaka", True),
+        TriggerQuery("Compare the forecast of Berlin and Munich", True),
+        TriggerQuery("Summarise this recipe for dinner", False),
+        TriggerQuery("Sort these invoices by amount", False),
+        TriggerQuery("Rename the photos by date", False),
+    ]
+
+    result = tune_description(workspace, "weather-multi-city", queries, iterations=2)
+
+    assert result.scores[0].test_accuracy == 0.5  # the current description misses "forecast"
+    best = result.scores[result.chosen]
+    assert best.origin == "proposed" and best.test_accuracy == 1.0
+    assert "forecast" in best.description
+    assert result.improved and result.candidate is not None
+
+
+def test_query_file_errors(tmp_path: Path) -> None:
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps([{"query": "x", "should_trigger": "yes"}]), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"q\.json: field '\[0\]\.should_trigger'"):
+        load_queries(path)
+    path.write_text(json.dumps([{"query": "x", "should_trigger": True}]), encoding="utf-8")
+    with pytest.raises(FormatError, match="both should-trigger and should-not-trigger"):
+        load_queries(path)
+    path.write_text("[", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"q\.json: a JSON list"):
+        load_queries(path)
+
+
+def test_tune_description_command(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _command_workspace(workspace)
+    path = tmp_path / "queries.json"
+    path.write_text(
+        json.dumps([{"query": q.query, "should_trigger": q.should_trigger} for q in _queries()]),
+        encoding="utf-8",
+    )
+    every = " ".join(POSITIVE)
+    root = str(workspace.root)
+    args = ["tune-description", "zoo-keeper", "--queries", str(path), "--iterations", "0"]
+
+    assert main(["-w", root, *args, "--candidate", every, "--no-submit", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["best"] == every and report["improved"] and report["candidate"] is None
+    assert CandidateQueue(workspace).list() == []
+    assert main(["-w", root, "tune-description", "nope", "--queries", str(path)]) == 1
+    assert "no such skill" in capsys.readouterr().err
