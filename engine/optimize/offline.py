@@ -6,7 +6,8 @@ mined from the records with the offline patch proposer's own machinery
 (``engine.patches.offline_proposer``), in the vocabulary of the bundled demo agent:
 
 - steps: calls found in the missed positives (FN) and in none of the negatives become a new
-  "Flag …" step with a ``grep -nE``;
+  "Flag …" step with a ``grep -nE``, or the flag steps get the globs of the missed cases'
+  languages — whichever first makes a flag step hit more of the missed cases;
 - pitfalls: tokens on the falsely flagged lines (FP) that no positive contains become "… — not a
   finding" items;
 - description and when_to_use: when the agent never loaded the skill for a failing task, the
@@ -22,13 +23,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from engine.benchmark import normalise_label
 from engine.demo.agent import labels_of, task_text
 from engine.optimize.reflection import RECORDS_CLOSE, RECORDS_OPEN
 from engine.patches.material import CaseMaterial, CodeLine, Material
-from engine.patches.offline_proposer import Candidate, OfflineProposer
+from engine.patches.offline_proposer import (
+    Candidate,
+    OfflineProposer,
+    _flag_matchers,
+    _widen_globs,
+)
 from engine.patches.proposer import Target
 from engine.skill import SkillDoc
 
@@ -172,12 +179,21 @@ def _propose(
     target = Target("reflection", direction, failing, 1.0, "", ())
     proposer = OfflineProposer(None, seed=0)
     doc = _skill_doc(sections)
-    mined = (
-        proposer._flag_steps(doc, target, material)
-        if direction == "FN"
-        else proposer._pitfalls(doc, target, material)
-    )
-    return _first(mined, section, sections[section])
+    if direction == "FP":
+        return _first(proposer._pitfalls(doc, target, material), section, sections[section])
+    # Missed positives: a new flag step for their calls, or the existing flag steps searching
+    # their languages too — whichever first makes a flag step hit more of the missed cases.
+    missed = [material.cases[c] for c in failing]
+    before = _reached(doc, missed)
+    mined = chain(proposer._flag_steps(doc, target, material), _widen_globs(doc, target, material))
+    better = (c for c in mined if _reached(SkillDoc.parse(c.text), missed) > before)
+    return _first(better, section, sections[section])
+
+
+def _reached(doc: SkillDoc, cases: Sequence[CaseMaterial]) -> int:
+    """How many of ``cases`` some flag step of ``doc`` has a hit in."""
+    matchers = _flag_matchers(doc)
+    return sum(1 for case in cases if any(m.hits(case.lines) for m in matchers))
 
 
 def _trigger_words(

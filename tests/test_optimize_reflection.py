@@ -1,0 +1,169 @@
+"""Reflection: the prompt the model gets, how its answer is read, what a valid child is, and the
+offline model that answers the same prompt without a network."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from engine.optimize.offline import offline_reflection
+from engine.optimize.reflection import (
+    RECORDS_CLOSE,
+    RECORDS_OPEN,
+    ReflectionRejected,
+    build_prompt,
+    field,
+    parse_rewrite,
+)
+from engine.optimize.sections import candidate_id, check_section, render, sections_of
+from tests.candidate_helpers import skill_text
+
+SEED = skill_text(
+    "audit",
+    steps=[
+        "Read the file: `read <file>`.",
+        'Flag shell commands: `grep -nE "os\\.system\\(" *.py`',
+        "Write the verdict.",
+    ],
+    pitfalls=["`subprocess.run` with a list starts no shell — not a finding."],
+)
+PROMPT = "Audit `app.py`. End with `VERDICT: vulnerable` or `VERDICT: safe`."
+
+
+def record(
+    case: int, code: str, expected: str, verdict: str, *, loaded: bool = True
+) -> dict[str, Any]:
+    passed = expected == verdict
+    return {
+        "case": f"case-{case}",
+        "input": f"{PROMPT}\n\n--- file app.py ---\n{code}",
+        "expected": expected,
+        "score": 1.0 if passed else 0.0,
+        "verdict": verdict,
+        "output": f"VERDICT: {verdict}",
+        "feedback": "PASS" if passed else "FAIL",
+        "trace": "Skill audit -> ok: loaded" if loaded else "read app.py -> ok: import os",
+    }
+
+
+def ask(section: str, records: list[dict[str, Any]]) -> dict[str, str]:
+    prompt = build_prompt(section, sections_of(SEED), records)
+    answer = offline_reflection("system", [{"role": "user", "content": prompt}])
+    return json.loads(answer)
+
+
+# -- the prompt ------------------------------------------------------------------------------------
+
+
+def test_the_prompt_fences_the_records_and_names_the_section() -> None:
+    records = [record(1, "os.system(cmd)", "vulnerable", "vulnerable")]
+    prompt = build_prompt("pitfalls", sections_of(SEED), records)
+    assert prompt.startswith("Selected section: pitfalls\n")
+    inside = prompt.split(RECORDS_OPEN, 1)[1].split(RECORDS_CLOSE, 1)[0]
+    assert json.loads(inside) == records
+
+
+def test_fields_are_redacted_and_bounded() -> None:
+    key = "sk-ant-api03-" + "Qm3ZpX7vB1nR4tY6uW0eS5cH2gFa8Kd92jdL"
+    text = field(f"token {key} " + "x" * 10_000)
+    assert key not in text and "[REDACTED]" in text
+    assert len(text) <= 4000 and "...[truncated]..." in text
+
+
+# -- reading the answer ----------------------------------------------------------------------------
+
+
+def test_a_fenced_json_answer_is_read() -> None:
+    answer = '```json\n{"section": "steps", "text": "1. a\\n2. b", "rationale": "why"}\n```'
+    rewrite = parse_rewrite(answer, "steps")
+    assert (rewrite.text, rewrite.rationale) == ("1. a\n2. b", "why")
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ("no json here", "holds no JSON object"),
+        ('{"section": "steps", "text": }', "not valid JSON"),
+        ('{"section": "pitfalls", "text": "- a"}', "rewrites 'pitfalls', not 'steps'"),
+        ('{"section": "steps", "text": "  "}', "no text for the section"),
+        ('{"section": "steps", "text": 3}', "no text for the section"),
+    ],
+)
+def test_unusable_answers_are_rejected(answer: str, problem: str) -> None:
+    with pytest.raises(ReflectionRejected, match=problem):
+        parse_rewrite(answer, "steps")
+
+
+# -- what a valid child is -------------------------------------------------------------------------
+
+
+def test_a_child_renders_into_the_seed_bytes_and_gets_a_content_id() -> None:
+    parent = sections_of(SEED)
+    assert render(SEED, parent) == SEED
+    child = {**parent, "pitfalls": parent["pitfalls"] + "\n- `shlex.quote(` — not a finding."}
+    text = render(SEED, child)
+    assert text.startswith(SEED.split("## Pitfalls")[0])  # every other byte kept
+    assert sections_of(text) == child
+    assert candidate_id(child) != candidate_id(parent) == candidate_id(dict(parent))
+
+
+@pytest.mark.parametrize(
+    ("section", "text", "problem"),
+    [
+        ("steps", "1. Only one step.", "has 1 steps, at least 2"),
+        ("steps", "1. a\n2. b\n\n## Extra\n\ntext", "adds a heading"),
+        ("pitfalls", "   ", "is empty"),
+        ("description", "word " * 300, "longer than 1024"),
+    ],
+)
+def test_invalid_children_are_refused(section: str, text: str, problem: str) -> None:
+    parent = sections_of(SEED)
+    reason = check_section(SEED, parent, {**parent, section: text}, section)
+    assert reason is not None and problem in reason
+
+
+def test_a_valid_child_passes() -> None:
+    parent = sections_of(SEED)
+    assert check_section(SEED, parent, {**parent, "steps": "1. a `ls`\n2. b"}, "steps") is None
+
+
+# -- the offline model -----------------------------------------------------------------------------
+
+
+def test_offline_missed_positive_becomes_a_flag_step() -> None:
+    records = [
+        record(1, "import pickle\ndata = pickle.loads(blob)\n", "vulnerable", "safe"),
+        record(2, "import json\ndata = json.loads(blob)\n", "safe", "safe"),
+    ]
+    answer = ask("steps", records)
+    assert answer["section"] == "steps"
+    new = answer["text"]
+    assert new.startswith(sections_of(SEED)["steps"])  # the old steps stay, one is added
+    assert '`grep -nE "\\bpickle\\.loads\\(" *.py`' in new
+    assert "json" not in new  # a call the negative case makes too is not flagged
+
+
+def test_offline_false_alarm_becomes_a_pitfall() -> None:
+    records = [
+        record(1, 'os.system("ls " + shlex.quote(name))\n', "safe", "vulnerable"),
+        record(2, 'os.system("ls " + name)\n', "vulnerable", "vulnerable"),
+    ]
+    answer = ask("pitfalls", records)
+    added = answer["text"].replace(sections_of(SEED)["pitfalls"], "")
+    assert "shlex" in added and "not a finding" in added
+
+
+def test_offline_unloaded_skill_gets_the_task_words() -> None:
+    records = [record(1, "os.system(cmd)", "vulnerable", "safe", loaded=False)]
+    records[0]["input"] = "Is deployment.py ready to merge?\n\n--- file deployment.py ---\nx"
+    answer = ask("description", records)
+    assert "ready" in answer["text"] and "merge" in answer["text"]
+
+
+def test_offline_answers_unchanged_when_nothing_supports_an_edit() -> None:
+    records = [record(1, "print(1)", "safe", "safe")]
+    for section in ("steps", "pitfalls", "when_to_use", "description"):
+        answer = ask(section, records)
+        assert answer["text"] == sections_of(SEED)[section]
