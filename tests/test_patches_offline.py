@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from tests.patch_helpers import DEMO_BENCH, DEMO_SKILL, demo_workspace, diagnosi
 
 FN_CASES = ["sqli-go-sprintf", "sqli-java-concat", "secret-go-token"]
 FP_CASES = ["deser-py-safeloader", "crypto-py-md5-etag", "cmdi-js-execfile"]
+SSRF = "ssrf-php-curl"  # a source handed straight to curl_init(
+UNLOADED = "path-py-concat"  # "before we ship it": the description does not trigger
 PASSING = [
     "crypto-go-bcrypt",
     "path-go-base",
@@ -34,8 +37,9 @@ PASSING = [
     "deser-py-yaml-load",
     "deser-py-pickle",
     "crypto-php-md5",
+    "deser-js-json",
 ]
-CASES = FN_CASES + FP_CASES + PASSING
+CASES = FN_CASES + FP_CASES + [SSRF, UNLOADED] + PASSING
 
 
 class Baseline:
@@ -81,9 +85,8 @@ def _fixed_and_broken(before: dict[str, str], after: dict[str, str]) -> tuple[se
 
 
 def test_the_baseline_has_the_failures_the_tests_rely_on(baseline: Baseline) -> None:
-    assert {c for c in FN_CASES + FP_CASES if baseline.outcome[c] == "fail"} == set(
-        FN_CASES + FP_CASES
-    )
+    failing = [*FN_CASES, *FP_CASES, SSRF, UNLOADED]
+    assert {c for c in failing if baseline.outcome[c] == "fail"} == set(failing)
     assert all(baseline.outcome[c] == "pass" for c in PASSING)
     assert baseline.diagnosis.actionable[0].id == "FN + progress_mismatch"
 
@@ -184,10 +187,82 @@ def test_gt_flagged_cases_are_passed_over_while_others_fail(baseline: Baseline) 
 
 def test_only_suspected_failures_left_are_used_and_said_so(baseline: Baseline) -> None:
     cause = {"rule_id": "progress_mismatch", "direction": "FN", "case_ids": FN_CASES}
-    ctx = baseline.context(diagnosis=diagnosis(cause), gt_flags=FN_CASES)
+    ctx = baseline.context(diagnosis=diagnosis(cause), gt_flags=[*FN_CASES, SSRF, UNLOADED])
     proposal = OfflineProposer(baseline.ws, seed=7).propose(ctx)
     assert proposal.ok
     assert "every such failure is a GT-suspected case" in proposal.reason
+
+
+def test_a_task_that_never_loaded_the_skill_adds_its_words_to_the_description(
+    baseline: Baseline,
+) -> None:
+    case = UNLOADED
+    cause = {"rule_id": "skill_not_loaded", "direction": "FN", "case_ids": [case]}
+    proposal = OfflineProposer(baseline.ws, seed=7).propose(
+        baseline.context(diagnosis=diagnosis(cause))
+    )
+    assert proposal.ok and proposal.skill_text is not None
+    before, after = SkillDoc.parse(baseline.text), SkillDoc.parse(proposal.skill_text)
+    assert after.description is not None and before.description is not None
+    assert after.description.startswith(before.description + " Also use it when a task mentions ")
+    assert after.steps == before.steps
+    added = after.description[len(before.description) :].lower()
+    prompt = baseline.bench.case(case).prompt().lower()
+    assert all(
+        word in prompt for word in re.findall(r"mentions (\w+)(?: or (\w+))?", added)[0] if word
+    )
+
+
+def test_a_source_handed_to_a_call_is_flagged_across_languages_with_its_guards(
+    baseline: Baseline,
+) -> None:
+    # guards are Pitfalls items, so they work for an agent that reads the Pitfalls: start from
+    # the skill that already runs every step (what the loop accepts first on the demo)
+    haste = {"rule_id": "premature_conclusion", "direction": "FP", "case_ids": ["cmdi-js-execfile"]}
+    thorough = OfflineProposer(baseline.ws, seed=7).propose(
+        baseline.context(diagnosis=diagnosis(haste))
+    )
+    assert thorough.skill_text is not None
+    before = baseline.rerun(thorough.skill_text)
+    cause = {"rule_id": "redundant_retry", "direction": "FN", "case_ids": [SSRF]}
+    ctx = baseline.context(diagnosis=diagnosis(cause), skill_text=thorough.skill_text)
+
+    proposal = OfflineProposer(baseline.ws, seed=7).propose(ctx)
+
+    assert proposal.ok and proposal.skill_text is not None
+    new = [
+        s for s in plan(SkillDoc.parse(proposal.skill_text)) if s.command not in thorough.skill_text
+    ]
+    assert len(new) == 1 and new[0].command is not None
+    assert r"\w\((" in new[0].command and r"req\.query" in new[0].command
+    assert all(glob in new[0].command for glob in ("*.py", "*.js", "*.php", "*.go", "*.java"))
+    # the negatives that hand a source to a harmless call are ruled out by a Pitfalls item
+    rules = discard_rules(SkillDoc.parse(proposal.skill_text))
+    assert len(rules) == len(discard_rules(SkillDoc.parse(thorough.skill_text))) + 1
+    fixed, broken = _fixed_and_broken(before, baseline.rerun(proposal.skill_text))
+    assert SSRF in fixed and broken == set()
+
+
+def test_the_every_step_item_is_not_added_twice(baseline: Baseline) -> None:
+    cause = {"rule_id": "premature_conclusion", "direction": "FP", "case_ids": ["cmdi-js-execfile"]}
+    first = OfflineProposer(baseline.ws, seed=7).propose(
+        baseline.context(diagnosis=diagnosis(cause))
+    )
+    assert first.ok and first.skill_text is not None
+    again = OfflineProposer(baseline.ws, seed=7).propose(
+        baseline.context(diagnosis=diagnosis(cause), skill_text=first.skill_text)
+    )
+    assert not (again.skill_text or "").count("run all steps before you conclude") > 1
+
+
+def test_false_alarms_never_widen_a_steps_globs(baseline: Baseline) -> None:
+    cause = {"rule_id": "progress_mismatch", "direction": "FP", "case_ids": ["deser-java-filter"]}
+    proposal = OfflineProposer(baseline.ws, seed=7).propose(
+        baseline.context(diagnosis=diagnosis(cause))
+    )
+    old = {s.number: s.command for s in plan(SkillDoc.parse(baseline.text))}
+    new = {s.number: s.command for s in plan(SkillDoc.parse(proposal.skill_text or baseline.text))}
+    assert new == old
 
 
 @pytest.fixture

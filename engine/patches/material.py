@@ -41,6 +41,7 @@ class CaseMaterial:
     outcome: str  # pass | FN | FP | fail
     case_type: str | None
     lines: tuple[CodeLine, ...]
+    prompt: str = ""  # statement/prompt.md: the task as the agent reads it
 
     def code(self) -> list[CodeLine]:
         """The lines that can hold a finding: no imports, no blank lines."""
@@ -95,6 +96,13 @@ def _read_lines(folder: Path) -> tuple[CodeLine, ...]:
     return tuple(lines)
 
 
+def _read_prompt(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
 def gather(
     bench: Benchmark, rows: Sequence[Mapping[str, object]], flagged: Sequence[str]
 ) -> Material:
@@ -118,6 +126,7 @@ def gather(
             outcome=_outcome(case_rows),
             case_type=str(kind) if kind else None,
             lines=_read_lines(case.statement_dir),
+            prompt=_read_prompt(case.prompt_path),
         )
     labels = [normalise_label(label) for label in bench.labels]
     binary = len(labels) == 2

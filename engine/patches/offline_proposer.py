@@ -25,12 +25,13 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from engine.config import LimitsConfig
 from engine.demo.agent import discard_rules, plan, ruled_out
 from engine.demo.tools import parse_grep, tool_of
+from engine.errors import FormatError
 from engine.patches.material import (
     CaseMaterial,
     CodeLine,
@@ -52,6 +53,8 @@ MIN_BARE_NAME = 6  # shorter plain call names ("get(", "load(") rank last
 LOOP_RULES = ("tool_loop", "budget_exhaustion")
 HASTE_RULES = ("premature_conclusion",)
 GLOB_RULES = ("progress_mismatch",)
+TRIGGER_RULES = ("skill_not_loaded",)
+MAX_GUARDS = 2  # exceptions a new flag pattern may bring along
 
 _CHAIN = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*)\s*\(")
 _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*")
@@ -70,6 +73,21 @@ _NUMBER = re.compile(r"^(\s*)(\d+)([.)])")
 _LOOP_CLAUSE = re.compile(r",?\s*(?:and\s+)?\brepeat\b[^.\n`]*?\buntil\b[^.\n`]*", re.IGNORECASE)
 _LOOPS = re.compile(r"\brepeat\b[^.\n]*\buntil\b", re.IGNORECASE)
 _GLOB = re.compile(r"^\*\.[\w]+$")
+_ALL_STEPS = re.compile(r"\b(every|all)\s+(the\s+)?steps?\b[^.\n]*\bbefore\b", re.IGNORECASE)
+_PUNCT = re.compile(r"[^\w\s`]+(?:\s[^\w\s`]+)?")
+_SPAN = re.compile(r"`[^`\n]+`")
+_FENCE = re.compile(r"```[^\n]*\n.*?```", re.DOTALL)
+_WORDS = re.compile(r"[a-z]+")
+_STOPWORDS = frozenset(
+    re.findall(
+        r"[a-z]+",
+        """about above after again also answer asked audit before being below between both check
+    code could does doing each find file files from have here into just like line make more most
+    must only other over please same should some such than that their them then there these they
+    this those under used using very want what when where which while whether will with would
+    your""",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -231,12 +249,14 @@ class OfflineProposer:
             yield from _unloop(doc, target)
         if target.rule_id in HASTE_RULES:
             yield from _thorough(doc, target)
+        if target.rule_id in TRIGGER_RULES:
+            yield from self._triggers(doc, target, material)
         if target.direction == "FN":
             yield from self._flag_steps(doc, target, material)
+            if target.rule_id in GLOB_RULES:
+                yield from _widen_globs(doc, target, material)
         elif target.direction == "FP":
             yield from self._pitfalls(doc, target, material)
-        if target.rule_id in GLOB_RULES:
-            yield from _widen_globs(doc, target, material)
 
     def _tie(self, token: str) -> str:
         return hashlib.sha256(f"{self.seed}\0{token}".encode()).hexdigest()
@@ -245,37 +265,120 @@ class OfflineProposer:
 
     def _flag_steps(self, doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
         failing = material.failing("FN", target.case_ids)
-        negatives = [ln for c in material.labelled(material.negative) for ln in c.lines]
         if not failing:
             return
+        rules = discard_rules(doc)
+        negatives = [
+            (c.case_id, ln)
+            for c in material.labelled(material.negative)
+            for ln in c.lines
+            if not ruled_out(ln.text, rules)
+        ]
+        positives = [ln.text for c in material.labelled(material.positive) for ln in c.lines]
         wanted = set(target.case_ids) & {c.case_id for c in failing}
         sources = [src for step in plan(doc) if not step.flags for src in step.sources]
         covers = _fn_patterns(failing, sources)
-        ranked: list[tuple[tuple[int, int, int, int, str], str]] = []
+        general = _source_pattern(sources, failing, _skill_globs(doc))
+        if general is not None:
+            covers.setdefault(general[0], general[1])
+        ranked: list[tuple[tuple[int, int, int, int, int, int, str], str]] = []
+        guards: dict[str, tuple[str, ...]] = {}
+        guarded: dict[str, set[str]] = {}  # exception token → the negative cases it spares
         for pattern, info in covers.items():
             try:
                 regex = re.compile(pattern)
             except re.error:
                 continue
-            if any(regex.search(ln.text) for ln in negatives):
-                continue
+            false = [(cid, ln.text) for cid, ln in negatives if regex.search(ln.text)]
+            if false:
+                guard = self._guards([text for _, text in false], positives)
+                if guard is None:
+                    continue
+                guards[pattern] = guard
+                for token in guard:
+                    guarded.setdefault(token, set()).update(
+                        cid for cid, text in false if token in text
+                    )
             cases = info.cases
-            key = (-len(cases & wanted), -len(cases), info.name_class, -info.tainted)
+            key = (
+                -len(cases & wanted),
+                -len(cases),
+                -(general is not None and pattern == general[0]),
+                len(guards.get(pattern, ())),
+                info.name_class,
+                -info.tainted,
+            )
             ranked.append(((*key, self._tie(pattern)), pattern))
         ranked.sort()
         patterns = [p for _, p in ranked]
         hit = {p: covers[p].cases for p in patterns}
-        kinds = {c.case_id: c.case_type for c in failing}
+        kinds = {c.case_id: c.case_type for c in material.cases.values()}
         for chosen in _covers(patterns, hit, wanted, MAX_PATTERNS):
             fixed = sorted(set().union(*(hit[p] for p in chosen)))
-            families = sorted({k for k in (kinds.get(c) for c in fixed) if k})
-            what = f"{' and '.join(families)} calls" if families else "calls"
+            what = f"{_families(kinds, fixed, ' and ')} calls".lstrip()
             files = " ".join(sorted(set().union(*(covers[p].files for p in chosen))))
             body = f'Flag {what} the earlier steps miss: `grep -nE "{"|".join(chosen)}" {files}`'
             text = _with_step(doc, body)
+            exceptions = list(dict.fromkeys(t for p in chosen for t in guards.get(p, ())))
+            if text is not None and exceptions:
+                if len(exceptions) > MAX_PITFALLS:
+                    continue
+                items = [_pitfall(t, _families(kinds, guarded[t], " and ")) for t in exceptions]
+                text = _with_pitfalls(SkillDoc.parse_lenient(text)[0], items)
             if text is not None:
                 how = f"new flag step for {', '.join(fixed)}{_doubt(material, failing)}"
+                if exceptions:
+                    how += f", with Pitfalls for {', '.join(exceptions)}"
                 yield Candidate(text, tuple(fixed), how)
+
+    def _guards(self, lines: Sequence[str], positives: Sequence[str]) -> tuple[str, ...] | None:
+        """API-looking tokens that rule out each of ``lines`` (negative cases a new pattern would
+        hit) and occur in no positive case, so the exception never hides a real finding."""
+        usable: dict[str, set[int]] = {}
+        for index, text in enumerate(lines):
+            for token in _tokens(text):
+                if _token_class(token) <= 1 and not any(token in p for p in positives):
+                    usable.setdefault(token, set()).add(index)
+        ranked = sorted(usable, key=lambda t: (-len(usable[t]), _token_class(t), self._tie(t)))
+        chosen: list[str] = []
+        covered: set[int] = set()
+        for token in ranked:
+            if usable[token] - covered:
+                chosen.append(token)
+                covered |= usable[token]
+            if len(covered) == len(lines):
+                return tuple(chosen[:MAX_GUARDS]) if len(chosen) <= MAX_GUARDS else None
+        return None
+
+    # -- the description: tasks that never loaded the skill -----------------------------------
+
+    def _triggers(self, doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+        """Words of the tasks that did not load the skill, added to its description."""
+        description = doc.description
+        if not description or not doc.has_frontmatter:
+            return
+        have = _stems(description)
+        cases = [
+            c
+            for c in material.failing(target.direction, target.case_ids)
+            if c.case_id in target.case_ids
+        ]
+        found: dict[str, set[str]] = {}
+        for case in cases:
+            for word in _task_words(case.prompt):
+                if word[:5] not in have:
+                    found.setdefault(word, set()).add(case.case_id)
+        ranked = sorted(found, key=lambda w: (-len(found[w]), self._tie(w)))
+        for first in range(0, len(ranked), 2):
+            words = ranked[first : first + 2]
+            said = " or ".join(words)
+            new = f"{description.rstrip()} Also use it when a task mentions {said}."
+            try:
+                text = doc.with_frontmatter_value("description", new).render()
+            except FormatError:
+                return
+            fixed = sorted(set().union(*(found[w] for w in words)))
+            yield Candidate(text, tuple(fixed), f"description triggers on {said}")
 
     # -- FP: Pitfalls items ---------------------------------------------------------------------
 
@@ -310,14 +413,7 @@ class OfflineProposer:
         )
         kinds = {c.case_id: c.case_type for c in material.cases.values()}
         for chosen in _covers(ranked, fixes, wanted, MAX_PITFALLS):
-            items = []
-            for token in chosen:
-                families = sorted({k for k in (kinds.get(c) for c in fixes[token]) if k})
-                of = f" of {' and '.join(families)}" if families else ""
-                items.append(
-                    f"A hit on a line that also has `{token}` is the guarded form{of} — "
-                    "not a finding."
-                )
+            items = [_pitfall(t, _families(kinds, fixes[t], " and ")) for t in chosen]
             text = _with_pitfalls(doc, items)
             fixed = sorted(set().union(*(fixes[t] for t in chosen)))
             if text is not None:
@@ -326,6 +422,27 @@ class OfflineProposer:
 
 
 # -- candidate building blocks --------------------------------------------------------------------
+
+
+def _families(kinds: dict[str, str | None], case_ids: Iterable[str], joint: str) -> str:
+    return joint.join(sorted({k for k in (kinds.get(c) for c in case_ids) if k}))
+
+
+def _pitfall(token: str, families: str) -> str:
+    of = f" of {families}" if families else ""
+    return f"A hit on a line that also has `{token}` is the guarded form{of} — not a finding."
+
+
+def _task_words(prompt: str) -> list[str]:
+    """The content words of a task: no code, no backticked names, no answer-format line."""
+    prose = _SPAN.sub(" ", _FENCE.sub(" ", prompt))
+    lines = [line for line in prose.splitlines() if "VERDICT" not in line]
+    words = _WORDS.findall(" ".join(lines).lower())
+    return sorted({w for w in words if len(w) >= 4 and w not in _STOPWORDS})
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORDS.findall(text.lower()) if len(w) >= 4}
 
 
 def _doubt(material: Material, failing: Sequence[CaseMaterial]) -> str:
@@ -345,6 +462,37 @@ def _definitions(case: CaseMaterial) -> set[str]:
         if match:
             names.add(match.group(1) or match.group(2))
     return names
+
+
+def _source_pattern(
+    sources: Sequence[str], failing: Sequence[CaseMaterial], globs: Iterable[str]
+) -> tuple[str, FlagPattern] | None:
+    """ "A source of user input handed straight to a call", over every source the skill names.
+
+    The lesson that carries across languages and sinks (``curl_init($_GET[…])`` teaches
+    ``fetch(req.query…)``), so it searches every language the skill's steps search.
+    """
+    names = sorted({s for s in sources if s.strip()})
+    if not names:
+        return None
+    pattern = r"\w\((" + "|".join(_ERE_SPECIAL.sub(r"\\\1", s) for s in names) + ")"
+    regex = re.compile(pattern)
+    hits = [(c.case_id, ln) for c in failing for ln in c.code() if regex.search(ln.text)]
+    if not hits:
+        return None
+    files = set(globs) | {_operand(ln.path) for _, ln in hits}
+    return pattern, FlagPattern({cid for cid, _ in hits}, 0, 1, files)
+
+
+def _skill_globs(doc: SkillDoc) -> set[str]:
+    """The file globs the skill's grep steps search (the languages it knows)."""
+    globs: set[str] = set()
+    for step in plan(doc):
+        if step.command and tool_of(step.command) == "grep":
+            parsed = parse_grep(_argv(step.command)[1:])
+            if not isinstance(parsed, str):
+                globs.update(op for op in parsed.operands if _GLOB.match(op))
+    return globs
 
 
 def _fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict[str, FlagPattern]:
@@ -406,14 +554,20 @@ def _tokens(text: str) -> set[str]:
         found.add(name)
         found.update(part for part in _SEP.split(name))
     found.update(m.group(0) for m in _ASSIGN.finditer(text))
+    found.update(m.group(0) for m in _PUNCT.finditer(text))
     return {t for t in found if len(t.strip("($")) >= 3 and "`" not in t}
 
 
 def _token_class(token: str) -> int:
-    """API-looking tokens (calls, dotted, snake, camel, key=value) before plain words."""
-    if re.search(r"[(.=_]|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]", token):
+    """Calls and keyword arguments (``basename(``, ``usedforsecurity=False``) name a guard
+    best; then API-shaped names (dotted, snake, camel), plain words, bare punctuation."""
+    if not re.search(r"[A-Za-z]", token):
+        return 3
+    if token.endswith("(") or re.search(r"\w=\w", token):
         return 0
-    return 1
+    if re.search(r"[._]|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]", token):
+        return 1
+    return 2
 
 
 def _covers(
@@ -476,12 +630,11 @@ def _unloop(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
 def _thorough(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
     """The agent concluded at its first hit and skipped the Pitfalls: ask for every step."""
     commands = [s for s in plan(doc) if s.command]
-    if not commands:
+    if not commands or _ALL_STEPS.search(doc.render()):
         return
-    last = commands[-1]
     item = (
-        "The first hit is not yet the verdict: run all steps before you conclude, through "
-        f"step {last.number} (`{last.command}`)."
+        "The first hit is not yet the verdict: run all steps before you conclude, up to "
+        f"`{commands[-1].command}`."
     )
     text = _with_pitfalls(doc, [item])
     if text is not None:
