@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -138,6 +139,11 @@ class PendingRound:
         return next((v for v in self.versions if v.version == version), None)
 
 
+def text_sha(text: str) -> str:
+    """Evaluations are remembered by the text they measured, whatever version it became."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def load(ws: Workspace) -> PendingRound | None:
     path = ws.pending_round_path
     if not path.exists():
@@ -204,4 +210,5 @@ __all__ = [
     "exclusive",
     "load",
     "save",
+    "text_sha",
 ]

@@ -24,8 +24,14 @@ from engine.config import Config
 from engine.errors import SkillsmithError, UsageError
 from engine.events import CancelToken, Reporter, SessionLog, new_id, null_reporter, utc_now
 from engine.evolve import checkpoint
-from engine.evolve.checkpoint import ROUND_STAGES, PendingRound, RoundRecord, VersionRecord
-from engine.evolve.stages import Evolution, sha
+from engine.evolve.checkpoint import (
+    ROUND_STAGES,
+    PendingRound,
+    RoundRecord,
+    VersionRecord,
+    text_sha,
+)
+from engine.evolve.stages import Evolution
 from engine.fsutil import atomic_write_json
 from engine.patches import Proposer, make_proposer
 from engine.patches.proposer import PROPOSER_KINDS
@@ -290,7 +296,7 @@ def _final(evo: Evolution) -> None:
 
 def _holdout(evo: Evolution, version: str, rows: list[dict[str, Any]]) -> float:
     """The holdout figure of ``version`` (recorded on its version record)."""
-    found = evo.pending.evaluation(sha(evo.store.read(version)), "holdout")
+    found = evo.pending.evaluation(text_sha(evo.store.read(version)), "holdout")
     assert found is not None
     record = evo.pending.version_record(version)
     if record is not None:
@@ -305,7 +311,7 @@ def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
     start_eval = (
         pending.evaluation(pending.versions[0].sha, "holdout") if pending.versions else None
     )
-    final_eval = pending.evaluation(sha(evo.store.read(final)), "holdout") if final else None
+    final_eval = pending.evaluation(text_sha(evo.store.read(final)), "holdout") if final else None
     summary_path = evo.session_dir / "summary.json"
     result = EvolveResult(
         session_id=pending.session_id,

@@ -16,7 +16,6 @@ the Holdout gate only, golden cases only to calibrate the Verify score.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,16 +28,21 @@ from engine.diagnosis import Diagnosis, Registry
 from engine.diagnosis.run import LoadedRun, diagnose_run, load_run
 from engine.errors import SkillsmithError
 from engine.events import CancelToken, Reporter, SessionLog, new_id
-from engine.evolve import checkpoint
-from engine.evolve.checkpoint import CandidateDraft, Evaluation, PendingRound, RoundRecord
+from engine.evolve import accept, checkpoint
+from engine.evolve.checkpoint import (
+    CandidateDraft,
+    Evaluation,
+    PendingRound,
+    RoundRecord,
+    text_sha,
+)
 from engine.evolve.convergence import Convergence, RoundSignal
 from engine.fsutil import atomic_write_json, atomic_write_text
-from engine.gates.outcome import OutcomeGates, quality, verify_calibration
-from engine.gates.result import GateResult, all_passed, first_failure, gates_json
+from engine.gates.outcome import OutcomeGates, quality
+from engine.gates.result import GateResult, first_failure, gates_json
 from engine.gt_audit import audit_runs
 from engine.metrics import metrics, read_results
 from engine.patches import ProposalContext, Proposer, load_text_rules, run_filters
-from engine.queue import Candidate, CandidateQueue, content_hash
 from engine.runner import run_evaluation
 from engine.store import SkillStore
 from engine.verify import verify_score
@@ -46,10 +50,6 @@ from engine.workspace import Workspace
 
 Rows = list[dict[str, Any]]
 PREVIOUS_VERSIONS_AUDITED = 2  # older versions whose runs join the GT audit's cross-version signal
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -124,7 +124,7 @@ class Evolution:
         The run id is written down before the runner starts, so a killed evaluation is resumed
         (only its missing units run) instead of started over.
         """
-        digest = sha(text)
+        digest = text_sha(text)
         missing = [s for s in splits if self.pending.evaluation(digest, s) is None]
         if missing:
             run_id = self.pending.run_ids.get(role)
@@ -178,7 +178,7 @@ class Evolution:
         return self._diagnosed[run_id]
 
     def selection_run(self, text: str) -> str:
-        found = self.pending.evaluation(sha(text), "selection")
+        found = self.pending.evaluation(text_sha(text), "selection")
         assert found is not None
         return found.run_id
 
@@ -238,7 +238,7 @@ class Evolution:
             self.pending.versions.append(
                 checkpoint.VersionRecord(
                     version=current,
-                    sha=sha(text),
+                    sha=text_sha(text),
                     round=0,
                     verify=verify_score(text).score,
                     holdout_f1=quality(rows["holdout"], positive)[1],
@@ -303,7 +303,7 @@ class Evolution:
             diagnosis=self.read("diagnose"),
             gt_flags=[s for s in gt["suspicions"] if s.get("flagged")],
             taboo_entries=self.store.taboo().entries(),
-            feedback_rows=self.rows_of(sha(parent), "selection"),
+            feedback_rows=self.rows_of(text_sha(parent), "selection"),
             bench=self.selection_bench,
             slim=self.pending.slim,
         )
@@ -322,7 +322,7 @@ class Evolution:
             direction=proposal.direction,
             taboo_rule=proposal.taboo_rule,
             diff=proposal.diff,
-            sha=sha(text),
+            sha=text_sha(text),
             text_path=self.pending.artifacts["SKILL.md"],
             summary=proposal.summary or proposal.reason,
             case_ids=list(proposal.case_ids),
@@ -370,10 +370,10 @@ class Evolution:
         results = self.gates.judge(
             round_no=self.pending.round,
             targeted=targeted,
-            selection_before=self.rows_of(sha(parent), "selection"),
-            selection_after=self.rows_of(sha(text), "selection"),
-            holdout_before=self.rows_of(sha(parent), "holdout") if due else None,
-            holdout_after=self.rows_of(sha(text), "holdout") if due else None,
+            selection_before=self.rows_of(text_sha(parent), "selection"),
+            selection_after=self.rows_of(text_sha(text), "selection"),
+            holdout_before=self.rows_of(text_sha(parent), "holdout") if due else None,
+            holdout_after=self.rows_of(text_sha(text), "holdout") if due else None,
             positive_label=self.bench.positive_label,
             text=text,
             parent_text=parent,
@@ -399,14 +399,13 @@ class Evolution:
         results = [GateResult.from_json(e) for e in self.read("gate")]
         verdicts = {r.gate: r.verdict for r in results}
         failure = first_failure(results)
-        if failure is not None or not all_passed(results):
-            assert failure is not None
+        if failure is not None:
             reason = f"gate rejected: {failure.gate}: {'; '.join(failure.reasons)}"
             self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
             self.end_round("rejected", reason, RoundSignal.from_gates(results), gates=verdicts)
             return
         golden = self.evaluate(self.candidate_text(), ("golden",), "candidate_golden")["golden"]
-        queued = self._submit(results, golden)
+        queued = accept.submit(self, results, golden)
         if not self.pending.auto_approve:
             self.log.emit("candidate_queued", candidate=queued.id, skill=self.pending.skill)
             self.end_round(
@@ -418,7 +417,7 @@ class Evolution:
             )
             self.pending.stop_reason = "awaiting_approval"
             return
-        version = self._publish(queued)
+        version = accept.publish(self, queued)
         self.end_round(
             "accepted",
             f"all gates passed; published {version}",
@@ -428,153 +427,5 @@ class Evolution:
             version=version,
         )
 
-    # -- accepting -------------------------------------------------------------------------------
-    def _submit(self, results: list[GateResult], golden: Rows) -> Candidate:
-        """Queue the candidate once: after a kill, the one already queued is found again."""
-        queue = CandidateQueue(self.ws)
-        cand = self.pending.candidate
-        assert cand is not None
-        if self.pending.candidate_id is not None:
-            return queue.get(self.pending.candidate_id)
-        text = self.candidate_text()
-        wanted = content_hash(text.encode("utf-8"), cand.diff.encode("utf-8"))
-        for known in queue.list():
-            if (
-                known.content_hash == wanted
-                and known.skill == self.pending.skill
-                and known.parent_version == self.pending.parent_version
-                and known.source == "evolve"
-                and known.status in ("pending_approval", "approved", "published")
-            ):
-                self.pending.candidate_id = known.id
-                self.save()
-                return known
-        figures = self._figures(results, golden)
-        queued = queue.submit(
-            self.pending.skill,
-            text,
-            cand.diff,
-            source="evolve",
-            operation="update",
-            status="pending_approval",
-            parent_version=self.pending.parent_version,
-            summary=cand.summary,
-            gates=gates_json(results),
-            delta_score=figures["selection"]["delta"],
-            root_causes=[f"{cand.direction} + {cand.rule_id}"],
-            rule_id=cand.taboo_rule,
-            metrics=figures,
-            provenance=self._provenance(),
-        )
-        self.pending.candidate_id = queued.id
-        self.save()
-        return queued
 
-    def _publish(self, queued: Candidate) -> str:
-        queue = CandidateQueue(self.ws)
-        current = queue.get(queued.id)
-        if current.status == "pending_approval":
-            why = f"evolve {self.pending.session_id} round {self.pending.round}: gates passed"
-            version = queue.approve(queued.id, why=why)
-        else:
-            version = _version_of_candidate(self.store, queued.id)
-        text = self.store.read(version)
-        figures = json.loads((self.store.dir / version / "metrics.json").read_bytes())
-        if self.pending.version_record(version) is None:
-            self.pending.versions.append(
-                checkpoint.VersionRecord(
-                    version=version,
-                    sha=sha(text),
-                    round=self.pending.round,
-                    verify=verify_score(text).score,
-                    selection_f1=figures["selection"]["value"],
-                    holdout_f1=figures["holdout"]["value"],
-                    golden_f1=figures["golden"]["value"],
-                )
-            )
-        self.pending.version = version
-        self.log.emit("published", skill=self.pending.skill, version=version, candidate=queued.id)
-        return version
-
-    def _figures(self, results: list[GateResult], golden: Rows) -> dict[str, Any]:
-        """metrics.json of the version this candidate becomes (F1, guardrail, holdout, …)."""
-        positive = self.bench.positive_label
-        parent, text = self.parent_text(), self.candidate_text()
-        selection = self.rows_of(sha(text), "selection")
-        before = self.rows_of(sha(parent), "selection")
-        m = metrics(selection, positive)
-        measure, value = quality(selection, positive)
-        was = quality(before, positive)[1]
-        by_gate = {r.gate: r for r in results}
-        holdout = self.pending.evaluation(sha(text), "holdout")
-        golden_run = self.pending.evaluation(sha(text), "golden")
-        golden_value = quality(golden, positive)[1]
-        verify = verify_score(text).score
-        points = [(v.verify, v.golden_f1) for v in self.pending.versions if v.golden_f1 is not None]
-
-        return {
-            "f1": m.f1,
-            "precision": m.precision,
-            "recall": m.recall,
-            "pass_rate": m.pass_rate,
-            "measure": measure,
-            "selection": {
-                "run_id": self.selection_run(text),
-                "value": value,
-                "parent_value": was,
-                "delta": round(value - was, 6),
-                "tp": m.tp,
-                "fp": m.fp,
-                "tn": m.tn,
-                "fn": m.fn,
-            },
-            "target": by_gate["target"].figures,
-            "guardrail": by_gate["guardrail"].figures,
-            "holdout": {
-                "checked": by_gate["holdout"].verdict != "held",
-                "value": None if holdout is None else holdout.value,
-                "run_id": None if holdout is None else holdout.run_id,
-                "figures": by_gate["holdout"].figures,
-            },
-            "golden": {
-                "value": golden_value,
-                "run_id": None if golden_run is None else golden_run.run_id,
-            },
-            "verify": {"score": verify, "parent_score": verify_score(parent).score},
-            "verify_calibration": verify_calibration([*points, (verify, golden_value)]),
-            "session_id": self.pending.session_id,
-            "round": self.pending.round,
-        }
-
-    def _provenance(self) -> dict[str, Any]:
-        cand = self.pending.candidate
-        assert cand is not None
-        proposal = self.read("propose")
-        return {
-            "proposer": self.pending.proposer,
-            "model": proposal.get("model"),
-            "tokens": proposal.get("usage"),
-            "cost_usd": proposal.get("cost_usd"),
-            "attempts": proposal.get("attempts"),
-            "root_causes": [f"{cand.direction} + {cand.rule_id}"],
-            "targeted_cases": cand.case_ids,
-            "signature": proposal.get("signature"),
-            "parent": self.pending.parent_version,
-            "run_ids": dict(self.pending.run_ids)
-            | {"parent_selection": self.selection_run(self.parent_text())},
-            "seed": self.pending.seed,
-            "session_id": self.pending.session_id,
-            "round": self.pending.round,
-            "gt_flagged": self.read("audit").get("flagged_case_ids", []),
-        }
-
-
-def _version_of_candidate(store: SkillStore, candidate_id: str) -> str:
-    for info in reversed(store.versions()):
-        prov = json.loads((info.path / "provenance.json").read_bytes())
-        if prov.get("candidate") == candidate_id:
-            return info.version
-    raise SkillsmithError(f"{store.dir}: no version was published from {candidate_id}")
-
-
-__all__ = ["Evolution", "sha"]
+__all__ = ["Evolution", "Rows"]
