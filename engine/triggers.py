@@ -37,10 +37,11 @@ from engine.agents.isolation import scratch_root
 from engine.config import Config
 from engine.errors import FormatError, SkillsmithError
 from engine.events import CancelToken, SessionLog, new_id, utc_now
-from engine.fsutil import atomic_write_json, atomic_write_text
+from engine.fsutil import atomic_write_text
 from engine.gates.candidate import Outcome, submit_candidate
 from engine.llm import LLM, make_llm
 from engine.online.library import is_skill_load
+from engine.optimize.experiment import Experiment
 from engine.skill import SkillDoc
 from engine.store import SkillStore, read_text
 from engine.traces import load_trace
@@ -244,7 +245,8 @@ class TriggerBench:
             return False, None, outcome.invalid_reason or "no transcript"
         rel = f"sessions/d{index}-q{n}-r{run}.jsonl"
         lines = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in outcome.session)
-        atomic_write_text(self.folder / rel, lines)
+        with self.ws.lock(f"trigger tuning {self.folder.name}"):
+            atomic_write_text(self.folder / rel, redact(lines))
         trace = load_trace(self.folder / rel)
         loaded = any(is_skill_load(c.name, c.args, self.names) for c in trace.calls)
         return loaded, rel, outcome.invalid_reason
@@ -385,8 +387,8 @@ def tune_description(
     train, test = split_queries(queries, holdout, seed)
     tagged: list[tuple[TriggerQuery, Split]] = [(q, "train") for q in train]
     tagged += [(q, "test") for q in test]
-    experiment = new_id("triggers")
-    folder = ws.experiments_dir / experiment
+    experiment = Experiment(ws, new_id("triggers"))
+    folder = experiment.dir
     proposer = proposer or make_description_proposer(ws)
     bench = TriggerBench(
         ws,
@@ -398,10 +400,10 @@ def tune_description(
         jobs=jobs,
         cancel=cancel,
     )
-    atomic_write_json(
-        folder / "experiment.json",
+    experiment.write(
+        "experiment.json",
         {
-            "id": experiment,
+            "id": experiment.id,
             "kind": "trigger-tuning",
             "skill": skill,
             "started_at": utc_now(),
@@ -415,7 +417,7 @@ def tune_description(
                 "agent": bench.agent.describe(),
             },
             "queries": [
-                {"query": redact(q.query), "should_trigger": q.should_trigger, "split": s}
+                {"query": q.query, "should_trigger": q.should_trigger, "split": s}
                 for q, s in tagged
             ],
         },
@@ -473,7 +475,7 @@ def tune_description(
         else "no description beat the current one on the held-out queries"
     )
     result = TuningResult(
-        experiment_id=experiment,
+        experiment_id=experiment.id,
         experiment_dir=str(folder),
         skill=skill,
         current=current,
@@ -487,8 +489,8 @@ def tune_description(
         notes=notes,
     )
     if improved and submit:
-        result.candidate = _submit(ws, skill, best, base, experiment)
-    atomic_write_json(folder / "result.json", result.to_dict())
+        result.candidate = _submit(ws, skill, best, base, experiment.id)
+    experiment.write("result.json", result.to_dict())
     return result
 
 

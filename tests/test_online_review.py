@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.events import SessionLog
 from engine.fsutil import append_jsonl
 from engine.online import CursorStore, OnlineLearner
 from engine.queue import CandidateQueue
@@ -215,6 +216,20 @@ def test_policy_and_self_written_skill_advance_without_a_model_call(
     own = learner.review(wrote)
     assert (own.status, own.advanced) == ("skipped", True)
     assert "wrote a SKILL.md" in own.reason
+    assert messages_server.message_requests == []
+
+
+def test_own_event_logs_are_not_reviewed(
+    workspace: Workspace, messages_server: MessagesServer
+) -> None:
+    log = SessionLog(workspace.sessions_dir, "review")
+    log.emit("started", sessions=[])
+    learner = OnlineLearner(workspace, reviewer=model_reviewer(messages_server), log=log)
+
+    result = learner.review(log.path)
+
+    assert (result.status, result.advanced) == ("skipped", False)
+    assert "a Skillsmith event log" in result.reason
     assert messages_server.message_requests == []
 
 

@@ -34,7 +34,7 @@ from engine.online.policy import ReviewPolicy, scan
 from engine.online.reconciler import Change, reconcile
 from engine.online.reviewer import Reviewer, ReviewRequest, make_reviewer
 from engine.online.spec import render_new, render_update
-from engine.online.transcript import Transcript, read_transcript
+from engine.online.transcript import NotATranscript, Transcript, read_transcript
 from engine.store import SkillStore
 from engine.workspace import Workspace
 
@@ -139,6 +139,8 @@ class OnlineLearner:
         try:
             transcript = read_transcript(path)
             start, rewritten = self.cursors.start(transcript)
+        except NotATranscript as exc:
+            return ReviewResult(source, "skipped", str(exc))
         except FormatError as exc:
             return ReviewResult(source, "error", str(exc))
         if transcript.lines <= start:

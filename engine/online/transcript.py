@@ -24,6 +24,10 @@ from engine.traces import DETECT_LINES, TraceFormat, _text_of, detect_line, summ
 Role = Literal["user", "assistant", "tool"]
 
 
+class NotATranscript(FormatError):
+    """The file is one of Skillsmith's own event logs (``sessions/<id>.jsonl``)."""
+
+
 @dataclass(frozen=True)
 class CallRef:
     """A tool call the assistant made: the tool and its one-line argument summary."""
@@ -101,7 +105,7 @@ def read_transcript(path: Path | str) -> Transcript:
     data = read_complete(path)
     objs = _objects(path, data)
     if objs and "session_kind" in objs[0][1]:
-        raise FormatError(path, None, "a Skillsmith event log, not an agent transcript")
+        raise NotATranscript(path, None, "a Skillsmith event log, not an agent transcript")
     fmt = _format(objs)
     messages = _session(objs, path) if fmt == "session" else _claude(objs, path)
     return Transcript(path, fmt, messages, len(data), data.count(b"\n"), data)
