@@ -134,6 +134,14 @@ def test_cli_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     argv = ["evolve", "security-audit", "--bench", "vuln-detect", "-w", str(ws.root)]
     assert main([*argv, "--proposer", "gpt"]) == 2
     assert "--proposer gpt: expected one of offline, anthropic" in capsys.readouterr().err
+    live = ws.skill_path("security-audit")
+    shipped = live.read_text(encoding="utf-8")
+    live.write_text(shipped + "\n- A hand-written line.\n", encoding="utf-8")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "SKILL.md: edited by hand since v0; publish it first" in err
+    assert err.count("\n") == 1 and not ws.pending_round_path.exists()
+    live.write_text(shipped, encoding="utf-8")
     bench_yaml = ws.benchmarks_dir / "vuln-detect" / "benchmark.yaml"
     text = bench_yaml.read_text(encoding="utf-8")
     bench_yaml.write_text(

@@ -33,7 +33,7 @@ from engine.evolve.checkpoint import (
 )
 from engine.evolve.stages import Evolution
 from engine.fsutil import atomic_write_json
-from engine.patches import Proposer, make_proposer
+from engine.patches import make_proposer
 from engine.patches.proposer import PROPOSER_KINDS
 from engine.schema import to_mapping
 from engine.store import SkillStore
@@ -75,14 +75,6 @@ class EvolveResult:
         return data
 
 
-ProposerFactory = Callable[[str, Workspace, Config, int], Proposer]
-
-
-def make_round_proposer(kind: str, ws: Workspace, cfg: Config, seed: int) -> Proposer:
-    """The proposer of one round (the offline one takes the round's seed for its tie-breaks)."""
-    return make_proposer(kind, ws, cfg, seed=seed)
-
-
 def round_seed(seed: int, round_no: int) -> int:
     """The proposer's seed for one round: fixed by the session seed and the round alone."""
     digest = hashlib.sha256(f"{seed}:{round_no}".encode()).digest()
@@ -95,7 +87,6 @@ def evolve(
     *,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-    proposer_factory: ProposerFactory = make_round_proposer,
 ) -> EvolveResult:
     """Run (or resume) an evolution session of ``options.skill`` on ``options.bench``."""
     cfg = ws.load_config()
@@ -128,8 +119,8 @@ def evolve(
             store=SkillStore(ws, pending.skill),
             pending=pending,
             log=log,
-            make_proposer=lambda round_no: proposer_factory(
-                pending.proposer, ws, cfg, round_seed(pending.seed, round_no)
+            make_proposer=lambda round_no: make_proposer(
+                pending.proposer, ws, cfg, seed=round_seed(pending.seed, round_no)
             ),
             reporter=reporter,
             cancel=cancel,
@@ -166,6 +157,7 @@ def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingR
                 f"{bench.source}: field 'splits': the {split} split has no case "
                 f"({len(bench.cases)} cases in all)"
             )
+    _refuse_hand_edits(ws, options.skill)
     proposer = options.proposer or cfg.models.proposer.provider
     if proposer not in PROPOSER_KINDS:
         raise UsageError(f"--proposer {proposer}: expected one of {', '.join(PROPOSER_KINDS)}")
@@ -182,6 +174,18 @@ def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingR
         max_rounds=rounds,
         started_at=utc_now(),
     )
+
+
+def _refuse_hand_edits(ws: Workspace, skill: str) -> None:
+    """Evolution starts from a stored version; a hand edit would be silently replaced."""
+    store = SkillStore(ws, skill)
+    current = store.ensure_adopted()
+    live = ws.skill_path(skill)
+    if current is not None and live.read_bytes().decode("utf-8") != store.read(current):
+        raise SkillsmithError(
+            f"{live}: edited by hand since {current}; publish it first "
+            f"(skillsmith publish {skill} {live} --why …)"
+        )
 
 
 def _refuse_other(ws: Workspace, pending: PendingRound, options: EvolveOptions) -> None:

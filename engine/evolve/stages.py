@@ -225,12 +225,6 @@ class Evolution:
         if current is None:
             raise SkillsmithError(f"{self.ws.skill_path(self.pending.skill)}: no such skill")
         text = self.store.read(current)
-        live = self.ws.skill_path(self.pending.skill)
-        if live.is_file() and live.read_bytes().decode("utf-8") != text:
-            raise SkillsmithError(
-                f"{live}: edited by hand since {current}; publish it first "
-                f"(skillsmith publish {self.pending.skill} {live} --why …)"
-            )
         self.pending.parent_version = current
         rows = self.evaluate(text, ("holdout", "golden"), "baseline")
         positive = self.bench.positive_label
