@@ -161,10 +161,10 @@ class OnlineLearner:
         if signals.wrote_skill:
             result.reason = "the agent wrote a SKILL.md itself in this segment"
             return self._advance(result, transcript)
-        existing = existing_skills(self.ws, self.cfg.online.excerpt_chars)
-        outcome = outcome or run_outcome(path)
-        request = ReviewRequest(source, segment, existing, start + 1, transcript.lines, outcome)
         try:
+            existing = existing_skills(self.ws, self.cfg.online.excerpt_chars)
+            outcome = outcome or run_outcome(path)
+            request = ReviewRequest(source, segment, existing, start + 1, transcript.lines, outcome)
             decision = self.reviewer.review(request)
         except SkillsmithError as exc:
             result.status, result.reason = "error", str(exc)
