@@ -42,7 +42,13 @@ from engine.agent_optimizer.offline import optimizer_offline
 from engine.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
 from engine.agents import make_agent
 from engine.benchmark import load_benchmark
-from engine.builder.baseline import ACCEPTED, FormalBaseline, figures, formal_baseline
+from engine.builder.baseline import (
+    ACCEPTED,
+    FormalBaseline,
+    figures,
+    formal_baseline,
+    skills_of_run,
+)
 from engine.builder.judge import ProtocolJudge, make_judge
 from engine.builder.protocol import ProtocolExhausted, ask, data_message
 from engine.diagnosis.run import diagnose_run, load_run
@@ -332,10 +338,7 @@ class _Optimizer:
         folder = RunFolder(self.ws.runs_dir / attempt.run_id)
         manifest = folder.read_manifest()
         rows = [r for r in folder.latest_rows().values() if r.get("variant", "skill") == "skill"]
-        skills = {
-            str(s["name"]): str(s.get("version") or f"sha256:{str(s.get('sha256'))[:12]}")
-            for s in manifest.get("skills") or []
-        }
+        skills = skills_of_run(manifest)
         if candidate.skill is not None:
             current = SkillStore(self.ws, candidate.skill).current()
             skills[candidate.skill] = str(current)
@@ -344,10 +347,13 @@ class _Optimizer:
             hypothesis.get("held")
         ]
         improved = ", ".join(hypothesis.get("improved") or []) or "none"
+        ranked = sorted(figures(rows).cases, key=lambda c: (c.score, c.case_id))
+        below = [c.case_id for c in ranked if c.score < 100][:3]
         summary = (
             f"{candidate.hypothesis} — the hypothesis {held} on its targeted cases "
             f"(improved: {improved}); score {attempt.reference_score:.2f} → {attempt.score:.2f}. "
-            f"Next: a candidate for the cases still below 100."
+            f"Next hypothesis: the lowest cases ({', '.join(below) or 'none'}) share a root cause "
+            "a further bounded edit can fix."
         )
         cfg = self.ws.load_config()
         return record_from_rows(

@@ -46,6 +46,15 @@ def figures(rows: Sequence[dict[str, Any]]) -> ScoreRecord:
     return record_from_rows(list(rows), runtime=Runtime("", ""), summary_title="", summary="")
 
 
+def skills_of_run(manifest: dict[str, Any]) -> dict[str, str]:
+    """``name → version`` of the skills a run evaluated (a content hash for unpublished text)."""
+    return {
+        str(s["name"]): str(s.get("version") or f"sha256:{str(s.get('sha256'))[:12]}")
+        for s in manifest.get("skills") or []
+        if isinstance(s, dict) and s.get("name")
+    }
+
+
 def has_formal_baseline(ws: Workspace, bench_id: str) -> bool:
     records = read_records(ws.benchmarks_dir / bench_id)
     return any(r.kind == FORMAL_BASELINE for r in records)
@@ -96,4 +105,5 @@ __all__ = [
     "figures",
     "formal_baseline",
     "has_formal_baseline",
+    "skills_of_run",
 ]

@@ -38,7 +38,12 @@ import yaml
 
 from engine.agents import make_agent
 from engine.benchmark import BENCHMARK_TOML, BENCHMARK_YAML, Benchmark, load_benchmark
-from engine.builder.baseline import FORMAL_BASELINE, figures, has_formal_baseline
+from engine.builder.baseline import (
+    FORMAL_BASELINE,
+    figures,
+    has_formal_baseline,
+    skills_of_run,
+)
 from engine.builder.calibrate import (
     CALIBRATE_SYSTEM,
     Change,
@@ -173,14 +178,6 @@ def _evaluation_score(rows: Sequence[dict[str, Any]]) -> float | None:
     """The evaluation score the scoreboard would record (None when no unit is valid)."""
     valid = [r for r in rows if r.get("pass_fail") != "invalid"]
     return figures(valid).score if valid else None
-
-
-def _skills_of(manifest: dict[str, Any]) -> dict[str, str]:
-    return {
-        str(s["name"]): str(s.get("version") or f"sha256:{str(s.get('sha256'))[:12]}")
-        for s in manifest.get("skills") or []
-        if isinstance(s, dict) and s.get("name")
-    }
 
 
 # -- the session -------------------------------------------------------------------------------
@@ -501,7 +498,7 @@ class _Build:
                 summary=summary,
                 run_id=best.run_id,
                 variant="skill",
-                skills=_skills_of(manifest),
+                skills=skills_of_run(manifest),
                 kind=FORMAL_BASELINE,
                 session_id=self.log.session_id,
                 version=cfg.version,
