@@ -30,12 +30,8 @@ from engine.benchmark import normalise_label
 from engine.demo.agent import labels_of, task_text
 from engine.optimize.reflection import RECORDS_CLOSE, RECORDS_OPEN
 from engine.patches.material import CaseMaterial, CodeLine, Material
-from engine.patches.offline_proposer import (
-    Candidate,
-    OfflineProposer,
-    _flag_matchers,
-    _widen_globs,
-)
+from engine.patches.mining import flag_matchers
+from engine.patches.offline_proposer import Candidate, OfflineProposer, _widen_globs
 from engine.patches.proposer import Target
 from engine.skill import SkillDoc
 
@@ -192,7 +188,7 @@ def _propose(
 
 def _reached(doc: SkillDoc, cases: Sequence[CaseMaterial]) -> int:
     """How many of ``cases`` some flag step of ``doc`` has a hit in."""
-    matchers = _flag_matchers(doc)
+    matchers = flag_matchers(doc)
     return sum(1 for case in cases if any(m.hits(case.lines) for m in matchers))
 
 
