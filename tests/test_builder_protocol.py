@@ -183,3 +183,20 @@ def test_make_judge_offline_grades_by_the_offline_judge(tmp_path: Path) -> None:
     reasoned = grade(bench, bench.cases[0], ANSWER, llm=judge)
     assert (shortcut.score, reasoned.score) == (0.5, 1.0)
     assert yaml.safe_load(offline_judge("", _judge_prompt(ANSWER)))["protocol"] == JUDGE_PROTOCOL
+
+
+def test_an_evaluation_grades_judge_checks_by_the_protocol_judge_by_default(
+    tmp_path: Path,
+) -> None:
+    from engine.runner import run_evaluation
+    from tests.runner_helpers import command_workspace
+
+    ws = command_workspace(tmp_path / "ws")
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config={"labels": ["vulnerable", "safe"]})
+    checks = [{"kind": "label"}, {"kind": "llm_judge", "criteria": RULE.criteria}]
+    write_case(root, "c1", {"expected": "vulnerable", "checks": checks},
+               files={"mode.txt": "answer", "code.txt": "eval(x)\n"})  # fmt: skip
+    result = run_evaluation(ws, "b", jobs=1)  # the configured (offline) judge, strict protocol
+    (row,) = result.rows
+    assert row["pass_fail"] == "fail" and row["score"] == 0.5  # a bare verdict: label only
+    assert row["checks"][1]["evidence"] == "a vulnerable verdict without any file:line finding"
