@@ -37,10 +37,6 @@ description: Audit one file for vulnerabilities. Use when asked whether a file i
 """
 
 
-def diff_of(old: str, new: str) -> str:
-    return unified_diff(old, new)
-
-
 def patch_of(anchor: str, replacement: str, text: str = SKILL) -> str:
     assert anchor in text, anchor
     return unified_diff(text, text.replace(anchor, replacement, 1))
