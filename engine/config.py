@@ -85,13 +85,18 @@ class LimitsConfig:
 
 @dataclass
 class GtAuditConfig:
-    """Weights of the five ground-truth suspicion signals (they sum to 1) and the flag line."""
+    """Weights of the five ground-truth suspicion signals (they sum to 1) and the flag line.
+
+    The two disagreement signals together stay below the flag line: a case that every version
+    keeps failing is as likely a hard case as a wrong label, so a flag also needs evidence from
+    the content (an evidenced, confident conclusion or a near-identical case labelled otherwise).
+    """
 
     flag_threshold: float = 0.5
-    w_consistent_disagreement: float = 0.25
-    w_cross_version_disagreement: float = 0.25
-    w_evidenced_conclusion: float = 0.20
-    w_similar_case_contradiction: float = 0.20
+    w_consistent_disagreement: float = 0.20
+    w_cross_version_disagreement: float = 0.20
+    w_evidenced_conclusion: float = 0.25
+    w_similar_case_contradiction: float = 0.25
     w_type_label_outlier: float = 0.10
     similarity_min: float = 0.8
     outlier_max_share: float = 0.25

@@ -55,21 +55,28 @@ def clean_summary(tmp_path: Path, final: str) -> TraceSummary:
     return summarise(load_trace(path), skill_steps())
 
 
-def test_every_run_and_every_version_disagreeing_flags_the_case() -> None:
+def test_runs_and_versions_disagreeing_alone_stay_below_the_flag() -> None:
     observations = [obs("c1", v, "safe") for v in ("A", "A", "B", "B")]
     (s,) = audit(observations).suspicions
     assert s.signals["consistent_disagreement"] == 1.0
     assert s.signals["cross_version_disagreement"] == 1.0
-    assert s.score == 0.5 and s.flagged
+    assert s.score == pytest.approx(0.4) and not s.flagged  # a hard case looks the same
     assert s.reasons == [
         "all 4 runs say 'safe', label 'vulnerable'",
         "2 skill versions all say 'safe'",
     ]
 
 
+def test_disagreement_with_an_evidenced_conclusion_flags_the_case(tmp_path: Path) -> None:
+    summary = clean_summary(tmp_path, "STEPS DONE: 1, 2, 3, 4\nVERDICT: safe")
+    observations = [obs("c1", v, "safe", summary=summary) for v in ("A", "A", "B", "B")]
+    (s,) = audit(observations).suspicions
+    assert s.score == pytest.approx(0.65) and s.flagged
+
+
 def test_one_version_alone_is_not_enough() -> None:
     (s,) = audit([obs("c1", "A", "safe"), obs("c1", "A", "safe")]).suspicions
-    assert s.score == 0.25 and not s.flagged
+    assert s.score == pytest.approx(0.2) and not s.flagged
     assert s.signals["cross_version_disagreement"] == 0.0
 
 
@@ -158,18 +165,19 @@ def test_weights_and_threshold_are_configurable() -> None:
     assert s.score == 0.6 and s.flagged
 
 
-def test_only_failing_cases_are_scored_most_suspect_first() -> None:
+def test_only_failing_cases_are_scored_most_suspect_first(tmp_path: Path) -> None:
+    summary = clean_summary(tmp_path, "STEPS DONE: 1, 2, 3, 4\nVERDICT: safe")
     observations = [
         obs("pass", "A", "vulnerable"),
         obs("weak", "A", "safe"),
         obs("weak", "A", "vulnerable"),
-        obs("strong", "A", "safe"),
-        obs("strong", "B", "safe"),
+        obs("strong", "A", "safe", summary=summary),
+        obs("strong", "B", "safe", summary=summary),
     ]
     result = audit(observations)
     assert [s.case_id for s in result.suspicions] == ["strong", "weak"]
     assert result.flagged_case_ids == ["strong"]
-    assert "strong (0.50)" in result.prompt_note()
+    assert "strong (0.65)" in result.prompt_note()
     assert audit(observations, focus=["weak"]).flagged_case_ids == []
 
 
