@@ -11,12 +11,16 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.errors import SkillsmithError
 from engine.metrics import metrics
+from engine.queue import Candidate, CandidateQueue
 from engine.runs import SESSIONS, RunFolder, UnitKey
+from engine.store import is_leftover
 from engine.workspace import Workspace
 
 SESSION_SUFFIX = ".jsonl"
@@ -192,3 +196,80 @@ def run_figures(ws: Workspace, run_id: str, variant: str = "skill") -> RunFigure
 
 def _is_plain_name(name: str) -> bool:
     return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
+
+
+@dataclass(frozen=True)
+class CandidateView:
+    """A queued candidate with its gate records, as a viewer shows it."""
+
+    candidate: Candidate
+    gates: list[dict[str, Any]]
+    gates_error: str | None = None
+
+
+Signature = tuple[int, int, int, int]
+
+
+def _signature(folder: Path) -> Signature | None:
+    """Identity of a candidate's decision-relevant files: the yaml and the gate verdicts."""
+    try:
+        meta = os.stat(folder / "candidate.yaml")
+    except FileNotFoundError:
+        return None
+    try:
+        gates = os.stat(folder / "gates.json")
+        gate_sig = (gates.st_mtime_ns, gates.st_size)
+    except FileNotFoundError:
+        gate_sig = (0, -1)
+    return (meta.st_mtime_ns, meta.st_size, *gate_sig)
+
+
+class CandidateCache:
+    """The approval queue for a live view: only candidates whose files changed are re-read.
+
+    A watched workspace reloads its queue on every change; parsing hundreds of candidate.yaml
+    files each time would make the view lag seconds behind a single new candidate. A bad
+    candidate is reported and left out instead of hiding the whole queue.
+    """
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self._cache: dict[str, tuple[Signature, CandidateView]] = {}
+        self._lock = threading.Lock()
+
+    def load(self) -> tuple[list[CandidateView], list[str]]:
+        """(every readable candidate oldest first, one line per unreadable one)."""
+        with self._lock:
+            queue = CandidateQueue(self.ws)
+            fresh: dict[str, tuple[Signature, CandidateView]] = {}
+            errors: list[str] = []
+            try:
+                entries = list(os.scandir(queue.dir))
+            except FileNotFoundError:
+                entries = []
+            for entry in entries:
+                if is_leftover(entry.name) or not entry.is_dir():
+                    continue
+                signature = _signature(Path(entry.path))
+                if signature is None:
+                    continue
+                cached = self._cache.get(entry.name)
+                if cached is not None and cached[0] == signature:
+                    fresh[entry.name] = cached
+                    continue
+                try:
+                    candidate = queue.get(entry.name)
+                except SkillsmithError as exc:
+                    errors.append(str(exc))
+                    continue
+                try:
+                    view = CandidateView(candidate, candidate.gates())
+                except SkillsmithError as exc:
+                    view = CandidateView(candidate, [], str(exc))
+                fresh[entry.name] = (signature, view)
+            self._cache = fresh
+        views = sorted(
+            (view for _, view in fresh.values()),
+            key=lambda v: (v.candidate.created_at, v.candidate.id),
+        )
+        return views, sorted(errors)

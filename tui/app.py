@@ -24,7 +24,6 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
@@ -33,7 +32,7 @@ from engine.events import Cancelled, CancelToken, Event
 from engine.queue import CandidateQueue
 from engine.snapshots import create_snapshot, restore
 from engine.store import SkillStore, unified_diff
-from engine.views import benchmark_ids
+from engine.views import CandidateCache, benchmark_ids
 from engine.workspace import Workspace
 from themes.palette import DEFAULT_THEME, STYLESHEET, THEMES, resolve_theme_name, variable_defaults
 from tui.dialogs import ConfirmScreen, ErrorScreen, ReasonScreen
@@ -108,17 +107,17 @@ class EngineDone(Message):
         self.timeout = timeout
 
 
-def load_queue(ws: Workspace) -> tuple[list[QueueEntry], bool]:
-    """Every candidate with its gates; a bad gates.json shows as a failed pseudo-gate."""
-    queue = CandidateQueue(ws)
+def load_queue(cache: CandidateCache) -> tuple[list[QueueEntry], bool, list[str]]:
+    """Every candidate with its gates (a bad gates.json shows as a failed pseudo-gate), whether
+    any decision was taken, and one line per unreadable candidate."""
+    views, errors = cache.load()
     entries = []
-    for candidate in queue.list():
-        try:
-            gates = candidate.gates()
-        except SkillsmithError as exc:
-            gates = [{"gate": "gates.json", "verdict": "fail", "reasons": [str(exc)]}]
-        entries.append(QueueEntry(candidate, gates))
-    return entries, bool(queue.decisions())
+    for view in views:
+        gates = view.gates
+        if view.gates_error is not None:
+            gates = [{"gate": "gates.json", "verdict": "fail", "reasons": [view.gates_error]}]
+        entries.append(QueueEntry(view.candidate, gates))
+    return entries, bool(CandidateQueue(cache.ws).decisions()), errors
 
 
 class SkillsmithApp(App[None]):
@@ -145,6 +144,8 @@ class SkillsmithApp(App[None]):
         self._write_lock = threading.Lock()
         self._job_token: CancelToken | None = None
         self._watch_stop = asyncio.Event()
+        self._candidates = CandidateCache(workspace)
+        self._queue_error: str | None = None
         self._shown_patch: tuple[str, str] | None = None
         self._mounted = False
         self.set_keymap(self._keymap)
@@ -175,14 +176,16 @@ class SkillsmithApp(App[None]):
                 yield DiffPane(id="diff-pane")
             with TabPane("3 Gates", id="tab-gates"):
                 yield GatesPane(id="gates-pane")
-            with TabPane("4 Sessions", id="tab-sessions"):
-                yield SessionsPane(self.workspace, id="sessions-pane")
-            with TabPane("5 Scoreboard", id="tab-scoreboard"):
-                yield ScoreboardPane(self.workspace, id="scoreboard-pane")
-            with TabPane("6 Skills & history", id="tab-skills"):
-                yield SkillsPane(self.workspace, id="skills-pane")
+            # Composed when first opened (see _open_tab): a cheaper first paint.
+            yield TabPane("4 Sessions", id="tab-sessions")
+            yield TabPane("5 Scoreboard", id="tab-scoreboard")
+            yield TabPane("6 Skills & history", id="tab-skills")
         yield JobBar(id="jobbar")
         yield Footer(compact=True)
+
+    def _closing_view(self) -> bool:
+        """True once the widgets are gone (the app is closing): late worker results are dropped."""
+        return self.query_one_optional(QueuePane) is None
 
     @property
     def queue_pane(self) -> QueuePane:
@@ -193,8 +196,33 @@ class SkillsmithApp(App[None]):
         return self.query_one(DiffPane)
 
     @property
-    def skills_pane(self) -> SkillsPane:
-        return self.query_one(SkillsPane)
+    def skills_pane(self) -> SkillsPane | None:
+        """The Skills & history pane, once it has been opened."""
+        return self.query_one_optional(SkillsPane)
+
+    @property
+    def sessions_pane(self) -> SessionsPane | None:
+        return self.query_one_optional(SessionsPane)
+
+    @property
+    def scoreboard_pane(self) -> ScoreboardPane | None:
+        return self.query_one_optional(ScoreboardPane)
+
+    async def _open_tab(self, tab: str) -> None:
+        """Compose a lazy pane the first time its tab is shown, and load it."""
+        lazy: dict[str, Callable[[], SessionsPane | ScoreboardPane | SkillsPane]] = {
+            "tab-sessions": lambda: SessionsPane(self.workspace, id="sessions-pane"),
+            "tab-scoreboard": lambda: ScoreboardPane(self.workspace, id="scoreboard-pane"),
+            "tab-skills": lambda: SkillsPane(self.workspace, id="skills-pane"),
+        }
+        make = lazy.get(tab)
+        if make is None:
+            return
+        tab_pane = self.query_one(f"#{tab}", TabPane)
+        if not tab_pane.children:
+            pane = make()
+            await tab_pane.mount(pane)
+            pane.reload()
 
     def on_mount(self) -> None:
         self._mounted = True
@@ -203,7 +231,8 @@ class SkillsmithApp(App[None]):
         self._update_status()
         self._load_queue()
         if self.watching:
-            self._watch()
+            # Setting up inotify on a big workspace takes a while: not before the first paint.
+            self.call_after_refresh(self._watch)
         self._check_keymap()
         if self._user_config.theme != self.theme:
             self._save_theme(self.theme)
@@ -236,8 +265,8 @@ class SkillsmithApp(App[None]):
     def _load_queue(self) -> None:
         worker = get_current_worker()
         try:
-            entries, decided = load_queue(self.workspace)
-            error = None
+            entries, decided, errors = load_queue(self._candidates)
+            error = "; ".join(errors) or None
         except SkillsmithError as exc:
             entries, decided, error = None, self.facts.has_decisions, str(exc)
         try:
@@ -255,6 +284,8 @@ class SkillsmithApp(App[None]):
 
     @on(QueueLoaded)
     def _queue_loaded(self, message: QueueLoaded) -> None:
+        if self._closing_view():
+            return
         self.facts = message.facts
         pane = self.queue_pane
         if message.entries is not None:
@@ -263,12 +294,16 @@ class SkillsmithApp(App[None]):
             self._show_entry(pane.selected, reread=True)
         if message.error:
             pane.border_subtitle = message.error
-            self.notify(message.error, severity="error", timeout=8)
+            if message.error != self._queue_error:  # once per problem, not per reload
+                self.notify(message.error, severity="error", timeout=8)
+        self._queue_error = message.error
         self._update_status()
         self.refresh_bindings()
 
     @on(QueuePane.Highlighted)
     def _candidate_highlighted(self, message: QueuePane.Highlighted) -> None:
+        if self._closing_view():
+            return
         self._show_entry(message.entry, reread=False)
 
     def _show_entry(self, entry: QueueEntry | None, *, reread: bool) -> None:
@@ -310,6 +345,8 @@ class SkillsmithApp(App[None]):
 
     @on(PatchLoaded)
     def _patch_loaded(self, message: PatchLoaded) -> None:
+        if self._closing_view():
+            return
         selected = self.queue_pane.selected
         if selected is None or selected.id != message.entry.id:
             return
@@ -347,13 +384,12 @@ class SkillsmithApp(App[None]):
         areas = set(areas)
         if areas & {"queue", "config", "skills", "scoreboard"}:
             self._load_queue()
-        if areas & {"skills", "snapshots"} and self.skills_pane.loaded:
-            self.skills_pane.reload()
-        sessions = self.query_one(SessionsPane)
-        if "sessions" in areas and sessions.loaded:
+        skills, sessions, scoreboard = self.skills_pane, self.sessions_pane, self.scoreboard_pane
+        if areas & {"skills", "snapshots"} and skills is not None and skills.loaded:
+            skills.reload()
+        if "sessions" in areas and sessions is not None and sessions.loaded:
             sessions.reload()
-        scoreboard = self.query_one(ScoreboardPane)
-        if "scoreboard" in areas and scoreboard.loaded:
+        if "scoreboard" in areas and scoreboard is not None and scoreboard.loaded:
             scoreboard.reload()
         if "config" in areas:
             self._reload_keymap()
@@ -378,15 +414,8 @@ class SkillsmithApp(App[None]):
         self._check_keymap()
 
     @on(TabbedContent.TabActivated)
-    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        lazy: dict[str, SessionsPane | ScoreboardPane | SkillsPane] = {
-            "tab-sessions": self.query_one(SessionsPane),
-            "tab-scoreboard": self.query_one(ScoreboardPane),
-            "tab-skills": self.skills_pane,
-        }
-        pane = lazy.get(event.pane.id or "")
-        if pane is not None and not pane.loaded:
-            pane.reload()
+    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        await self._open_tab(event.pane.id or "")
 
     # -- keys: which apply now -----------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -427,8 +456,10 @@ class SkillsmithApp(App[None]):
 
     def _rollback_target(self) -> tuple[str, str, str | None] | None:
         pane = self.skills_pane
+        if pane is None or not pane.loaded:
+            return None
         skill, version = pane.selected_skill, pane.selected_version
-        if not pane.loaded or skill is None or version is None or version == skill.current:
+        if skill is None or version is None or version == skill.current:
             return None
         return skill.name, version, skill.current
 
@@ -452,6 +483,8 @@ class SkillsmithApp(App[None]):
 
     @on(EngineDone)
     def _engine_done(self, message: EngineDone) -> None:
+        if self._closing_view():
+            return
         if message.crashed:
             self.push_screen(ErrorScreen("The engine failed", message.text))
         else:
@@ -607,8 +640,8 @@ class SkillsmithApp(App[None]):
     # -- jobs ----------------------------------------------------------------------------------
     def _job_bench(self) -> str | None:
         """The benchmark a job runs on: the one the scoreboard shows, else the first."""
-        scoreboard = self.query_one(ScoreboardPane)
-        if scoreboard.bench in self.facts.benchmarks:
+        scoreboard = self.scoreboard_pane
+        if scoreboard is not None and scoreboard.bench in self.facts.benchmarks:
             return scoreboard.bench
         return self.facts.benchmarks[0] if self.facts.benchmarks else None
 
@@ -618,7 +651,7 @@ class SkillsmithApp(App[None]):
         entry = self.queue_pane.selected
         if entry is not None and str(entry.candidate.skill) in self.facts.skills:
             return str(entry.candidate.skill)
-        skill = self.skills_pane.selected_skill
+        skill = self.skills_pane.selected_skill if self.skills_pane is not None else None
         if skill is not None and skill.name in self.facts.skills:
             return skill.name
         return self.facts.skills[0] if self.facts.skills else None
@@ -696,11 +729,15 @@ class SkillsmithApp(App[None]):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
+        if self._closing_view():
+            return
         if self._job_token is not None:
             self.query_one(JobBar).show_event(message.event)
 
     @on(JobEnded)
     def _job_ended(self, message: JobEnded) -> None:
+        if self._closing_view():
+            return
         self._job_token = None
         self.query_one(JobBar).stop()
         self.refresh_bindings()
@@ -717,41 +754,36 @@ class SkillsmithApp(App[None]):
             self.query_one(JobBar).cancelling()
 
     # -- panes ---------------------------------------------------------------------------------
-    def action_pane(self, number: int) -> None:
+    async def action_pane(self, number: int) -> None:
         tab, selector = PANES[number]
         if tab is not None:
+            await self._open_tab(tab)
             # Blur first: hiding the focused pane would otherwise drop the focus we set next.
             self.set_focus(None)
             self.query_one(TabbedContent).active = tab
         self.call_after_refresh(self._focus_pane, selector)
 
     def _focus_pane(self, selector: str) -> None:
-        widget = self.query_one(selector)
-        if widget.focusable:
+        widget = self.query_one_optional(selector)
+        if widget is not None and widget.focusable:
             widget.focus()
 
     def _current_pane(self) -> int:
+        """The pane holding the focus (the queue when nothing in a tab has it)."""
         focused = self.focused
         if focused is not None:
-            for number, (_, selector) in PANES.items():
-                target = self.query_one(selector)
-                if focused is target or target in focused.ancestors:
-                    return number
-            if focused in self.queue_pane.walk_children() or focused is self.queue_pane:
-                return 1
             for number, (tab, _) in PANES.items():
-                if tab is not None and self._in_tab(focused, tab):
+                if tab is not None and any(
+                    isinstance(a, TabPane) and a.id == tab for a in focused.ancestors
+                ):
                     return number
         return 1
 
-    def _in_tab(self, widget: Widget, tab: str) -> bool:
-        return any(isinstance(a, TabPane) and a.id == tab for a in widget.ancestors)
+    async def action_next_pane(self) -> None:
+        await self.action_pane(self._current_pane() % len(PANES) + 1)
 
-    def action_next_pane(self) -> None:
-        self.action_pane(self._current_pane() % len(PANES) + 1)
-
-    def action_previous_pane(self) -> None:
-        self.action_pane((self._current_pane() - 2) % len(PANES) + 1)
+    async def action_previous_pane(self) -> None:
+        await self.action_pane((self._current_pane() - 2) % len(PANES) + 1)
 
     def action_filter(self) -> None:
         self.queue_pane.start_filter()
@@ -766,8 +798,8 @@ class SkillsmithApp(App[None]):
         self.reload_areas({"queue", "skills", "sessions", "scoreboard", "snapshots", "config"})
 
     @on(DataTable.RowSelected, "#queue")
-    def _queue_enter(self, event: DataTable.RowSelected) -> None:
-        self.action_pane(2)
+    async def _queue_enter(self, event: DataTable.RowSelected) -> None:
+        await self.action_pane(2)
 
     @on(SessionsPane.OpenTranscript)
     def _open_transcript(self, message: SessionsPane.OpenTranscript) -> None:

@@ -75,6 +75,9 @@ def _delta(candidate: Any) -> Content:
     return Content.styled(f"{value:+.3f}", style)
 
 
+COLUMNS = ("mark", "id", "skill", "source", "op", "status", "gates", "delta", "summary")
+
+
 class QueueTable(VimTable):
     """The candidate table; space marks are handled by the app (one binding id for remapping)."""
 
@@ -157,26 +160,44 @@ class QueuePane(Vertical):
         self._render_rows(previous)
 
     def _render_rows(self, previous: QueueEntry | None) -> None:
+        """Bring the table to the filtered entries, touching only rows that changed.
+
+        Rebuilding 500 rows on every watcher event would stall the UI; a new candidate is one
+        added row and a decision one updated row (plus a re-sort when the order moved).
+        """
         table = self.table
+        old = {e.id: e for e in self._shown}
         self._shown = [e for e in self._entries if matches(e, self.query_text)]
-        table.clear()
+        wanted = {e.id for e in self._shown}
+        for candidate_id in old.keys() - wanted:
+            table.remove_row(candidate_id)
         for entry in self._shown:
-            c = entry.candidate
-            table.add_row(
-                self._mark_cell(entry.id),
-                c.id,
-                c.skill,
-                c.source,
-                c.operation,
-                Content.styled(str(c.status), STATUS_STYLE.get(str(c.status), "")),
-                gate_summary(entry.gates),
-                _delta(c),
-                c.summary or "",
-                key=entry.id,
-            )
+            known = old.get(entry.id)
+            if known is None:
+                table.add_row(*self._cells(entry), key=entry.id)
+            elif known != entry:
+                for column, value in zip(COLUMNS, self._cells(entry), strict=True):
+                    table.update_cell(entry.id, column, value)
+        position = {e.id: index for index, e in enumerate(self._shown)}
+        if [row.key.value for row in table.ordered_rows] != [e.id for e in self._shown]:
+            table.sort("id", key=lambda candidate_id: position[candidate_id])
         if previous is not None:
             table.move_to_key(previous.id)
         self._update_title()
+
+    def _cells(self, entry: QueueEntry) -> tuple[Content | str, ...]:
+        c = entry.candidate
+        return (
+            self._mark_cell(entry.id),
+            c.id,
+            c.skill,
+            c.source,
+            c.operation,
+            Content.styled(str(c.status), STATUS_STYLE.get(str(c.status), "")),
+            gate_summary(entry.gates),
+            _delta(c),
+            c.summary or "",
+        )
 
     def _mark_cell(self, candidate_id: str) -> Content:
         return Content.styled("●", "bold $mark") if candidate_id in self.marked else Content(" ")
