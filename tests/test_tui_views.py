@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.events import SessionLog
+from engine.queue import CandidateQueue
 from engine.runs import RunFolder
 from engine.views import (
+    CandidateCache,
     benchmark_ids,
     list_session_logs,
     read_tail,
@@ -87,3 +89,21 @@ def test_benchmarks_and_run_figures(tmp_path: Path) -> None:
     assert (figures.pass_rate, figures.tokens) == (0.5, 40)
     assert run_figures(ws, "no-such-run") is None
     assert run_figures(ws, "../r1") is None
+
+
+def test_candidate_cache_rereads_only_what_changed_and_reports_bad_files(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    cache = CandidateCache(ws)
+    first, errors = cache.load()
+    assert errors == [] and len(first) == 3
+    assert [v.candidate.id for v in first] == [c.id for c in CandidateQueue(ws).list()]
+    changed, kept, broken = first
+    CandidateQueue(ws).reject(changed.candidate.id, why="changed for the cache test")
+    (broken.candidate.dir / "candidate.yaml").write_text("id: [unclosed\n")
+    second, errors = cache.load()
+    by_id = {v.candidate.id: v for v in second}
+    assert by_id[kept.candidate.id] is kept  # untouched: served from the cache
+    assert by_id[changed.candidate.id].candidate.status == "rejected"
+    assert broken.candidate.id not in by_id
+    (error,) = errors
+    assert "candidate.yaml" in error and "\n" not in error
