@@ -33,7 +33,7 @@ from tests.evolve_helpers import (
 )
 
 ARGS = ("--rounds", "2", "--auto-approve", "--seed", "11")
-POLL_S = 0.002
+POLL_S = 0.0005  # the filter and gate stages last milliseconds
 
 pytestmark = pytest.mark.slow
 
