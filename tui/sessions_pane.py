@@ -240,11 +240,3 @@ class SessionsPane(ListsPane, Horizontal):
             )
         else:
             self.app.notify("This event names no run and case.", severity="warning", timeout=3)
-
-    def file_changed(self, path: Path) -> bool:
-        """Whether ``path`` is the log on screen (the watcher then tails it)."""
-        return self._tail is not None and path == self._tail.path
-
-    def tail_shown(self) -> None:
-        if self._shown_id is not None:
-            self._follow(self._shown_id)

@@ -178,10 +178,6 @@ class SkillsPane(ListsPane, Horizontal):
     def selected_version(self) -> str | None:
         return self.query_one("#version-list", VimTable).highlighted_key
 
-    @property
-    def snapshots(self) -> list[SnapshotInfo]:
-        return self.history.snapshots if self.history is not None else []
-
     # -- loading -------------------------------------------------------------------------------
     def reload(self) -> None:
         self._load()
