@@ -2,105 +2,20 @@
 
 The session's decisions (draft, predictions, pilots, calibration, freeze) are printed as they
 happen on stderr, with a bar for each pilot's evaluation; the summary or ``--json`` goes to
-stdout. :class:`SessionProgress` is shared with ``optimize-agent``.
+stdout (:class:`engine.cli.progress.SessionProgress`, shared with ``optimize-agent``).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.events import Cancelled, Event
-
-
-class SessionProgress:
-    """Renders a Builder / Optimizer session: its events as lines, evaluations as a bar."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.console = Console(stderr=True)
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=self.console,
-            transient=True,
-            disable=not self.console.is_terminal,
-        )
-        self.quiet = quiet
-        self.task: TaskID | None = None
-
-    def __enter__(self) -> SessionProgress:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def line(self, text: str) -> None:
-        if not self.quiet:
-            self.progress.console.print(text, highlight=False)
-
-    def __call__(self, event: Event) -> None:
-        data = event.data
-        if data.get("session_kind") == "eval":
-            self._evaluation(event.kind, data)
-            return
-        text = describe(event.kind, data)
-        if text:
-            self.line(text)
-
-    def _evaluation(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "started":
-            if self.task is not None:
-                self.progress.remove_task(self.task)
-            done = data["total"] - data["todo"]
-            self.task = self.progress.add_task(
-                f"run {data['run_id']}", total=data["total"], completed=done
-            )
-        elif kind == "progress" and self.task is not None:
-            self.progress.update(self.task, completed=data["done"])
-
-
-def describe(kind: str, data: dict[str, Any]) -> str | None:
-    """One line for the events a person wants to follow (None for the rest)."""
-    stage = data.get("stage")
-    if kind == "message" and stage == "draft":
-        return f"draft: {len(data['drafted'])} cases drafted, {len(data['kept'])} kept"
-    if kind == "message" and stage == "pilot":
-        score = "invalid" if data["score"] is None else f"{data['score']:.2f}"
-        return (
-            f"pilot {data['iteration']}: score {score} (predicted {data['predicted']:.2f}, "
-            f"mean error {data['mean_abs_error']}), flagged {len(data['flagged'])}, "
-            f"run {data['run_id']}"
-        )
-    if kind == "message" and stage == "calibration":
-        return f"calibration: {len(data['changes'])} changes"
-    if kind == "message" and stage in ("repair", "judge_rerequest", "proposal_rerequest"):
-        return f"{stage}: {data.get('problem') or data.get('units') or data.get('cases')}"
-    if kind == "message" and stage == "formal_baseline":
-        return f"Formal Baseline: {data['score']:.2f} (run {data['run_id']})"
-    if kind == "candidate_queued":
-        return f"round {data['round']}: {data['target']}: {data['summary']}"
-    if kind in ("published", "rolled_back"):
-        score = "—" if data["score"] is None else f"{data['score']:.2f}"
-        return (
-            f"  {data['decision']}: {score} vs {data['reference_score']:.2f}, hypothesis "
-            f"held: {data['hypothesis_held']}, version v{data['version']}"
-        )
-    if kind == "message" and stage == "resumed":
-        return f"resuming at attempt {data['attempt']} ({data['at']})"
-    return None
-
-
-def interrupted(what: str, how: str) -> int:
-    sys.stderr.write(f"skillsmith: {what} interrupted; finished units are kept; {how}\n")
-    return 130
+from engine.cli.progress import SessionProgress, interrupted
+from engine.events import Cancelled
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

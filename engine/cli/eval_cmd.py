@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
+from engine.cli.progress import progress_bar, unit_counts
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, Event
 from engine.metrics import Metrics, Spread
@@ -75,26 +75,14 @@ def _eval(args: argparse.Namespace) -> int:
     case_ids = [c.strip() for group in args.cases for c in group.split(",") if c.strip()]
     console = Console(stderr=True)
     started: dict[str, Any] = {}
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=wants_json(args),
-        disable=not console.is_terminal,
-    )
+    progress = progress_bar(console, transient=wants_json(args))
     task = progress.add_task(f"eval {args.bench}", total=None, status="")
 
     def report(event: Event) -> None:
         data = event.data
+        progress.update(task, **unit_counts(event))
         if event.kind == "started":
             started.update(data)
-            done = data["total"] - data["todo"]
-            progress.update(task, total=data["total"], completed=done)
-        elif event.kind == "progress":
-            progress.update(task, completed=data["done"])
         elif event.kind == "case_finished":
             mark = {"pass": "[green]pass", "fail": "[red]fail"}.get(
                 data["pass_fail"], "[yellow]invalid"

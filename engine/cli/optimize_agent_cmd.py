@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.cli.build_cmd import SessionProgress, interrupted
+from engine.cli.progress import SessionProgress, interrupted
 from engine.events import Cancelled
 
 

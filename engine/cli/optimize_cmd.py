@@ -12,10 +12,10 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
+from engine.cli.progress import progress_bar
 from engine.events import Event
 
 if TYPE_CHECKING:
@@ -82,16 +82,7 @@ def _optimize(args: argparse.Namespace) -> int:
         submit=not args.no_submit,
     )
     console = Console(stderr=True)
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
+    progress = progress_bar(console)
     task = progress.add_task(
         f"optimize {args.skill}", total=options.max_metric_calls, status="metric calls"
     )
