@@ -48,6 +48,17 @@ def workspace_of(args: argparse.Namespace) -> Workspace:
     return resolve(getattr(args, "workspace", None))
 
 
+def workspace_if_any(args: argparse.Namespace) -> Workspace | None:
+    """The workspace if there is one: commands on run folders given as paths need none, but a
+    ``--workspace`` that was named and does not resolve is still an error."""
+    try:
+        return workspace_of(args)
+    except SkillsmithError:
+        if getattr(args, "workspace", None):
+            raise
+        return None
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 

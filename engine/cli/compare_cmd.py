@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.benchmark import load_benchmark
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import print_json, wants_json, workspace_if_any
 from engine.errors import SkillsmithError
 from engine.metrics import Comparison, Metrics, compare, read_results
 from engine.workspace import Workspace
@@ -36,16 +36,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="which variant's rows to compare (default: skill)",
     )
     p.set_defaults(func=_compare)
-
-
-def _workspace(args: argparse.Namespace) -> Workspace | None:
-    """Run folders given as paths need no workspace; run ids do."""
-    try:
-        return workspace_of(args)
-    except SkillsmithError:
-        if getattr(args, "workspace", None):
-            raise
-        return None
 
 
 def _run_dir(ref: str, ws: Workspace | None) -> Path:
@@ -82,7 +72,7 @@ def _positive_label(run_dirs: list[Path], ws: Workspace | None) -> str | None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    ws = _workspace(args)
+    ws = workspace_if_any(args)
     dirs = [_run_dir(args.run_a, ws), _run_dir(args.run_b, ws)]
     rows_a, rows_b = (_rows(d, args.variant) for d in dirs)
     result = compare(rows_a, rows_b, _positive_label(dirs, ws))

@@ -8,13 +8,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import print_json, wants_json, workspace_if_any
 from engine.config import Config
 from engine.diagnosis import Diagnosis, Registry
 from engine.diagnosis.run import benchmark_of, diagnose_run, load_run
-from engine.errors import SkillsmithError
 from engine.gt_audit import GtAudit, audit_runs
-from engine.workspace import Workspace
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -42,18 +40,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_diagnose)
 
 
-def _workspace(args: argparse.Namespace) -> Workspace | None:
-    """The workspace if there is one; a path to an exported run needs none."""
-    try:
-        return workspace_of(args)
-    except SkillsmithError:
-        if getattr(args, "workspace", None):
-            raise
-        return None
-
-
 def _diagnose(args: argparse.Namespace) -> int:
-    ws = _workspace(args)
+    ws = workspace_if_any(args)
     config = ws.load_config() if ws is not None else Config()
     registry = Registry.for_folder(ws.root / config.diagnosis.checkers_dir if ws else None)
     diagnosed = []
