@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import FormatError, SkillsmithError
-from engine.events import Reporter, SessionLog, null_reporter
+from engine.events import Cancelled, Reporter, SessionLog, null_reporter
 from engine.runs import RunFolder, UnitKey
 from engine.scoreboard import ScoreRecord, read_records, record_from_rows
 from engine.views import list_session_logs, read_tail
@@ -69,6 +69,23 @@ def hold(folder: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def ends_logged(log: SessionLog, **fields: Any) -> Iterator[None]:
+    """End the session's log when it stops early: an interruption as ``finished`` with status
+    ``interrupted``, a refusal as ``error`` — so the registry never shows it as still running.
+
+    ``fields`` (e.g. ``benchmark=…``) go into that last event; the exception is re-raised.
+    """
+    try:
+        yield
+    except (Cancelled, KeyboardInterrupt):
+        log.emit("finished", **fields, status="interrupted")
+        raise
+    except SkillsmithError as exc:
+        log.emit("error", **fields, message=str(exc))
+        raise
 
 
 def is_held(folder: Path) -> bool:
@@ -301,6 +318,7 @@ __all__ = [
     "RecordTrace",
     "RunLink",
     "SessionInfo",
+    "ends_logged",
     "hold",
     "is_held",
     "list_sessions",

@@ -49,18 +49,18 @@ from engine.builder.baseline import (
     formal_baseline,
     skills_of_run,
 )
-from engine.builder.judge import ProtocolJudge, make_judge
+from engine.builder.judge import ProtocolJudge, session_judge
 from engine.builder.protocol import ProtocolExhausted, ask, data_message
 from engine.diagnosis.run import diagnose_run, load_run
 from engine.errors import SkillsmithError, UsageError
-from engine.events import Cancelled, CancelToken, Reporter, SessionLog, new_id, null_reporter
+from engine.events import CancelToken, Reporter, SessionLog, new_id, null_reporter
 from engine.fsutil import atomic_write_text
 from engine.llm import LLM, make_llm
 from engine.patches import taboo_rule
 from engine.runner import RunResult, agent_runtime, run_evaluation
 from engine.runs import RunFolder
 from engine.scoreboard import ScoreRecord, append_record, read_records, record_from_rows
-from engine.sessions import hold, is_held, start_session, verify_record
+from engine.sessions import ends_logged, hold, is_held, start_session, verify_record
 from engine.snapshots import create_snapshot, restore
 from engine.store import SkillStore, read_text
 from engine.workspace import Workspace
@@ -547,11 +547,7 @@ def optimize_agent(
             ),
             reference=start,
         )
-
-    def rerequested(problem: str, number: int) -> None:
-        log.emit("message", stage="judge_rerequest", problem=problem, request=number)
-
-    grader = judge or make_judge(ws, cfg.models.judge, on_rerequest=rerequested)
+    grader = judge or session_judge(ws, cfg.models.judge, log)
     optimizer = _Optimizer(ws, state, log, llm, grader, reporter, cancel)
     with hold(optimizer.folder):
         if found is None:
@@ -578,14 +574,8 @@ def optimize_agent(
                 at=None if open_attempt is None else open_attempt.stage,
                 run_id=None if open_attempt is None else open_attempt.run_id,
             )
-        try:
+        with ends_logged(log, benchmark=bench_id):
             reason = optimizer.run()
-        except (Cancelled, KeyboardInterrupt):
-            log.emit("finished", benchmark=bench_id, status="interrupted")
-            raise
-        except SkillsmithError as exc:
-            log.emit("error", benchmark=bench_id, message=str(exc))
-            raise
         state.status, state.stop_reason = "finished", reason
         optimizer.save()
     version = ws.load_config().version

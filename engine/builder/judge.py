@@ -34,6 +34,7 @@ from engine.builder.protocol import (
 from engine.builder.standard import EVIDENCE, evidence_label
 from engine.config import ModelConfig
 from engine.errors import SkillsmithError
+from engine.events import SessionLog
 from engine.llm import LLM, make_llm
 from engine.workspace import Workspace
 
@@ -179,3 +180,13 @@ def make_judge(
 ) -> ProtocolJudge:
     """The configured judge (anthropic, or the offline judge) behind the strict protocol."""
     return ProtocolJudge(make_llm(model_cfg, ws, offline=offline_judge), on_rerequest=on_rerequest)
+
+
+def session_judge(ws: Workspace, model_cfg: ModelConfig, log: SessionLog) -> ProtocolJudge:
+    """The configured judge of a Builder or Optimizer session: each re-request of a malformed
+    reply is a ``judge_rerequest`` message in the session's log, next to the decisions it cost."""
+
+    def rerequested(problem: str, number: int) -> None:
+        log.emit("message", stage="judge_rerequest", problem=problem, request=number)
+
+    return make_judge(ws, model_cfg, on_rerequest=rerequested)

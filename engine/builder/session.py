@@ -62,7 +62,7 @@ from engine.builder.cases import (
     write_case,
 )
 from engine.builder.checks import check_cases
-from engine.builder.judge import ProtocolJudge, make_judge
+from engine.builder.judge import ProtocolJudge, session_judge
 from engine.builder.offline import builder_offline
 from engine.builder.pilot import (
     PREDICT_SYSTEM,
@@ -76,7 +76,7 @@ from engine.builder.pilot import (
 from engine.builder.protocol import ask, data_message
 from engine.builder.standard import STANDARD_FILE, Standard, load_standard, write_standard
 from engine.errors import SkillsmithError, UsageError
-from engine.events import Cancelled, CancelToken, Reporter, SessionLog, null_reporter
+from engine.events import CancelToken, Reporter, SessionLog, null_reporter
 from engine.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from engine.llm import LLM, make_llm
 from engine.runner import RunResult, agent_runtime, bench_fingerprint, run_evaluation
@@ -87,7 +87,7 @@ from engine.scoreboard import (
     read_records,
     record_from_rows,
 )
-from engine.sessions import hold, is_held, start_session, verify_record
+from engine.sessions import ends_logged, hold, is_held, start_session, verify_record
 from engine.workspace import Workspace
 
 MAX_REPAIRS = 2  # reruns of a pilot's failed units before the pilot is judged invalid
@@ -570,35 +570,26 @@ def build_benchmark(
     cfg = ws.load_config()
     llm = model or make_llm(cfg.models.proposer, ws, offline=builder_offline)
     log = start_session(ws, "builder", forward=reporter)
-
-    def rerequested(problem: str, number: int) -> None:
-        log.emit("message", stage="judge_rerequest", problem=problem, request=number)
-
-    grader = judge or make_judge(ws, cfg.models.judge, on_rerequest=rerequested)
+    grader = judge or session_judge(ws, cfg.models.judge, log)
     build = _Build(ws, bench_id, log, llm, grader, pool, jobs, reporter, cancel)
     with hold(build.scratch):
         try:
-            atomic_write_json(
-                build.scratch / SCRATCH_STATE,
-                {"benchmark": bench_id, "session_id": log.session_id},
-            )
-            _clean_leftovers(ws, bench_id, log.session_id)
-            log.emit(
-                "started",
-                benchmark=bench_id,
-                goal=goal,
-                source=source,
-                cases=cases,
-                pilot_iterations=pilot_iterations,
-                target_score=target_score,
-            )
-            result = build.run(goal, cases, pilot_iterations, target_score)
-        except (Cancelled, KeyboardInterrupt):
-            log.emit("finished", benchmark=bench_id, status="interrupted")
-            raise
-        except SkillsmithError as exc:
-            log.emit("error", benchmark=bench_id, message=str(exc))
-            raise
+            with ends_logged(log, benchmark=bench_id):
+                atomic_write_json(
+                    build.scratch / SCRATCH_STATE,
+                    {"benchmark": bench_id, "session_id": log.session_id},
+                )
+                _clean_leftovers(ws, bench_id, log.session_id)
+                log.emit(
+                    "started",
+                    benchmark=bench_id,
+                    goal=goal,
+                    source=source,
+                    cases=cases,
+                    pilot_iterations=pilot_iterations,
+                    target_score=target_score,
+                )
+                result = build.run(goal, cases, pilot_iterations, target_score)
         finally:
             with ws.lock(f"build {bench_id}"):  # the scratch copies go, whatever happened
                 for item in build.scratch.iterdir():
