@@ -16,15 +16,13 @@ unit appends a newer row and readers take the last row per unit (``latest_rows``
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.claims import exclusive_claim, is_claimed
 from engine.errors import FormatError, SkillsmithError
 from engine.fsutil import (
     append_jsonl,
@@ -167,31 +165,13 @@ class RunFolder:
         return rel
 
     # -- ownership -------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def claim(self) -> Iterator[None]:
+    def claim(self) -> contextlib.AbstractContextManager[None]:
         """Hold this run exclusively: two processes must never fill the same run at once."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise SkillsmithError(
-                    f"{self.path}: this run is being filled by another process"
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        busy = f"{self.path}: this run is being filled by another process"
+        return exclusive_claim(self.path / _LOCK, busy)
 
     def busy(self) -> bool:
-        try:
-            with self.claim():
-                return False
-        except SkillsmithError:
-            return True
+        return is_claimed(self.path / _LOCK)
 
 
 def row_key(row: dict[str, Any]) -> UnitKey:

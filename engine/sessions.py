@@ -12,14 +12,13 @@ from that run's ``results.jsonl`` (:func:`verify_record`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.claims import exclusive_claim, is_claimed
 from engine.errors import FormatError, SkillsmithError
 from engine.events import Cancelled, Reporter, SessionLog, null_reporter
 from engine.runs import RunFolder, UnitKey
@@ -49,26 +48,13 @@ def start_session(
     return SessionLog(ws.sessions_dir, kind, session_id=session_id, forward=forward)
 
 
-@contextlib.contextmanager
-def hold(folder: Path) -> Iterator[None]:
+def hold(folder: Path) -> contextlib.AbstractContextManager[None]:
     """Hold a session's working folder (experiments/<id>/) exclusively while the session runs.
 
-    The lock is the kernel's (flock): a killed session releases it, so "is anyone working here"
-    is answered by :func:`is_held`, never by a stale pid file.
+    A killed session releases it (:mod:`engine.claims`), so "is anyone working here" is answered
+    by :func:`is_held`, never by a stale pid file.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / _HOLD, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SkillsmithError(f"{folder}: a running session holds this folder") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    return exclusive_claim(folder / _HOLD, f"{folder}: a running session holds this folder")
 
 
 @contextlib.contextmanager
@@ -89,13 +75,7 @@ def ends_logged(log: SessionLog, **fields: Any) -> Iterator[None]:
 
 
 def is_held(folder: Path) -> bool:
-    if not (folder / _HOLD).exists():
-        return False
-    try:
-        with hold(folder):
-            return False
-    except SkillsmithError:
-        return True
+    return (folder / _HOLD).exists() and is_claimed(folder / _HOLD)
 
 
 @dataclass(frozen=True)
