@@ -110,28 +110,22 @@ class AnthropicLLM(_Accounted):
         tool_params = cast("list[ToolUnionParam]", list(tools)) if tools else anthropic.omit
         choice = cast("ToolChoiceParam", tool_choice) if tool_choice else anthropic.omit
         params = cast("list[MessageParam]", _redacted(messages))
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": limit,
+            "system": system_blocks,
+            "messages": params,
+            "tools": tool_params,
+            "tool_choice": choice,
+        }
         started = time.monotonic()
         try:
             if on_text is None and limit <= STREAM_ABOVE_TOKENS:
-                raw = self._client.messages.with_raw_response.create(
-                    model=self.model,
-                    max_tokens=limit,
-                    system=system_blocks,
-                    messages=params,
-                    tools=tool_params,
-                    tool_choice=choice,
-                )
+                raw = self._client.messages.with_raw_response.create(**request)
                 message: Message = raw.parse()
                 retries = raw.retries_taken
             else:
-                with self._client.messages.stream(
-                    model=self.model,
-                    max_tokens=limit,
-                    system=system_blocks,
-                    messages=params,
-                    tools=tool_params,
-                    tool_choice=choice,
-                ) as stream:
+                with self._client.messages.stream(**request) as stream:
                     for text in stream.text_stream:
                         if on_text is not None:
                             on_text(text)

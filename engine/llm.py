@@ -23,16 +23,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from engine.config import ModelConfig
 from engine.errors import SkillsmithError
 from engine.vault import anthropic_api_key
 from engine.workspace import Workspace
-
-if TYPE_CHECKING:
-    pass
-
 
 Messages = list[dict[str, Any]]
 TextSink = Callable[[str], None]
