@@ -8,8 +8,9 @@ import pytest
 
 from engine.workspace import Workspace
 
-# The local Messages-API server fixture (`messages_server`), shared by every model-client test.
-pytest_plugins = ["tests.llm_server"]
+# The local Messages-API server fixture (`messages_server`), shared by every model-client test;
+# the scripted agents' launch counter (`count_dir`), shared by the runner tests.
+pytest_plugins = ["tests.llm_server", "tests.runner_helpers"]
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REAL_SKILLS = SHARED / "fixtures" / "real-skills"

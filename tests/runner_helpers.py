@@ -1,9 +1,15 @@
-"""Workspaces wired to the test agents of tests/agents/, for the agent and runner tests."""
+"""Workspaces wired to the test agents of tests/agents/, for the agent and runner tests.
+
+Also a pytest plugin (tests/conftest.py): the ``count_dir`` fixture.
+"""
 
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from engine.workspace import Workspace
 from tests.bench_helpers import write_benchmark, write_case
@@ -13,6 +19,17 @@ SCRIPTED = AGENTS / "scripted_agent.py"
 ADVERSARIAL = AGENTS / "adversarial_agent.py"
 COUNT_ENV = "SKILLSMITH_TEST_COUNT_DIR"
 LABELS = {"labels": ["vulnerable", "safe"], "runs_per_case": 1, "seed": 7}
+
+
+@pytest.fixture
+def count_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the scripted agent counts its launches; run rooms go to a private tmp/ beside it."""
+    folder = tmp_path / "count"
+    folder.mkdir()
+    monkeypatch.setenv(COUNT_ENV, str(folder))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    return folder
 
 
 def command_workspace(

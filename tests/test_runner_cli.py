@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from engine.cli import main
 from engine.store import SkillStore
-from tests.runner_helpers import COUNT_ENV, add_skill, command_workspace, launches, mode_benchmark
+from tests.runner_helpers import add_skill, command_workspace, launches, mode_benchmark
 
 VULN = "q = eval(x)\n"
 SAFE = "q = int(x)\n"
-
-
-@pytest.fixture
-def count_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "count"
-    folder.mkdir()
-    monkeypatch.setenv(COUNT_ENV, str(folder))
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    return folder
 
 
 def test_eval_prints_the_results_table(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from engine.runner import make_plan, run_evaluation
 from engine.scoreboard import read_records
 from engine.store import SkillStore
 from tests.runner_helpers import (
-    COUNT_ENV,
     add_skill,
     alive,
     command_workspace,
@@ -28,17 +26,6 @@ from tests.runner_helpers import (
 
 VULN = "query = eval(request.args['q'])\n"
 SAFE = "query = int(request.args['q'])\n"
-
-
-@pytest.fixture
-def count_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where the scripted agent counts its launches; run rooms go to a private tmp/ beside it."""
-    folder = tmp_path / "count"
-    folder.mkdir()
-    monkeypatch.setenv(COUNT_ENV, str(folder))
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    return folder
 
 
 def test_broken_agents_become_invalid_units_while_the_rest_completes(

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,16 +20,6 @@ from tests.runner_helpers import COUNT_ENV, command_workspace, launches, mode_be
 
 SAFE = "x = int(y)\n"
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def count_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "count"
-    folder.mkdir()
-    monkeypatch.setenv(COUNT_ENV, str(folder))
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    return folder
 
 
 def _rows(run_dir: Path) -> list[dict[str, object]]:
