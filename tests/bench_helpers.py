@@ -1,4 +1,5 @@
-"""Build real benchmark folders on disk for tests (the format of the brief, written as files)."""
+"""Build real benchmark folders on disk for tests (the format of the brief, written as files),
+and the results.jsonl rows an evaluation of their cases writes."""
 
 from __future__ import annotations
 
@@ -69,4 +70,22 @@ def tree_state(root: Path) -> dict[str, tuple[int, bytes]]:
         str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes())
         for p in sorted(root.rglob("*"))
         if p.is_file() and p.name != ".skillsmith.lock"
+    }
+
+
+def result_row(case_id: str, run: int, truth: str, verdict: str, **extra: Any) -> dict[str, Any]:
+    """A graded results.jsonl row of a binary benchmark whose positive label is ``vulnerable``:
+    passed when the verdict is the truth, else an FN (a missed positive) or an FP."""
+    ok = truth == verdict
+    kind = None if ok else ("FN" if truth == "vulnerable" else "FP")
+    return {
+        "case_id": case_id,
+        "run_index": run,
+        "variant": "skill",
+        "ground_truth": truth,
+        "judge_verdict": verdict,
+        "pass_fail": "pass" if ok else "fail",
+        "failure_kind": kind,
+        "score": 1.0 if ok else 0.0,
+        **extra,
     }

@@ -20,6 +20,7 @@ from engine.gates.outcome import (
     verify_calibration,
 )
 from engine.verify import verify_score
+from tests.bench_helpers import result_row
 
 DEMO_SKILL = (
     Path(__file__).resolve().parents[1]
@@ -35,18 +36,7 @@ DEMO_SKILL = (
 def row(case_id: str, passed: bool, *, truth: str = "vulnerable", run: int = 0) -> dict[str, Any]:
     """A results.jsonl row as the runner writes it (binary labels, positive = vulnerable)."""
     other = "safe" if truth == "vulnerable" else "vulnerable"
-    verdict = truth if passed else other
-    kind = None if passed else ("FN" if truth == "vulnerable" else "FP")
-    return {
-        "case_id": case_id,
-        "run_index": run,
-        "variant": "skill",
-        "ground_truth": truth,
-        "judge_verdict": verdict,
-        "pass_fail": "pass" if passed else "fail",
-        "failure_kind": kind,
-        "score": 1.0 if passed else 0.0,
-    }
+    return result_row(case_id, run, truth, truth if passed else other)
 
 
 def rows(spec: dict[str, tuple[bool, ...]], truth: str = "vulnerable") -> list[dict[str, Any]]:

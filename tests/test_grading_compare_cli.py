@@ -12,26 +12,12 @@ import pytest
 
 from engine.cli import main
 from engine.workspace import Workspace
-from tests.bench_helpers import write_benchmark
+from tests.bench_helpers import result_row, write_benchmark
 
 
-def _row(case_id: str, run: int, truth: str, verdict: str, **extra: Any) -> dict[str, Any]:
-    ok = truth == verdict
-    kind = None if ok else ("FN" if truth == "vulnerable" else "FP")
-    return {
-        "case_id": case_id,
-        "run_index": run,
-        "variant": "skill",
-        "ground_truth": truth,
-        "judge_verdict": verdict,
-        "pass_fail": "pass" if ok else "fail",
-        "failure_kind": kind,
-        "score": 1.0 if ok else 0.0,
-        "tokens": {"input": 10, "output": 5},
-        "cost_usd": 0.001,
-        "duration_ms": 100,
-        **extra,
-    }
+def _row(case_id: str, run: int, truth: str, verdict: str) -> dict[str, Any]:
+    usage = {"tokens": {"input": 10, "output": 5}, "cost_usd": 0.001, "duration_ms": 100}
+    return result_row(case_id, run, truth, verdict, **usage)
 
 
 def _run(ws: Workspace, run_id: str, rows: list[dict[str, Any]]) -> Path:
