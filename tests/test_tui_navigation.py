@@ -12,7 +12,7 @@ from engine.queue import CandidateQueue
 from engine.snapshots import list_snapshots
 from engine.store import SkillStore, unified_diff
 from tests.tui_pilot import SIZE, settle, toasts, user_config_home
-from tests.tui_workspace import SKILL, build_workspace, skill_text
+from tests.tui_workspace import SKILL, build_workspace, skill_text, submit_candidate
 from tui.app import SkillsmithApp, make_app
 from tui.diff_pane import DiffView
 from tui.help_screen import HelpScreen
@@ -220,3 +220,18 @@ async def test_q_quits(tmp_path: Path) -> None:
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
+
+
+async def test_R_reloads_what_changed_while_not_watching(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.queue_pane.table.row_count == 3
+        text = ws.skill_path(SKILL).read_text()
+        submit_candidate(CandidateQueue(ws), text, "Arrived later", "v1")
+        await pilot.pause(0.3)
+        assert app.queue_pane.table.row_count == 3  # no watcher: nothing moves by itself
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.queue_pane.table.row_count == 4
