@@ -90,7 +90,11 @@ def test_a_approves_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> Non
     tmux("send-keys", "-t", tmux_session, "a")
     store = SkillStore(ws, SKILL)
     wait_for(lambda: store.current() == "v2", "v2 to be published on disk")
-    assert ws.skill_path(SKILL).read_text() == target.skill_text()
+    # The pointer moves first, the active SKILL.md follows within the same locked publish.
+    wait_for(
+        lambda: ws.skill_path(SKILL).read_text() == target.skill_text(),
+        "the active SKILL.md to become the candidate's text",
+    )
     wait_for(lambda: "published" in screen(), "the queue to show the published status")
     wait_for(lambda: f"Approved {target.id}" in screen(), "the approval toast")
     wait_for(lambda: "workspace v2" in screen(), "the status line to show version 2")
