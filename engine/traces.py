@@ -178,14 +178,17 @@ def _text_of(content: Any) -> str:
 def summarise_input(name: str, data: Any) -> str:
     """A one-line summary of a Claude Code tool input: what it ran or looked at, no bodies.
 
-    ``Bash`` keeps its whole command (skill steps are evidenced by it); other tools keep the
-    scalar values of their meaningful keys in the input's own order.
+    ``Bash`` keeps its whole command (skill steps are evidenced by it), ``Skill`` just the skill
+    name (a load is recognised by it); other tools keep the scalar values of their meaningful
+    keys in the input's own order.
     """
     if not isinstance(data, dict):
         return "" if data is None else str(data)
     command = data.get("command")
     if isinstance(command, str):
         return command
+    if name == "Skill" and isinstance(data.get("skill"), str):
+        return str(data["skill"])
     # Numbers keep their key: a chunked read (offset=2000) is another call, not a loop.
     parts = [
         _clip(value, _ARG_VALUE_KEEP) if isinstance(value, str) else f"{key}={value}"
@@ -324,7 +327,12 @@ class _Builder:
 
 
 def _require(
-    obj: dict[str, Any], key: str, kinds: type | tuple[type, ...], path: Path, line: int, what: str
+    obj: dict[str, Any],
+    key: str,
+    kinds: type | tuple[type, ...],
+    path: Path | str,
+    line: int,
+    what: str,
 ) -> Any:
     value = obj.get(key)
     if value is not None and not isinstance(value, kinds):
@@ -409,98 +417,177 @@ def _result_of(obj: dict[str, Any], cost: Any) -> TraceResult:
     )
 
 
-def _parse_claude(objs: Iterable[tuple[int, dict[str, Any]]], b: _Builder) -> None:
-    trace, path = b.trace, b.path
+# ---------------------------------------------------------------------------------------------
+# Claude Code lines → session lines (the runner converts ``claude -p`` output with this too)
+# ---------------------------------------------------------------------------------------------
+
+# What a session line keeps of a Claude Code tool call's argument summary and of a tool's output.
+CLAUDE_ARGS_CHARS = 2000
+CLAUDE_RESULT_CHARS = 4000
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+@dataclass
+class ClaudeSession:
+    """Claude Code's lines (stream-json or an on-disk transcript) as session lines."""
+
+    lines: list[dict[str, Any]] = field(default_factory=list)  # assistant and tool lines
+    numbers: list[int] = field(default_factory=list)  # the file line each one began at
+    prompt: str = ""  # the first user text
+    usage: dict[str, int] = field(default_factory=dict)  # _USAGE_KEYS, each counted once
+    result: dict[str, Any] | None = None  # the closing ``result`` line as Claude wrote it
+    session_id: str | None = None
+
+    def add(self, line: dict[str, Any], number: int) -> None:
+        self.lines.append(line)
+        self.numbers.append(number)
+
+
+def claude_session(objs: Iterable[tuple[int, dict[str, Any]]], path: Path | str) -> ClaudeSession:
+    """Fold Claude Code's lines into session lines: one assistant line per API message (Claude
+    Code writes a line per content block, repeating blocks and usage), and each ``tool_result``
+    as a tool line named after its ``tool_use``. Usage is the result line's, else each message's
+    once. Sub-agent threads and meta lines are not the agent's own steps and are left out; a
+    malformed message is a FormatError naming ``path`` and the line.
+    """
+    session = ClaudeSession()
+    by_message: dict[str, dict[str, Any]] = {}
     usage_by_message: dict[str, dict[str, Any]] = {}
-    seen_blocks: set[tuple[str, str]] = set()
-    final_usage: dict[str, Any] | None = None
-    for line, obj in objs:
+    tool_names: dict[str, str] = {}
+    for number, obj in objs:
         kind = obj.get("type")
+        session.session_id = session.session_id or _str_or_none(obj.get("session_id"))
         if kind == "result":
-            trace.result = _result_of(obj, obj.get("total_cost_usd", obj.get("cost_usd")))
-            if isinstance(obj.get("result"), str) and obj["result"]:
-                trace.final_text = obj["result"]
-            if isinstance(obj.get("usage"), dict):
-                final_usage = obj["usage"]
+            session.result = obj
             continue
         if kind not in ("user", "assistant"):
             continue
-        # Sub-agent threads and meta lines are not the agent's own steps.
         if obj.get("isSidechain") is True or obj.get("parent_tool_use_id") or obj.get("isMeta"):
             continue
-        message = _require(obj, "message", dict, path, line, "a mapping")
+        message = _require(obj, "message", dict, path, number, "a mapping")
         if message is None:
             continue
-        content = message.get("content")
-        if content is not None and not isinstance(content, (str, list)):
-            raise FormatError(
-                path, "message.content", "expected a string or a list of blocks", line=line
-            )
-        blocks: list[Any] = (
-            [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
-        )
-        for position, block in enumerate(blocks):
-            if not isinstance(block, dict):
-                raise FormatError(
-                    path, f"message.content[{position}]", "expected a content block", line=line
-                )
+        blocks = _claude_blocks(message, path, number)
         if kind == "user":
-            _claude_user(blocks, b)
+            _claude_user(blocks, session, tool_names, number)
             continue
-        message_id = str(message.get("id") or obj.get("uuid") or f"line{line}")
+        message_id = str(message.get("id") or obj.get("uuid") or f"line{number}")
         if isinstance(message.get("usage"), dict):
-            usage_by_message[message_id] = message["usage"]
-        for block in blocks:
-            _claude_assistant_block(block, message_id, seen_blocks, b, line)
-    usage_list = [final_usage] if final_usage is not None else list(usage_by_message.values())
-    tokens = Tokens()
-    for usage in usage_list:
-        tokens.input += _int(usage.get("input_tokens"))
-        tokens.output += _int(usage.get("output_tokens"))
-        tokens.cache_read += _int(usage.get("cache_read_input_tokens"))
-        tokens.cache_write += _int(usage.get("cache_creation_input_tokens"))
-    trace.tokens = tokens
+            usage_by_message[message_id] = message["usage"]  # repeated per line: keep one
+        line = by_message.get(message_id)
+        if line is None:
+            line = by_message[message_id] = {"type": "assistant", "content": ""}
+            session.add(line, number)
+        _claude_assistant(blocks, line, tool_names, path, number)
+    final = session.result.get("usage") if session.result is not None else None
+    usages = [final] if isinstance(final, dict) else list(usage_by_message.values())
+    session.usage = {key: sum(_int(u.get(key)) for u in usages) for key in _USAGE_KEYS}
+    return session
 
 
-def _claude_user(blocks: list[dict[str, Any]], b: _Builder) -> None:
+def _claude_blocks(message: dict[str, Any], path: Path | str, line: int) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        raise FormatError(
+            path, "message.content", "expected a string or a list of blocks", line=line
+        )
+    blocks: list[Any] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+    )
+    for position, block in enumerate(blocks):
+        if not isinstance(block, dict):
+            raise FormatError(
+                path, f"message.content[{position}]", "expected a content block", line=line
+            )
+    return blocks
+
+
+def _claude_user(
+    blocks: list[dict[str, Any]], session: ClaudeSession, tool_names: dict[str, str], line: int
+) -> None:
     for block in blocks:
         if block.get("type") == "tool_result":
-            b.add_result(
-                _str_or_none(block.get("tool_use_id")),
-                None,
-                _text_of(block.get("content")),
-                block.get("is_error") is True,
-            )
-        elif block.get("type") == "text" and not b.trace.prompt:
-            b.trace.prompt = str(block.get("text") or "")
+            call_id = _str_or_none(block.get("tool_use_id")) or ""
+            output = _tool_output(block.get("content"))
+            tool = {
+                "type": "tool",
+                "tool_name": tool_names.get(call_id, "unknown"),
+                "tool_call_id": call_id,
+                "result": _cut(output, CLAUDE_RESULT_CHARS),
+                "is_error": bool(block.get("is_error")),
+            }
+            session.add(tool, line)
+        elif block.get("type") == "text" and not session.prompt:
+            session.prompt = str(block.get("text") or "")
 
 
-def _claude_assistant_block(
-    block: dict[str, Any],
-    message_id: str,
-    seen: set[tuple[str, str]],
-    b: _Builder,
-    line: int,
+def _claude_assistant(
+    blocks: list[dict[str, Any]],
+    line: dict[str, Any],
+    tool_names: dict[str, str],
+    path: Path | str,
+    number: int,
 ) -> None:
-    kind = block.get("type")
-    if kind == "tool_use":
-        call_id = _str_or_none(block.get("id"))
-        mark = (message_id, f"tool:{call_id}")
-        if call_id and mark in seen:
-            return
-        seen.add(mark)
-        name = block.get("name")
-        if not isinstance(name, str) or not name:
-            raise FormatError(b.path, "tool_use.name", "expected a tool name string", line=line)
-        b.add_call(call_id, name, summarise_input(name, block.get("input")), line)
-    elif kind == "text":
-        text = str(block.get("text") or "")
-        mark = (message_id, f"text:{text}")
-        if not text or mark in seen:
-            return
-        seen.add(mark)
-        b.trace.texts.append(text)
-        b.trace.final_text = text
+    """Fold one stream line's blocks into the session line of its API message."""
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            text = block["text"]
+            if text and not line["content"].endswith(text):
+                line["content"] = f"{line['content']}\n{text}" if line["content"] else text
+        elif kind == "tool_use":
+            call_id = _str_or_none(block.get("id")) or f"call-{len(tool_names) + 1}"
+            calls: list[dict[str, Any]] = line.setdefault("tool_calls", [])
+            if any(call["id"] == call_id for call in calls):
+                continue
+            name = block.get("name")
+            if not isinstance(name, str) or not name:
+                raise FormatError(path, "tool_use.name", "expected a tool name string", line=number)
+            tool_names[call_id] = name
+            args = _cut(summarise_input(name, block.get("input")), CLAUDE_ARGS_CHARS)
+            calls.append({"id": call_id, "name": name, "args": args})
+
+
+def _tool_output(content: Any) -> str:
+    """A tool_result's text, with a ``[image]``-like mark for each block that is not text."""
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", "")) if b.get("type") == "text" else f"[{b.get('type', 'block')}]"
+            for b in content
+            if isinstance(b, dict)
+        )
+    if isinstance(content, str):
+        return content
+    return "" if content is None else str(content)
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, saying how much was cut."""
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def _parse_claude(path: Path, b: _Builder) -> None:
+    claude = claude_session(_iter_objects(path), path)
+    _parse_session(zip(claude.numbers, claude.lines, strict=True), b)
+    trace = b.trace
+    trace.prompt = claude.prompt
+    usage = claude.usage
+    trace.tokens = Tokens(
+        input=usage["input_tokens"],
+        output=usage["output_tokens"],
+        cache_read=usage["cache_read_input_tokens"],
+        cache_write=usage["cache_creation_input_tokens"],
+    )
+    result = claude.result
+    if result is not None:
+        trace.result = _result_of(result, result.get("total_cost_usd", result.get("cost_usd")))
+        if isinstance(result.get("result"), str) and result["result"]:
+            trace.final_text = result["result"]
 
 
 def load_trace(path: Path | str, *, source: str | None = None) -> Trace:
@@ -514,7 +601,7 @@ def load_trace(path: Path | str, *, source: str | None = None) -> Trace:
     if fmt == "session":
         _parse_session(_iter_objects(path), builder)
     else:
-        _parse_claude(_iter_objects(path), builder)
+        _parse_claude(path, builder)
     return trace
 
 

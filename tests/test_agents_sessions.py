@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.agents import OutputError, parse_claude_stream, parse_session_jsonl
 from engine.agents.sessions import claude_retry_note
+from engine.traces import load_trace, summarise
 
 
 def _stream(*objs: dict[str, Any]) -> bytes:
@@ -133,6 +135,45 @@ def test_claude_stream_merges_messages_pairs_tools_and_reads_the_result_line() -
     assert parsed.tokens == {"input": 505, "output": 40}
     assert parsed.cost_usd == 0.0421
     assert parsed.agent_session_id == "sess-1"
+
+
+def test_chunked_reads_keep_their_offsets_and_sub_agent_lines_are_not_the_agents_own(
+    tmp_path: Path,
+) -> None:
+    def read(call_id: str, offset: int) -> dict[str, Any]:
+        tool_input = {"file_path": "Big.java", "offset": offset, "limit": 2000}
+        return _assistant(
+            "m1", {"type": "tool_use", "id": call_id, "name": "Read", "input": tool_input}, USAGE
+        )
+
+    sub_agent = _assistant(
+        "m9", {"type": "tool_use", "id": "t9", "name": "Glob", "input": {"pattern": "**"}}, USAGE
+    )
+    raw = _stream(
+        read("t1", 1),
+        read("t2", 2001),
+        {**sub_agent, "parent_tool_use_id": "t0"},
+        _tool_result("t1", "class Big {"),
+        _tool_result("t2", "}"),
+        RESULT,
+    )
+    parsed = parse_claude_stream(raw, "p")
+    calls = [call for line in parsed.lines for call in line.get("tool_calls", [])]
+    assert [(c["name"], c["args"]) for c in calls] == [
+        ("Read", "Big.java offset=1 limit=2000"),
+        ("Read", "Big.java offset=2001 limit=2000"),
+    ]
+    # diagnosis reads the runner's session file and the raw stream alike: one Claude parser
+    stream_file = tmp_path / "raw.stream.jsonl"
+    stream_file.write_bytes(raw)
+    session_file = tmp_path / "session.jsonl"
+    session_file.write_text("".join(json.dumps(line) + "\n" for line in parsed.lines))
+    seen = [
+        [(c.name, c.args, c.result, c.is_error) for c in load_trace(path).calls]
+        for path in (stream_file, session_file)
+    ]
+    assert seen[0] == seen[1] and len(seen[0]) == 2
+    assert summarise(load_trace(session_file)).stats.max_repeat == 1
 
 
 def test_usage_is_counted_once_per_message_when_the_result_has_none() -> None:

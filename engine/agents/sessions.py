@@ -1,10 +1,10 @@
 """Turning what an agent printed into session lines (the brief's session format).
 
 Two dialects arrive here: agents that already print session JSONL (the demo agent and ``command``
-agents) and ``claude -p --output-format stream-json``. The second is converted: one API response
-arrives as several ``assistant`` lines sharing a ``message.id`` (merged, usage counted once),
-tool results come back as ``user`` lines (paired with their ``tool_use`` by id), unknown line
-types are ignored, and usage and cost come from the final ``result`` line.
+agents) and ``claude -p --output-format stream-json``. The second is converted by the one Claude
+parser, :func:`engine.traces.claude_session` (assistant lines merged by ``message.id``, tool
+results paired with their ``tool_use``); here the runner adds the prompt, the final answer and
+the closing ``result`` line, and refuses a stream that is garbage or reports an API failure.
 """
 
 from __future__ import annotations
@@ -13,19 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-RESULT_CHARS = 4000
-ARGS_CHARS = 2000
-# The argument that best names what a Claude Code tool call did; diagnosis matches skill-step
-# commands against it, so Bash must be the exact command string and Skill the skill name.
-_CLAUDE_ARG_KEYS = {
-    "Bash": "command",
-    "Skill": "skill",
-    "Read": "file_path",
-    "Write": "file_path",
-    "Edit": "file_path",
-    "Glob": "pattern",
-    "Grep": "pattern",
-}
+from engine.errors import FormatError
+from engine.traces import claude_session
+
 # Result subtypes that mean the harness or the API failed, not the agent's reasoning; max-turns
 # and budget limits are the agent's own failure and stay valid units (budget_exhaustion).
 _AGENT_LIMIT_SUBTYPES = {"error_max_turns", "error_max_budget_usd"}
@@ -89,12 +79,7 @@ def _clip(text: str, limit: int) -> str:
 
 def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
     """Convert ``claude -p`` stream-json into session lines, or say why it is unusable."""
-    lines: list[dict[str, Any]] = [{"type": "user", "content": prompt}]
-    by_message: dict[str, dict[str, Any]] = {}
-    usage_by_message: dict[str, dict[str, Any]] = {}
-    tool_names: dict[str, str] = {}
-    result: dict[str, Any] | None = None
-    session_id: str | None = None
+    objs: list[tuple[int, dict[str, Any]]] = []
     for number, raw in enumerate(_text_lines(stdout), start=1):
         if not raw.strip():
             continue
@@ -104,15 +89,12 @@ def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
             raise OutputError(f"garbage output: claude stream line {number} is not JSON") from None
         if not isinstance(obj, dict):
             raise OutputError(f"garbage output: claude stream line {number} is not an object")
-        kind = obj.get("type")
-        session_id = session_id or _str(obj.get("session_id"))
-        message = obj.get("message")
-        if kind == "assistant" and isinstance(message, dict):
-            _merge_assistant(message, lines, by_message, usage_by_message, tool_names)
-        elif kind == "user" and isinstance(message, dict):
-            _append_tool_results(message, lines, tool_names)
-        elif kind == "result":
-            result = obj
+        objs.append((number, obj))
+    try:
+        claude = claude_session(objs, "claude stream")
+    except FormatError as exc:
+        raise OutputError(f"garbage output: {exc}") from None
+    result = claude.result
     if result is None:
         raise OutputError("claude stream ended without a result line")
     subtype = _str(result.get("subtype")) or "unknown"
@@ -121,19 +103,18 @@ def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
         detail = _str(result.get("result")) or "; ".join(map(str, result.get("errors") or []))
         where = f"API status {status}" if status else subtype
         raise OutputError(f"claude reported an error ({where}): {_clip(detail, 160)}")
+    lines: list[dict[str, Any]] = [{"type": "user", "content": prompt}, *claude.lines]
     final = _str(result.get("result"))
     last = lines[-1]
     if final and not (last["type"] == "assistant" and "tool_calls" not in last):
         lines.append({"type": "assistant", "content": final})
-    parsed = ParsedSession(lines=lines, agent_session_id=session_id)
-    usage = result.get("usage")
-    if not isinstance(usage, dict):
-        usage = _sum_usage(usage_by_message.values())
+    parsed = ParsedSession(lines=lines, agent_session_id=claude.session_id)
+    usage = claude.usage
     parsed.tokens = {
-        "input": _int(usage.get("input_tokens"))
-        + _int(usage.get("cache_creation_input_tokens"))
-        + _int(usage.get("cache_read_input_tokens")),
-        "output": _int(usage.get("output_tokens")),
+        "input": usage["input_tokens"]
+        + usage["cache_creation_input_tokens"]
+        + usage["cache_read_input_tokens"],
+        "output": usage["output_tokens"],
     }
     cost = result.get("total_cost_usd")
     parsed.cost_usd = float(cost) if isinstance(cost, (int, float)) else None
@@ -153,95 +134,6 @@ def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _merge_assistant(
-    message: dict[str, Any],
-    lines: list[dict[str, Any]],
-    by_message: dict[str, dict[str, Any]],
-    usage_by_message: dict[str, dict[str, Any]],
-    tool_names: dict[str, str],
-) -> None:
-    """Fold one assistant stream line into the session line of its API message."""
-    message_id = _str(message.get("id")) or f"anonymous-{len(lines)}"
-    line = by_message.get(message_id)
-    if line is None:
-        line = {"type": "assistant", "content": ""}
-        by_message[message_id] = line
-        lines.append(line)
-    if isinstance(message.get("usage"), dict):
-        usage_by_message[message_id] = message["usage"]  # repeated per line: keep one, never sum
-    for block in message.get("content") or []:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            text = block["text"]
-            if text and not line["content"].endswith(text):
-                line["content"] = f"{line['content']}\n{text}" if line["content"] else text
-        elif block.get("type") == "tool_use":
-            call_id = _str(block.get("id")) or f"call-{len(tool_names) + 1}"
-            calls: list[dict[str, Any]] = line.setdefault("tool_calls", [])
-            if any(call["id"] == call_id for call in calls):
-                continue
-            name = _str(block.get("name")) or "unknown"
-            tool_names[call_id] = name
-            calls.append({"id": call_id, "name": name, "args": _args(name, block.get("input"))})
-
-
-def _args(name: str, tool_input: Any) -> str:
-    if not isinstance(tool_input, dict):
-        return _clip(str(tool_input), ARGS_CHARS)
-    key = _CLAUDE_ARG_KEYS.get(name)
-    if key and isinstance(tool_input.get(key), str):
-        text = tool_input[key]
-        if name == "Grep" and isinstance(tool_input.get("path"), str):
-            text = f"{text} {tool_input['path']}"
-        return _clip(text, ARGS_CHARS)
-    return _clip(json.dumps(tool_input, sort_keys=True, ensure_ascii=False), ARGS_CHARS)
-
-
-def _append_tool_results(
-    message: dict[str, Any], lines: list[dict[str, Any]], tool_names: dict[str, str]
-) -> None:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return  # a plain user message (e.g. an expanded skill body), not a tool result
-    for block in content:
-        if not isinstance(block, dict) or block.get("type") != "tool_result":
-            continue
-        call_id = _str(block.get("tool_use_id")) or ""
-        lines.append(
-            {
-                "type": "tool",
-                "tool_name": tool_names.get(call_id, "unknown"),
-                "tool_call_id": call_id,
-                "result": _clip(_result_text(block.get("content")), RESULT_CHARS),
-                "is_error": bool(block.get("is_error")),
-            }
-        )
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict):
-                parts.append(f"[{block.get('type', 'block')}]")
-        return "\n".join(parts)
-    return "" if content is None else str(content)
-
-
-def _sum_usage(usages: Any) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for usage in usages:
-        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            total[key] = total.get(key, 0) + _int(usage.get(key))
-        total["output_tokens"] = total.get("output_tokens", 0) + _int(usage.get("output_tokens"))
-    return total
 
 
 def claude_retry_note(stdout: bytes) -> str | None:
