@@ -159,7 +159,7 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     """Text of a tool_result ``content``: a string or a list of text blocks."""
     if isinstance(content, str):
         return content
@@ -362,7 +362,7 @@ def _parse_session(objs: Iterable[tuple[int, dict[str, Any]]], b: _Builder) -> N
             b.add_result(
                 _str_or_none(obj.get("tool_call_id")),
                 _str_or_none(obj.get("tool_name")),
-                _text_of(output),
+                text_of(output),
                 obj.get("is_error") is True,
             )
         elif kind == "result":
@@ -379,7 +379,7 @@ def _parse_session(objs: Iterable[tuple[int, dict[str, Any]]], b: _Builder) -> N
 def _session_text(obj: dict[str, Any], path: Path, line: int) -> str:
     """A line's ``content``: a string, or (as some exporters write) a list of text blocks."""
     content = _require(obj, "content", (str, list), path, line, "a string")
-    return _text_of(content) if content is not None else ""
+    return text_of(content) if content is not None else ""
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.errors import FormatError
-from engine.traces import DETECT_LINES, TraceFormat, _text_of, detect_line, summarise_input
+from engine.traces import DETECT_LINES, TraceFormat, detect_line, summarise_input, text_of
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -114,7 +114,7 @@ def read_transcript(path: Path | str) -> Transcript:
 def _text(value: Any, path: Path, line: int, key: str) -> str:
     if value is not None and not isinstance(value, (str, list)):
         raise FormatError(path, key, "expected a string or a list of text blocks", line=line)
-    return _text_of(value)
+    return text_of(value)
 
 
 def _session(objs: list[tuple[int, dict[str, Any]]], path: Path) -> list[Message]:
@@ -144,7 +144,7 @@ def _session(objs: list[tuple[int, dict[str, Any]]], path: Path) -> list[Message
             messages.append(
                 Message(
                     "tool",
-                    _text_of(output),
+                    text_of(output),
                     line,
                     tool_name=name if isinstance(name, str) else None,
                     is_error=obj.get("is_error") is True,
@@ -211,7 +211,7 @@ def _claude_user(blocks: list[Any], names: dict[str, str], line: int) -> list[Me
             found.append(
                 Message(
                     "tool",
-                    _text_of(block.get("content")),
+                    text_of(block.get("content")),
                     line,
                     tool_name=names.get(call_id),
                     is_error=block.get("is_error") is True,
