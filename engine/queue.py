@@ -34,7 +34,7 @@ from engine.fsutil import (
     read_jsonl,
 )
 from engine.schema import from_mapping, load_yaml, to_mapping
-from engine.snapshots import create_snapshot, exclusive, list_snapshots
+from engine.snapshots import create_snapshot, list_snapshots
 from engine.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
 from engine.workspace import Workspace
 
@@ -231,7 +231,7 @@ class CandidateQueue:
             "content_hash": content_hash(text.encode("utf-8"), patch.encode("utf-8")),
         }
         from_mapping(CandidateRecord, mapping, target / "candidate.yaml")  # one-line errors
-        with exclusive(self.ws, f"queue {candidate_id}"):
+        with self.ws.lock(f"queue {candidate_id}"):
             stage = self.dir / f".tmp-{candidate_id}"
             atomic_write_text(stage / "SKILL.md", text)
             atomic_write_text(stage / "patch.diff", patch)
@@ -250,7 +250,7 @@ class CandidateQueue:
         self, candidate_id: str, *, expected_hash: str | None = None, why: str = "approved"
     ) -> str:
         """Publish the candidate as the skill's next version and snapshot; returns the new "vN"."""
-        with exclusive(self.ws, f"approve {candidate_id}"):
+        with self.ws.lock(f"approve {candidate_id}"):
             self._recover()
             cand = self._decidable(candidate_id, expected_hash, "approve")
             if cand.status != "pending_approval":
@@ -290,7 +290,7 @@ class CandidateQueue:
         self, candidate_id: str, *, why: str, expected_hash: str | None = None
     ) -> TabooEntry:
         """Refuse the candidate and put its patch on the skill's taboo list."""
-        with exclusive(self.ws, f"reject {candidate_id}"):
+        with self.ws.lock(f"reject {candidate_id}"):
             self._recover()
             cand = self._decidable(candidate_id, expected_hash, "reject")
             if cand.status not in _UNDECIDED:
@@ -313,7 +313,7 @@ class CandidateQueue:
         version stays in history); a rejection by putting the candidate back to its earlier
         status — its taboo entry stays, because the taboo list never shrinks.
         """
-        with exclusive(self.ws, "undo"):
+        with self.ws.lock("undo"):
             self._recover()
             rows = self.decisions()
             undone = {d.get("undoes") for d in rows if d.get("action") == "undo"}
@@ -496,7 +496,7 @@ class CandidateQueue:
         if not (self.dir / JOURNAL).exists() and not any(self._leftovers()):
             return
         try:
-            with exclusive(self.ws, "recover queue", wait_s=0):
+            with self.ws.lock("recover queue", wait_s=0):
                 self._recover()
         except LockError:
             pass  # the holder is alive and finishes its own decision

@@ -19,7 +19,6 @@ import re
 import secrets
 import shutil
 import tarfile
-import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from typing import Any
 import yaml
 
 from engine.config import Config
-from engine.errors import FormatError, LockError, SkillsmithError
+from engine.errors import FormatError, SkillsmithError
 from engine.events import utc_now
 from engine.fsutil import (
     append_jsonl,
@@ -59,7 +58,6 @@ _COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
 
 # Workspaces this process is restoring right now: their temp folders are live, not leftovers.
 _busy: set[Path] = set()
-_thread_guard = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -79,29 +77,12 @@ class _Archive:
     top: set[str] = field(default_factory=set)
 
 
-@contextlib.contextmanager
-def exclusive(ws: Workspace, purpose: str, wait_s: float | None = None) -> Iterator[None]:
-    """The workspace writer lock, held by one thread of this process at a time.
-
-    ``Workspace.lock`` is re-entrant for the whole process, so two TUI workers would otherwise
-    share it — and one's temp folder would look like a crash leftover to the other. Every write
-    of the store, the snapshots and the queue goes through here.
-    """
-    if not _thread_guard.acquire(timeout=-1 if wait_s is None else wait_s):
-        raise LockError(f"{ws.root}: another job of this process is writing; try again")
-    try:
-        with ws.lock(purpose, wait_s=wait_s):
-            yield
-    finally:
-        _thread_guard.release()
-
-
 # -- writing ---------------------------------------------------------------------------------------
 def create_snapshot(ws: Workspace, note: str = "") -> Path:
     """Write the agent state to ``snapshots/v<version>.tar.gz`` (``v<version>-<n>`` if taken)."""
     from engine.store import stores_of
 
-    with exclusive(ws, "snapshot"):
+    with ws.lock("snapshot"):
         recover(ws)
         stores = list(stores_of(ws))  # opening a store finishes its interrupted change first
         dest, version = _write_snapshot(ws, note)
@@ -342,7 +323,7 @@ def restore(ws: Workspace, source: str | Path, *, yes: bool = False) -> Path:
     current one is refused unless ``yes``; vault/, runs/ and everything else outside the agent
     state are left alone.
     """
-    with exclusive(ws, "restore"):
+    with ws.lock("restore"):
         recover(ws)
         path = _resolve_source(ws, source)
         archive = _inspect(path, *_caps(ws))
@@ -461,7 +442,7 @@ def import_snapshot(ws: Workspace, path: Path) -> Path:
     path = Path(path).expanduser().resolve()
     if not path.is_file():
         raise SkillsmithError(f"{path}: no such snapshot file")
-    with exclusive(ws, "import snapshot"):
+    with ws.lock("import snapshot"):
         recover(ws)
         archive = _inspect(path, *_caps(ws))
         dest = _free_name(ws, archive.version)

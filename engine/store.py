@@ -35,7 +35,7 @@ from engine.fsutil import (
     fsync_dir,
     read_jsonl,
 )
-from engine.snapshots import exclusive, needs_recovery, recover
+from engine.snapshots import needs_recovery, recover
 from engine.taboo import TabooEntry, TabooList, diff_hash, read_taboo, taboo_records
 from engine.workspace import Workspace
 
@@ -232,7 +232,7 @@ class SkillStore:
         found = self.current()
         if found is not None or self.branch is not None:
             return found
-        with exclusive(self.ws, f"adopt {self.name}"):
+        with self.ws.lock(f"adopt {self.name}"):
             self._recover()
             found = self.current()
             if found is not None or not self.skill_file.is_file():
@@ -264,7 +264,7 @@ class SkillStore:
         On the main line this also replaces ``skills/<name>/SKILL.md`` and bumps the workspace
         version; a branch is an experiment and leaves the active agent state alone.
         """
-        with exclusive(self.ws, f"publish {self.name}"):
+        with self.ws.lock(f"publish {self.name}"):
             self._recover()
             parent = self.ensure_adopted()
             old = self.read(parent) if parent is not None else ""
@@ -286,7 +286,7 @@ class SkillStore:
 
     def rollback(self, version: str, *, why: str) -> None:
         """Point ``current`` back at an earlier (or any existing) version; nothing is deleted."""
-        with exclusive(self.ws, f"rollback {self.name}"):
+        with self.ws.lock(f"rollback {self.name}"):
             self._recover()
             cur = self.ensure_adopted()
             self.read(version)
@@ -300,7 +300,7 @@ class SkillStore:
     def fork(self, branch: str) -> SkillStore:
         """Start ``branches/<branch>/`` at the current version; it shares this skill's taboo."""
         check_name("branch", branch)
-        with exclusive(self.ws, f"fork {self.name}"):
+        with self.ws.lock(f"fork {self.name}"):
             self._recover()
             base = self.ensure_adopted()
             if base is None:
@@ -330,7 +330,7 @@ class SkillStore:
 
     def record(self, op: str, **data: Any) -> None:
         """Append one line to the skill's timeline (candidate decisions, snapshots, undos)."""
-        with exclusive(self.ws, f"{op} {self.name}"):
+        with self.ws.lock(f"{op} {self.name}"):
             append_jsonl(
                 self.timeline_path, {"when": utc_now(), "op": op, "branch": self.branch, **data}
             )
@@ -394,7 +394,7 @@ class SkillStore:
         return version
 
     def _append_taboo(self, entry: TabooEntry) -> TabooEntry:
-        with exclusive(self.ws, f"taboo {self.name}"):
+        with self.ws.lock(f"taboo {self.name}"):
             self._recover()
             for known in read_taboo(self.taboo_path):
                 if known.rule_id == entry.rule_id and known.diff_hash == entry.diff_hash:
@@ -487,7 +487,7 @@ class SkillStore:
         if quiet and not needs_recovery(self.ws):
             return
         try:
-            with exclusive(self.ws, f"recover {self.name}", wait_s=0):
+            with self.ws.lock(f"recover {self.name}", wait_s=0):
                 self._recover()
         except LockError:
             pass  # the holder is alive and finishes its own work; the next writer recovers

@@ -1,8 +1,8 @@
 """Writers in several threads of one process (the TUI runs engine jobs in workers).
 
-``Workspace.lock`` is re-entrant for the whole process, so without a per-thread guard one
-worker's half-built version folder looks like a crash leftover to another thread opening the
-store, which would delete it mid-publish.
+``Workspace.lock`` excludes other threads of the process as it does other processes; if it
+did not, one worker's half-built version folder would look like a crash leftover to another
+thread opening the store, which would delete it mid-publish.
 """
 
 from __future__ import annotations
