@@ -14,6 +14,7 @@ from typing import cast
 
 import pytest
 
+from engine.cli import main
 from engine.config import GatesConfig
 from engine.errors import SkillsmithError
 from engine.gates.candidate import (
@@ -454,3 +455,32 @@ def test_a_configured_timeout_is_swept_when_the_next_candidate_arrives(ws: Works
             summary="too late",
         )
     assert CandidateQueue(ws).get(first.id).status == "published"
+
+
+def test_listing_the_queue_sweeps_a_configured_timeout(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parent = SkillStore(ws, "audit").ensure_adopted()
+    waiting, _ = submit_candidate(
+        ws,
+        "audit",
+        skill_text("audit", steps=["a", "b", "c"]),
+        source="review",
+        operation="update",
+        parent_version=parent,
+        summary="waits",
+    )
+    time.sleep(1.1)  # candidate times have one-second resolution
+    assert main(["queue", "-w", str(ws.root), "--json"]) == 0  # no timeout configured
+    listed = capsys.readouterr()
+    assert [c["status"] for c in json.loads(listed.out)] == ["pending_approval"]
+    assert listed.err == ""
+    cfg = ws.load_config()
+    cfg.gates.approval_timeout_s = 0.5
+    ws.save_config(cfg)
+    assert main(["queue", "-w", str(ws.root)]) == 0
+    listed = capsys.readouterr()
+    assert listed.err == f"approval timeout: {waiting.id} published v1\n"
+    assert waiting.id in listed.out and "published" in listed.out
+    assert CandidateQueue(ws).get(waiting.id).status == "published"
+    assert SkillStore(ws, "audit").current() == "v1"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
+from engine.gates.candidate import sweep_expired
 from engine.queue import Candidate, CandidateQueue
 
 
@@ -45,7 +47,11 @@ def _row(c: Candidate) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    found = _queue(args).list()
+    queue = _queue(args)
+    # With gates.approval_timeout_s set, what waited too long is decided before it is shown.
+    for cand_id, what in sweep_expired(queue.ws):
+        sys.stderr.write(f"approval timeout: {cand_id} {what}\n")
+    found = queue.list()
     if wants_json(args):
         print_json([_row(c) for c in found])
         return 0
