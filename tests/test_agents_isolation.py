@@ -51,6 +51,7 @@ def test_adversarial_agent_finds_no_rubric_vault_workspace_or_key(
     result = run_evaluation(ws, "b", jobs=2)
 
     assert [r["pass_fail"] for r in result.rows] == ["fail", "fail"]  # valid units, wrong label
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
     for row in result.rows:
         report = _report(result.run_dir / row["session_file"])
         dump = json.dumps(report)
@@ -64,6 +65,8 @@ def test_adversarial_agent_finds_no_rubric_vault_workspace_or_key(
         allowed |= {"SKILLSMITH_PROMPT_FILE", "SKILLSMITH_SKILLS_DIR"}
         allowed |= {"SKILLSMITH_RUN_INDEX", "SKILLSMITH_MAX_TURNS"}
         assert {k for k in env if not k.startswith("LC_")} <= allowed
+        # the manifest records the turn budget the agent was really given
+        assert env["SKILLSMITH_MAX_TURNS"] == str(manifest["agent"]["max_turns"]) == "20"
         cwd = Path(str(report["cwd"]))
         assert ws.root not in cwd.parents
         assert env["HOME"] == str(cwd / ".home")

@@ -97,7 +97,7 @@ class Agent:
             "command": list(self.command),
             "model": self.model,
             "timeout_s": self.timeout_s,
-            "max_turns": self.max_turns if self.kind == "claude-code" else None,
+            "max_turns": self.max_turns,  # every kind gets it (SKILLSMITH_MAX_TURNS)
             "allowed_tools": list(self.allowed_tools) if self.kind == "claude-code" else None,
         }
 
