@@ -366,7 +366,7 @@ def load_benchmark(path: Path | str, *, check: bool = True) -> Benchmark:
     if not cases:
         raise FormatError(root, None, "benchmark has no cases (folders with statement/)")
     assignment = assign_splits(
-        [(c.id, c.expected_label if config.labels else None, c.rubric.split) for c in cases],
+        [(c.id, stratum_of(c, labelled=bool(config.labels)), c.rubric.split) for c in cases],
         config.splits,
         config.seed,
     )
@@ -406,24 +406,66 @@ def _apportion(n: int, ratios: dict[str, float]) -> dict[str, int]:
     return counts
 
 
+Stratum = str | tuple[str, ...] | None
+
+
+def stratum_of(case: Case, *, labelled: bool) -> tuple[str, ...]:
+    """A case's stratum, coarsest part first: its expected label, then its type if it has one.
+
+    Label first because a stratum too small to split falls back to its label's stratum: the
+    class balance matters to every F1, the family mix only where there are enough cases.
+    """
+    label = (case.expected_label or "") if labelled else ""
+    return (label,) if case.rubric.type is None else (label, case.rubric.type)
+
+
+def _key(stratum: Stratum) -> tuple[str, ...]:
+    if stratum is None:
+        return ("",)
+    return (stratum,) if isinstance(stratum, str) else stratum
+
+
+def _splittable(n: int, ratios: dict[str, float]) -> bool:
+    """Whether ``n`` cases give every split with a positive ratio at least one case."""
+    counts = _apportion(n, ratios)
+    return all(counts[name] > 0 for name, ratio in ratios.items() if ratio > 0)
+
+
+def _merge_small(strata: dict[tuple[str, ...], list[str]], ratios: dict[str, float]) -> None:
+    """Fold every stratum too small to split into its parent (its key minus the finest part),
+    finest level first, so e.g. a lone (safe, ssrf) case joins the other safe cases. The
+    top-level strata stay as they are, however small: there is nothing coarser to fall back to.
+    """
+    depth = max((len(k) for k in strata), default=0)
+    for level in range(depth, 1, -1):
+        for key in sorted(k for k in strata if len(k) == level):
+            if not _splittable(len(strata[key]), ratios):
+                strata.setdefault(key[:-1], []).extend(strata.pop(key))
+
+
 def assign_splits(
-    cases: list[tuple[str, str | None, str | None]], ratios: dict[str, float], seed: int
+    cases: list[tuple[str, Stratum, str | None]], ratios: dict[str, float], seed: int
 ) -> dict[str, str]:
     """Map case ids to splits from (case_id, stratum, override) triples.
 
-    Cases with an override keep it. The others are grouped by stratum (the expected label, so
-    each split sees the same class balance), shuffled by a RNG seeded from ``seed`` and the
-    stratum, and cut by the ratios. Inputs are sorted first, so the listing order never matters.
+    Cases with an override keep it. The others are grouped by stratum — a label, or a tuple
+    coarsest part first such as (label, case type) — so that every split sees the same class
+    balance and every family: a holdout holding a family evolution never saw measures nothing.
+    A stratum too small to give each split a case is merged into its parent stratum. Each
+    stratum is shuffled by a RNG seeded from ``seed`` and the stratum, and cut by the ratios.
+    Inputs are sorted first, so the listing order never matters.
     """
     result: dict[str, str] = {}
-    strata: dict[str, list[str]] = {}
+    strata: dict[tuple[str, ...], list[str]] = {}
     for case_id, stratum, override in sorted(cases, key=lambda c: c[0]):
         if override is not None:
             result[case_id] = override
         else:
-            strata.setdefault(stratum or "", []).append(case_id)
-    for stratum, ids in sorted(strata.items()):
-        random.Random(f"{seed}:{stratum}").shuffle(ids)
+            strata.setdefault(_key(stratum), []).append(case_id)
+    _merge_small(strata, ratios)
+    for key, ids in sorted(strata.items()):
+        ids.sort()
+        random.Random(f"{seed}:{'/'.join(key)}").shuffle(ids)
         start = 0
         for name, count in _apportion(len(ids), ratios).items():
             for case_id in ids[start : start + count]:
@@ -547,10 +589,12 @@ __all__ = [
     "Case",
     "Check",
     "Rubric",
+    "Stratum",
     "assign_splits",
     "check_benchmark",
     "label_text",
     "load_benchmark",
     "normalise_label",
+    "stratum_of",
     "token_regex",
 ]

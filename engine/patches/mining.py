@@ -25,6 +25,16 @@ MIN_BARE_NAME = 6  # shorter plain call names ("get(", "load(") rank last
 _CHAIN = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*)\s*\(")
 
 
+# Words that take a parenthesis without being a call: ``return (Session) in``, ``if (ok)``.
+_KEYWORDS = frozenset(
+    re.findall(
+        r"[a-z]+",
+        """and assert await case catch elif else for foreach func function if in is lambda not
+        or return switch synchronized throw typeof sizeof while with yield""",
+    )
+)
+
+
 _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*")
 
 
@@ -44,7 +54,8 @@ _DEFINITION = re.compile(
 )
 
 
-_TAINT = (r"\+", "%s", r"\$\{")  # concatenation or formatting after the call, on the same line
+# concatenation (``+``, PHP's ``" . $x``) or formatting after the call, on the same line
+_TAINT = (r"\+", r"\. *\$", "%s", r"\$\{")
 
 
 _ERE_SPECIAL = re.compile(r"([.\[\](){}*+?|^$\\])")
@@ -87,6 +98,13 @@ class FlagPattern:
     files: set[str]  # the glob operands of the files it matched ("*.java"), or "<file>"
 
 
+def calls(text: str) -> Iterator[re.Match[str]]:
+    """The call chains of a code line (``hashlib.md5(``), keywords left out."""
+    for match in _CHAIN.finditer(text):
+        if match.group(1) not in _KEYWORDS:
+            yield match
+
+
 def ere(token: str) -> str:
     escaped = _ERE_SPECIAL.sub(r"\\\1", token)
     return (r"\b" + escaped) if re.match(r"\w", token) else escaped
@@ -124,7 +142,10 @@ def source_pattern(
     names = sorted({s for s in sources if s.strip()})
     if not names:
         return None
-    pattern = r"\w\((" + "|".join(_ERE_SPECIAL.sub(r"\\\1", s) for s in names) + ")"
+    # a source may be reached through its receiver: ``new URL(req.getParameter(…))``
+    receiver = r"([A-Za-z_$][\w$]*(\.|->))?"
+    alternatives = "|".join(_ERE_SPECIAL.sub(r"\\\1", s) for s in names)
+    pattern = rf"\w\({receiver}({alternatives})"
     regex = re.compile(pattern)
     hits = [(c.case_id, ln) for c in failing for ln in c.code() if regex.search(ln.text)]
     if not hits:
@@ -153,7 +174,7 @@ def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict
     for case in failing:
         defined = definitions(case)
         for line in case.code():
-            for match in _CHAIN.finditer(line.text):
+            for match in calls(line.text):
                 parts = _SEP.split(match.group(1))
                 if parts[-1] in defined or any(parts[-1] + "(" in src for src in sources):
                     continue
@@ -194,7 +215,7 @@ def name_class(name: str) -> int:
 def line_tokens(text: str) -> set[str]:
     """Tokens of a code line a Pitfalls item could name."""
     found: set[str] = set()
-    for match in _CHAIN.finditer(text):
+    for match in calls(text):
         chain = match.group(1)
         found.add(chain + "(")
         found.add(_SEP.split(chain)[-1] + "(")
@@ -217,6 +238,21 @@ def token_class(token: str) -> int:
     if re.search(r"[._]|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]", token):
         return 1
     return 2
+
+
+def nesting(token: str, lines: Iterable[str]) -> int:
+    """How deep inside parentheses ``token`` sits where it occurs (the shallowest occurrence).
+
+    A guard wraps what is handed to the sink — ``shell_exec('…' . escapeshellarg($d))``,
+    ``md5(body, usedforsecurity=False)`` — so it sits inside the sink's call; the outermost
+    call of a line is the sink itself, the very thing the flag step found.
+    """
+    depths = [
+        line[:at].count("(") - line[:at].count(")")
+        for line in lines
+        for at in (m.start() for m in re.finditer(re.escape(token), line))
+    ]
+    return min(depths, default=0)
 
 
 def greedy_covers(

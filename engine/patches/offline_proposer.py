@@ -19,9 +19,13 @@ finding"):
   cases' languages get those globs.
 
 The mining lives in ``mining.py``, the line edits in ``edits.py``.
-Candidates are generated in a fixed order (ties broken by a hash of the seed), every one goes
-through the same filters as a model's diff, and the first that passes is the proposal; a diff on
-the taboo list is refused there, so the next candidate is tried instead of repeating a failure.
+Candidates are generated in a fixed order (ties broken by a hash of the seed), boldest first: the
+flag step covering the most failures, with Pitfalls guards for the negatives it would also hit.
+Every one goes through the same filters as a model's diff, and the first that passes is the
+proposal; a diff on the taboo list is refused there, so the next candidate is tried instead of
+repeating a failure. A rejection also narrows the search: the feedback cases an earlier rejected
+patch broke (its taboo reason names them) are *fragile* — a Pitfalls guard did not keep them
+passing — so a new flag pattern may no longer touch them at all.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from engine.patches.mining import (
     fn_patterns,
     greedy_covers,
     line_tokens,
+    nesting,
     skill_globs,
     source_pattern,
     split_command,
@@ -54,6 +59,7 @@ from engine.patches.proposer import NO_VALID_PATCH, Proposal, ProposalContext, T
 from engine.patches.textrules import TextRules, default_rules, load_text_rules
 from engine.skill import SkillDoc
 from engine.store import unified_diff
+from engine.taboo import TabooEntry
 from engine.workspace import Workspace
 
 MAX_PATTERNS = 3  # grep alternatives one new step may add
@@ -110,11 +116,13 @@ class OfflineProposer:
                 model="offline",
             )
         material = gather(ctx.bench, ctx.feedback_rows, ctx.flagged_case_ids)
+        fragile = broken_before(ctx.taboo_entries, material)
         doc, _ = SkillDoc.parse_lenient(ctx.skill_text)
         tried = 0
         last = "no candidate found"
         for target in targets:
-            for count, candidate in enumerate(self._candidates(doc, target, material)):
+            candidates = self._candidates(doc, target, material, fragile)
+            for count, candidate in enumerate(candidates):
                 if count >= self.max_candidates:
                     break
                 if candidate.text == ctx.skill_text:
@@ -147,7 +155,9 @@ class OfflineProposer:
             case_ids=first.case_ids,
         )
 
-    def _candidates(self, doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+    def _candidates(
+        self, doc: SkillDoc, target: Target, material: Material, fragile: frozenset[str]
+    ) -> Iterator[Candidate]:
         if target.rule_id in LOOP_RULES:
             yield from _unloop(doc, target)
         if target.rule_id in HASTE_RULES:
@@ -155,7 +165,7 @@ class OfflineProposer:
         if target.rule_id in TRIGGER_RULES:
             yield from self._triggers(doc, target, material)
         if target.direction == "FN":
-            yield from self._flag_steps(doc, target, material)
+            yield from self._flag_steps(doc, target, material, fragile)
             if target.rule_id in GLOB_RULES:
                 yield from _widen_globs(doc, target, material)
         elif target.direction == "FP":
@@ -166,7 +176,9 @@ class OfflineProposer:
 
     # -- FN: a new flag step --------------------------------------------------------------------
 
-    def _flag_steps(self, doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+    def _flag_steps(
+        self, doc: SkillDoc, target: Target, material: Material, fragile: frozenset[str]
+    ) -> Iterator[Candidate]:
         failing = material.failing("FN", target.case_ids)
         if not failing:
             return
@@ -193,8 +205,10 @@ class OfflineProposer:
             except re.error:
                 continue
             false = [(cid, ln.text) for cid, ln in negatives if regex.search(ln.text)]
+            if any(cid in fragile for cid, _ in false):
+                continue  # a guard did not keep this case passing before: leave it alone
             if false:
-                guard = self._guards([text for _, text in false], positives)
+                guard = self._guards([text for _, text in false], positives, [regex])
                 if guard is None:
                     continue
                 guards[pattern] = guard
@@ -234,15 +248,20 @@ class OfflineProposer:
                     how += f", with Pitfalls for {', '.join(exceptions)}"
                 yield Candidate(text, tuple(fixed), how)
 
-    def _guards(self, lines: Sequence[str], positives: Sequence[str]) -> tuple[str, ...] | None:
+    def _guards(
+        self, lines: Sequence[str], positives: Sequence[str], sinks: Sequence[re.Pattern[str]]
+    ) -> tuple[str, ...] | None:
         """API-looking tokens that rule out each of ``lines`` (negative cases a new pattern would
         hit) and occur in no positive case, so the exception never hides a real finding."""
         usable: dict[str, set[int]] = {}
         for index, text in enumerate(lines):
-            for token in line_tokens(text):
-                if token_class(token) <= 1 and not any(token in p for p in positives):
+            for token in guard_tokens(text, positives, sinks):
+                if token_class(token) <= 1:
                     usable.setdefault(token, set()).add(index)
-        ranked = sorted(usable, key=lambda t: (-len(usable[t]), token_class(t), self._tie(t)))
+        ranked = sorted(
+            usable,
+            key=lambda t: (-len(usable[t]), token_class(t), -nesting(t, lines), self._tie(t)),
+        )
         chosen: list[str] = []
         covered: set[int] = set()
         for token in ranked:
@@ -300,17 +319,19 @@ class OfflineProposer:
             return
         wanted = set(target.case_ids) & set(remaining)
         fixes: dict[str, set[str]] = {}
+        sinks = [m.regex for m in matchers]
         for case_id, lines in remaining.items():
-            shared = set.intersection(*(line_tokens(ln.text) for ln in lines))
+            shared = set.intersection(*(guard_tokens(ln.text, positives, sinks) for ln in lines))
             for token in shared:
-                if not any(token in text for text in positives):
-                    fixes.setdefault(token, set()).add(case_id)
+                fixes.setdefault(token, set()).add(case_id)
+        flagged = [ln.text for lines in remaining.values() for ln in lines]
         ranked = sorted(
             fixes,
             key=lambda t: (
                 -len(fixes[t] & wanted),
                 -len(fixes[t]),
                 token_class(t),
+                -nesting(t, flagged),
                 self._tie(t),
             ),
         )
@@ -325,6 +346,37 @@ class OfflineProposer:
 
 
 # -- candidate building blocks --------------------------------------------------------------------
+def broken_before(entries: Sequence[TabooEntry], material: Material) -> frozenset[str]:
+    """Feedback cases named by the reasons of rejected patches ("… now fail: a, b").
+
+    A gate names the previously passing cases a patch broke; those are the cases where a
+    Pitfalls guard was not enough (the agent skipped the Pitfalls, or ran out of budget first).
+    Only cases of the material can match, so nothing held out is ever learnt from.
+    """
+    text = "\n".join(entry.reason for entry in entries)
+    if not text:
+        return frozenset()
+    return frozenset(
+        cid
+        for cid in material.cases
+        if re.search(rf"(?<![\w.-]){re.escape(cid)}(?![\w.-])", text) is not None
+    )
+
+
+def guard_tokens(text: str, positives: Sequence[str], sinks: Sequence[re.Pattern[str]]) -> set[str]:
+    """Tokens of a falsely flagged line that could name its guard in a Pitfalls item.
+
+    Not one found in a positive case (the exception would hide a real finding), and not one a
+    flag pattern finds by itself (``shell=True``, ``shell_exec(``): that is the sink the step
+    flagged, never what makes this use of it safe.
+    """
+    return {
+        token
+        for token in line_tokens(text)
+        if not any(token in p for p in positives) and not any(s.search(token) for s in sinks)
+    }
+
+
 def _families(kinds: dict[str, str | None], case_ids: Iterable[str], joint: str) -> str:
     return joint.join(sorted({k for k in (kinds.get(c) for c in case_ids) if k}))
 

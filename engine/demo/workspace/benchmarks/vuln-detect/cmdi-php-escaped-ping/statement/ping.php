@@ -1,0 +1,3 @@
+<?php
+$host = $_GET['host'];
+system('ping -c 1 ' . escapeshellarg($host));

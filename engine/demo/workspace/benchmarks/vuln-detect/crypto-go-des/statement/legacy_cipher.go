@@ -1,0 +1,16 @@
+package legacy
+
+import (
+	"crypto/cipher"
+	"crypto/des"
+)
+
+func Seal(key, iv, plain []byte) ([]byte, error) {
+	block, err := des.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(plain))
+	cipher.NewCBCEncrypter(block, iv).CryptBlocks(out, plain)
+	return out, nil
+}

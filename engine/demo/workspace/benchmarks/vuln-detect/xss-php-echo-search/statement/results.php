@@ -1,0 +1,3 @@
+<?php
+$q = $_GET['q'];
+echo "<h2>Results for " . $_GET['q'] . "</h2>";
