@@ -13,6 +13,7 @@ import os
 import random
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -444,7 +445,7 @@ def _merge_small(strata: dict[tuple[str, ...], list[str]], ratios: dict[str, flo
 
 
 def assign_splits(
-    cases: list[tuple[str, Stratum, str | None]], ratios: dict[str, float], seed: int
+    cases: Sequence[tuple[str, Stratum, str | None]], ratios: dict[str, float], seed: int
 ) -> dict[str, str]:
     """Map case ids to splits from (case_id, stratum, override) triples.
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.benchmark import load_benchmark
 from engine.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
 from engine.diagnosis import BUILTIN_RULE_IDS
 from engine.diagnosis.run import diagnose_run, load_run
@@ -72,8 +73,9 @@ def test_shipped_skill_is_mediocre_and_a_better_one_scores_clearly_higher(tmp_pa
     ws = Workspace.at(copy_demo(tmp_path / "demo"))
     shipped = ws.skill_path(DEMO_SKILL).read_text(encoding="utf-8")
 
+    cases = len(load_benchmark(ws.benchmarks_dir / DEMO_BENCHMARK).cases)
     base = run_evaluation(ws, DEMO_BENCHMARK, runs=2, jobs=2)
-    assert base.metrics.invalid == 0 and base.metrics.valid == 160
+    assert base.metrics.invalid == 0 and base.metrics.valid == 2 * cases
     assert base.metrics.f1 is not None and 0.55 <= base.metrics.f1 <= 0.75
     assert {r["run_index"] for r in base.rows} == {0, 1}
 

@@ -3,9 +3,9 @@
 Feedback cases are the only ones whose runs the reflection model reads; Validation only ranks
 versions by score; Holdout is looked at once, after the search, to decide whether the chosen
 version may be submitted. A benchmark whose ``splits`` already name these three is used as
-assigned; otherwise the cases are split afresh by the given ratios, stratified by label and
-seeded like every other split, so the same seed always gives the same three sets. Ratios may sum
-to less than one to use only part of a large benchmark.
+assigned; otherwise the cases are split afresh by the given ratios, stratified by label and case
+type and seeded like every other split, so the same seed always gives the same three sets. Ratios
+may sum to less than one to use only part of a large benchmark.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engine.benchmark import Benchmark, assign_splits
+from engine.benchmark import Benchmark, assign_splits, stratum_of
 from engine.errors import UsageError
 
 FAMILY = ("feedback", "validation", "holdout")
@@ -65,7 +65,7 @@ def choose_splits(bench: Benchmark, ratios: tuple[float, float, float] | None, s
         triples = [
             (
                 c.id,
-                c.expected_label if bench.labels else None,
+                stratum_of(c, labelled=bool(bench.labels)),
                 c.rubric.split if c.rubric.split in FAMILY else None,
             )
             for c in bench.cases

@@ -177,7 +177,11 @@ class OfflineProposer:
     # -- FN: a new flag step --------------------------------------------------------------------
 
     def _flag_steps(
-        self, doc: SkillDoc, target: Target, material: Material, fragile: frozenset[str]
+        self,
+        doc: SkillDoc,
+        target: Target,
+        material: Material,
+        fragile: frozenset[str] = frozenset(),
     ) -> Iterator[Candidate]:
         failing = material.failing("FN", target.case_ids)
         if not failing:
@@ -336,13 +340,19 @@ class OfflineProposer:
             ),
         )
         kinds = {c.case_id: c.case_type for c in material.cases.values()}
+        every_step = _every_step_item(doc)
         for chosen in greedy_covers(ranked, fixes, wanted, MAX_PITFALLS):
             items = [_pitfall(t, _families(kinds, fixes[t], " and ")) for t in chosen]
-            text = with_pitfalls(doc, items)
             fixed = sorted(set().union(*(fixes[t] for t in chosen)))
+            how = f"Pitfalls for {', '.join(fixed)}{_doubt(material, failing)}"
+            text = with_pitfalls(doc, items)
             if text is not None:
-                how = f"Pitfalls for {', '.join(fixed)}{_doubt(material, failing)}"
                 yield Candidate(text, tuple(fixed), how)
+            # an agent that concludes at its first hit never reads these items: the same items
+            # with the every-step item, for when each alone fixed nothing
+            text = with_pitfalls(doc, [*items, every_step]) if every_step else None
+            if text is not None:
+                yield Candidate(text, tuple(fixed), how + ", and run every step before concluding")
 
 
 # -- candidate building blocks --------------------------------------------------------------------
@@ -415,16 +425,21 @@ def _unloop(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
                 break
 
 
-def _thorough(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
-    """The agent concluded at its first hit and skipped the Pitfalls: ask for every step."""
+def _every_step_item(doc: SkillDoc) -> str | None:
+    """The Pitfalls item that keeps the agent going to the last step, unless the skill has one."""
     commands = [s for s in plan(doc) if s.command]
     if not commands or _ALL_STEPS.search(doc.render()):
-        return
-    item = (
+        return None
+    return (
         "The first hit is not yet the verdict: run all steps before you conclude, up to "
         f"`{commands[-1].command}`."
     )
-    text = with_pitfalls(doc, [item])
+
+
+def _thorough(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
+    """The agent concluded at its first hit and skipped the Pitfalls: ask for every step."""
+    item = _every_step_item(doc)
+    text = with_pitfalls(doc, [item]) if item else None
     if text is not None:
         yield Candidate(text, target.case_ids, "run every step before concluding")
 
