@@ -109,9 +109,10 @@ def test_without_auto_approve_the_passing_candidate_waits_with_its_evidence(
     tmp_path: Path,
 ) -> None:
     ws = demo(tmp_path / "ws", SMALL_FAMILIES)
-    result = run_evolve(ws, "--rounds", "2", "--seed", "11")
+    result = run_evolve(ws, "--rounds", "5", "--seed", "11")  # stops at the first queued
     assert result["stop_reason"] == "awaiting_approval"
-    assert [r["outcome"] for r in result["rounds"]] == ["rejected", "queued"]
+    *before, last = [r["outcome"] for r in result["rounds"]]
+    assert last == "queued" and set(before) <= {"rejected", "no_patch"}
     store = SkillStore(ws, DEMO_SKILL)
     assert [v.version for v in store.versions()] == ["v0"]  # nothing published yet
     (cand,) = CandidateQueue(ws).list()

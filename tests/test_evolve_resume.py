@@ -32,7 +32,7 @@ from tests.evolve_helpers import (
     state,
 )
 
-ARGS = ("--rounds", "2", "--auto-approve", "--seed", "11")
+ARGS = ("--rounds", "3", "--auto-approve", "--seed", "11")
 POLL_S = 0.0005  # the filter and gate stages last milliseconds
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,8 @@ def test_reference_session_goes_through_every_stage(
     reference: tuple[Workspace, dict[str, Any]],
 ) -> None:
     ws, result = reference
-    assert [r["outcome"] for r in result["rounds"]] == ["rejected", "accepted"]
+    outcomes = [r["outcome"] for r in result["rounds"]]
+    assert "accepted" in outcomes and "rejected" in outcomes
     assert stages_run(ws, result["session_id"]) == list(STAGES)
     assert not ws.pending_round_path.exists()
 
@@ -83,11 +84,19 @@ def test_the_same_seed_gives_the_same_versions(
     )
 
 
-def _stage_of(path: Path) -> str | None:
+def _stage_of(ws: Workspace) -> str | None:
+    """The stage running now; "decide" counts only in a round whose gates all passed, so the
+    kill lands while a candidate is being queued and published, not merely tabooed."""
     try:
-        return str(json.loads(path.read_bytes())["stage"])
+        pending = json.loads(ws.pending_round_path.read_bytes())
+        stage = str(pending["stage"])
+        if stage == "decide":
+            gates = json.loads((ws.root / pending["artifacts"]["gate"]).read_bytes())
+            if any(g["verdict"] == "fail" for g in gates):
+                return "decide (rejecting)"
     except (FileNotFoundError, json.JSONDecodeError, KeyError):
         return None
+    return stage
 
 
 def test_sigkill_at_every_stage_then_restart_ends_with_the_reference_versions(
@@ -107,7 +116,7 @@ def test_sigkill_at_every_stage_then_restart_ends_with_the_reference_versions(
         )
         stage = None
         while proc.poll() is None:
-            stage = _stage_of(ws.pending_round_path)
+            stage = _stage_of(ws)
             if stage in to_kill:
                 os.kill(proc.pid, signal.SIGKILL)
                 break
