@@ -23,20 +23,20 @@ from engine.workspace import Workspace
 from tests.bench_helpers import write_case
 from tests.patch_helpers import DEMO_BENCH, DEMO_SKILL, demo_workspace, diagnosis
 
-FN_CASES = ["sqli-go-sprintf", "sqli-java-concat", "secret-go-token"]
-FP_CASES = ["deser-py-safeloader", "crypto-py-md5-etag", "cmdi-js-execfile"]
+FN_CASES = ["sqli-go-sprintf", "xss-java-title", "secret-go-token"]
+FP_CASES = ["path-py-basename", "crypto-py-md5-etag", "cmdi-js-execfile"]
 SSRF = "ssrf-php-curl"  # a source handed straight to curl_init(
-UNLOADED = "path-py-concat"  # "before we ship it": the description does not trigger
+UNLOADED = "path-py-report"  # "before we ship it": the description does not trigger
 PASSING = [
     "crypto-go-bcrypt",
     "path-go-base",
     "cmdi-go-args",
     "sqli-js-placeholders",
     "secret-py-env",
-    "xss-php-escaped",
-    "deser-py-yaml-load",
-    "deser-py-pickle",
-    "crypto-php-md5",
+    "xss-py-render-template",
+    "deser-php-unserialize",
+    "deser-py-pickle-cookie",
+    "crypto-java-md5",
     "deser-js-json",
 ]
 CASES = FN_CASES + FP_CASES + [SSRF, UNLOADED] + PASSING
@@ -130,7 +130,7 @@ def test_false_alarms_get_pitfalls_the_demo_agent_honours(baseline: Baseline) ->
     rules = discard_rules(SkillDoc.parse(proposal.skill_text))
     assert len(rules) > len(discard_rules(SkillDoc.parse(baseline.text)))
     fixed, broken = _fixed_and_broken(baseline.outcome, baseline.rerun(proposal.skill_text))
-    assert "deser-py-safeloader" in fixed
+    assert "path-py-basename" in fixed
     assert broken == set()
 
 

@@ -1,0 +1,211 @@
+"""How the offline proposer searches: boldest candidate first, narrower after a rejection.
+
+A small benchmark is evaluated for real with the demo agent; the proposer then gets the rows,
+a root cause and a taboo list, as the evolution loop hands them over.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from engine.benchmark import load_benchmark
+from engine.demo.agent import discard_rules, plan
+from engine.patches import OfflineProposer, ProposalContext
+from engine.patches.mining import calls, nesting
+from engine.patches.offline_proposer import guard_tokens
+from engine.runner import run_evaluation
+from engine.skill import SkillDoc
+from engine.taboo import TabooEntry, diff_hash
+from engine.workspace import Workspace
+from tests.bench_helpers import write_case
+from tests.patch_helpers import diagnosis
+
+SKILL = """\
+---
+name: net-audit
+description: Audit one Python file for command injection and SSRF, when asked if it is vulnerable.
+---
+
+# Net audit
+
+## Steps
+
+1. Read the file under audit: `read <file>`.
+2. Flag shell commands: `grep -nE "os\\.system\\(" *.py`
+3. Confirm with `read -n <file>` and drop every hit the Pitfalls rule out.
+
+## Pitfalls
+
+- A command made of constants only is harmless.
+"""
+CASES: dict[str, tuple[str, str]] = {
+    # two missed positives with different sinks …
+    "ssrf-urlopen": (
+        "vulnerable",
+        "import urllib.request\n\n\ndef preview(request):\n"
+        '    return urllib.request.urlopen(request.args["u"]).read()\n',
+    ),
+    "ssrf-requests": (
+        "vulnerable",
+        "import requests\n\n\ndef fetch(request):\n"
+        '    return requests.get(request.args["u"]).text\n',
+    ),
+    # … and a near miss that shares the first sink behind a guard
+    "ssrf-allowlisted": (
+        "safe",
+        "import urllib.request\n\n\ndef preview(request):\n"
+        '    return urllib.request.urlopen(allowlisted(request.args["u"])).read()\n',
+    ),
+    # a false alarm whose guard sits inside the flagged call
+    "cmd-quoted": (
+        "safe",
+        "import os\nimport shlex\n\n\ndef ping(host):\n"
+        '    os.system("ping -c 1 " + shlex.quote(host))\n',
+    ),
+}
+PROMPT = (
+    "Audit `{name}` for command injection or SSRF.\n\n"
+    "End with `VERDICT: vulnerable` or `VERDICT: safe`.\n"
+)
+FN = {
+    "rule_id": "progress_mismatch",
+    "direction": "FN",
+    "case_ids": ["ssrf-urlopen", "ssrf-requests"],
+}
+FP = {"rule_id": "premature_conclusion", "direction": "FP", "case_ids": ["cmd-quoted"]}
+
+
+def _context(workspace: Workspace, **kwargs: Any) -> ProposalContext:
+    skill = workspace.skill_path("net-audit")
+    skill.parent.mkdir(parents=True, exist_ok=True)
+    skill.write_text(SKILL, encoding="utf-8")
+    root = workspace.benchmarks_dir / "net"
+    if not root.is_dir():
+        root.mkdir(parents=True)
+        config = {"labels": ["vulnerable", "safe"], "runs_per_case": 1, "seed": 7}
+        (root / "benchmark.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        for case_id, (label, code) in CASES.items():
+            name = case_id.replace("-", "_") + ".py"
+            write_case(
+                root,
+                case_id,
+                {"expected": label, "split": "selection"},
+                prompt=PROMPT.format(name=name),
+                files={name: code},
+            )
+    rows = run_evaluation(workspace, "net", runs=1, jobs=2).rows
+    outcome = {r["case_id"]: r["pass_fail"] for r in rows}
+    assert outcome == {
+        "ssrf-urlopen": "fail",
+        "ssrf-requests": "fail",
+        "ssrf-allowlisted": "pass",
+        "cmd-quoted": "fail",
+    }
+    defaults: dict[str, Any] = {
+        "skill_name": "net-audit",
+        "skill_text": SKILL,
+        "diagnosis": diagnosis(FN),
+        "feedback_rows": rows,
+        "bench": load_benchmark(root),
+    }
+    return ProposalContext(**{**defaults, **kwargs})
+
+
+def _new_commands(text: str) -> list[str]:
+    return [s.command for s in plan(SkillDoc.parse(text)) if s.command and s.command not in SKILL]
+
+
+def test_the_boldest_cover_comes_first_and_a_broken_case_narrows_the_next(
+    workspace: Workspace,
+) -> None:
+    ctx = _context(workspace)
+    proposer = OfflineProposer(workspace, seed=7)
+
+    bold = proposer.propose(ctx)
+
+    assert bold.ok and bold.skill_text is not None and bold.diff is not None
+    assert set(bold.case_ids) == {"ssrf-urlopen", "ssrf-requests"}
+    (command,) = _new_commands(bold.skill_text)
+    assert "urlopen" in command and "get" in command
+    # the near miss is spared by a Pitfalls guard only
+    assert any(
+        "allowlisted(" in group
+        for rule in discard_rules(SkillDoc.parse(bold.skill_text))
+        for group in rule
+    )
+
+    # the guardrail gate found the guard was not enough: the next candidate keeps off that case
+    why = "gate rejected: guardrail: 1 previously passing case now fails: ssrf-allowlisted"
+    entry = TabooEntry(bold.taboo_rule, diff_hash(bold.diff), why, "2026-05-27T00:00:00Z")
+    narrow = proposer.propose(_context(workspace, taboo_entries=[entry]))
+
+    assert narrow.ok and narrow.skill_text is not None
+    assert narrow.case_ids == ("ssrf-requests",)
+    (command,) = _new_commands(narrow.skill_text)
+    assert "urlopen" not in command
+    allowlisted = CASES["ssrf-allowlisted"][1]
+    pattern = command.split('"')[1]
+    assert not any(re.search(pattern, line) for line in allowlisted.splitlines())
+    assert "allowlisted(" not in narrow.skill_text
+
+
+def test_a_rejected_pitfalls_item_comes_back_with_the_every_step_item(
+    workspace: Workspace,
+) -> None:
+    ctx = _context(workspace, diagnosis=diagnosis(FP))
+    proposer = OfflineProposer(workspace, seed=7)
+    alone = proposer.propose(ctx)
+    # the every-step item is the first answer to haste; say it fixed nothing
+    assert alone.ok and alone.diff is not None and alone.skill_text is not None
+    assert "run all steps before you conclude" in alone.skill_text
+    why = "gate rejected: target: fixed 0 of 1 targeted failing case, 1 wanted"
+    taboo = [TabooEntry(alone.taboo_rule, diff_hash(alone.diff), why, "2026-05-27T00:00:00Z")]
+
+    pitfall = proposer.propose(_context(workspace, diagnosis=diagnosis(FP), taboo_entries=taboo))
+    assert pitfall.ok and pitfall.diff is not None and pitfall.skill_text is not None
+    assert "run all steps" not in pitfall.skill_text
+    taboo.append(
+        TabooEntry(pitfall.taboo_rule, diff_hash(pitfall.diff), why, "2026-05-27T00:00:01Z")
+    )
+
+    both = proposer.propose(_context(workspace, diagnosis=diagnosis(FP), taboo_entries=taboo))
+    assert both.ok and both.skill_text is not None
+    assert both.attempts == pitfall.attempts + 1
+    added = [ln[1:] for ln in (both.diff or "").splitlines() if ln.startswith("+- ")]
+    assert len(added) == 2 and "run all steps before you conclude" in added[-1]
+    assert added[0] in pitfall.skill_text
+
+
+def test_a_guard_is_what_wraps_the_input_not_the_sink_the_step_found(
+    workspace: Workspace,
+) -> None:
+    proposal = OfflineProposer(workspace, seed=7).propose(
+        _context(workspace, diagnosis=diagnosis({**FP, "rule_id": "progress_mismatch"}))
+    )
+    assert proposal.ok and proposal.skill_text is not None
+    guards = {
+        p for rule in discard_rules(SkillDoc.parse(proposal.skill_text)) for g in rule for p in g
+    }
+    assert guards & {"shlex.quote(", "quote("}
+    assert not guards & {"os.system(", "system("}
+
+    line = 'out = subprocess.run("tar " + shlex.quote(x), shell=True)'
+    tokens = guard_tokens(line, ["subprocess.run(cmd)"], [re.compile(r"shell=True")])
+    assert "shlex.quote(" in tokens
+    assert "shell=True" not in tokens and "subprocess.run(" not in tokens
+    assert nesting("shlex.quote(", [line]) == 1 and nesting("subprocess.run(", [line]) == 0
+
+
+def test_keywords_before_a_parenthesis_are_not_calls() -> None:
+    line = (
+        "return (Session) new ValidatingObjectInputStream(in).accept(Session.class).readObject();"
+    )
+    assert [m.group(1) for m in calls(line)] == [
+        "ValidatingObjectInputStream",
+        "accept",
+        "readObject",
+    ]
+    assert [m.group(1) for m in calls("if (ok) { while (x) run(y); }")] == ["run"]
