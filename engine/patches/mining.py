@@ -38,8 +38,7 @@ _KEYWORDS = frozenset(
 _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*")
 
 
-# keyword arguments with their whole value: usedforsecurity=False, Loader=yaml.SafeLoader
-_ASSIGN = re.compile(r"\b\w+=\w+(?:\.\w+)*\b")
+_ASSIGN = re.compile(r"\b\w+=\w+\b")  # keyword arguments: usedforsecurity=False
 
 
 _SEP = re.compile(r"\.|->|::")
@@ -180,11 +179,9 @@ def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict
                 if parts[-1] in defined or any(parts[-1] + "(" in src for src in sources):
                     continue
                 qualified = _QUALIFIED.search(match.group(1))
-                bare = name_class(parts[-1])
-                forms = [(parts[-1] + "(", bare)]
+                forms = [(parts[-1] + "(", name_class(parts[-1]))]
                 if qualified and qualified.group(1) and qualified.group(2) not in defined:
-                    # a short plain name ("get", "load") is only ever searched with its qualifier
-                    forms = [(qualified.group(0) + "(", 1)] + (forms if bare < 2 else [])
+                    forms.append((qualified.group(0) + "(", 1))
                 rest = line.text[match.start() :]
                 for form, cls in forms:
                     base = ere(form)
