@@ -45,8 +45,16 @@ class ModelsConfig:
 
 @dataclass
 class GatesConfig:
-    """Thresholds of the outcome-driven gates and the candidate gates."""
+    """Thresholds of the outcome-driven gates and the candidate gates.
 
+    ``alpha`` is the one-sided false-accept rate of every paired verdict (engine.verdict);
+    ``max_extra_runs`` the case-runs per variant a decision may add when it is inconclusive,
+    spread over ``looks − 1`` extra looks.
+    """
+
+    alpha: float = 0.05
+    max_extra_runs: int = 24
+    looks: int = 3
     holdout_every: int = 5
     holdout_max_f1_drop: float = 0.01
     verify_min_score: float = 75.0

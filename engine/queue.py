@@ -306,6 +306,37 @@ class CandidateQueue:
             )
             return TabooEntry(**intent["taboo"])
 
+    def record_evaluation(
+        self, candidate_id: str, gate: dict[str, Any], *, passed: bool, why: str
+    ) -> TabooEntry | None:
+        """Settle a ``pending_eval`` candidate with the verdict of its paired evaluation.
+
+        The verdict joins its gates.json; a candidate that proved itself moves on to
+        ``pending_approval`` (a person still decides), one that did not is rejected (taboo).
+        """
+        with self.ws.lock(f"evaluate {candidate_id}"):
+            self._recover()
+            cand = self._decidable(candidate_id, None, "record an evaluation of")
+            if cand.status != "pending_eval":
+                raise SkillsmithError(
+                    f"{cand.dir}: is {cand.status}; only pending_eval candidates are evaluated"
+                )
+            gates = [g for g in cand.gates() if g.get("gate") != gate.get("gate")]
+            atomic_write_json(cand.dir / "gates.json", [*gates, gate])
+            if not passed:
+                entry = self.reject(candidate_id, why=why)
+                return entry
+            self._commit(
+                {
+                    "op": "evaluate",
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "why": why,
+                }
+            )
+            return None
+
     def undo_last(self) -> str:
         """Revert the newest decision not yet undone; returns a one-line account of it.
 
@@ -318,7 +349,11 @@ class CandidateQueue:
             rows = self.decisions()
             undone = {d.get("undoes") for d in rows if d.get("action") == "undo"}
             last = next(
-                (d for d in reversed(rows) if d.get("action") != "undo" and d["id"] not in undone),
+                (
+                    d
+                    for d in reversed(rows)
+                    if d.get("action") not in ("undo", "evaluate") and d["id"] not in undone
+                ),
                 None,
             )
             if last is None:
@@ -416,6 +451,8 @@ class CandidateQueue:
             note = f"{cand.skill} {version}: approved {cand.id}"
             if not any(s.note == note for s in list_snapshots(self.ws)):
                 create_snapshot(self.ws, note=note)
+        elif intent["op"] == "evaluate":
+            self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
         elif intent["op"] == "reject":
             entry = store.taboo().add(cand.rule_id or "manual", cand.patch_text(), intent["why"])
             intent["taboo"] = to_mapping(entry)

@@ -15,6 +15,7 @@ from engine.gates.outcome import (
     Guardrail,
     Holdout,
     OutcomeGates,
+    Sampling,
     Target,
     Verify,
     verify_calibration,
@@ -44,27 +45,35 @@ def rows(spec: dict[str, tuple[bool, ...]], truth: str = "vulnerable") -> list[d
 
 
 # -- Target --------------------------------------------------------------------------------------
+# The gates are paired experiments now (engine.verdict): a targeted case passing on one more run
+# is no longer "fixed" proof — the agent is noisy — so these tests use enough cases and runs for
+# the exact tests to decide, and check the figures against the textbook binomial tails.
 
 
-def test_target_passes_when_one_targeted_case_is_fixed_in_every_run() -> None:
-    before = rows({"a": (False, False), "b": (False, False), "c": (True, True)})
-    after = rows({"a": (True, True), "b": (False, True), "c": (True, True)})
-    result = Target().judge(before, after, ["b", "a"])
+def test_target_passes_when_the_targeted_cases_are_better_with_confidence() -> None:
+    aimed = [f"t{i}" for i in range(4)]
+    before = rows({c: (False, False) for c in aimed} | {"c": (True, True)})
+    after = rows({c: (True, True) for c in aimed[:3]} | {"t3": (False, True), "c": (True, True)})
+    result = Target().judge(before, after, reversed(aimed))
     assert result.verdict == "pass"
-    assert result.fixed == ["a"]  # b passes on one run only: not fixed
-    assert result.case_ids == ["a", "b"]
-    assert result.figures == {"targeted": 2, "fixed": 1, "still_failing": 1, "min_fixed": 1}
-    assert result.reasons == ["fixed 1 of 2 targeted failing cases"]
+    assert result.fixed == ["t0", "t1", "t2"]  # t3 passes on one run only: not fixed
+    assert result.case_ids == aimed
+    # 7 of 8 run pairs went fail → pass, none the other way: one-sided p = 1/2^7
+    assert result.figures["p_value"] == pytest.approx(0.5**7, abs=1e-6)
+    assert result.figures["decision"] == "better" and result.figures["targeted"] == 4
+    assert result.figures["n_cases"] == 4 and result.figures["n_runs"] == 2
+    assert result.reasons[0].startswith("4 targeted cases: +87.5 pts [")
 
 
-def test_target_fails_when_no_targeted_case_passes_now() -> None:
+def test_target_fails_when_one_lucky_run_is_all_the_evidence() -> None:
+    # the old rule counted a once-fixed case; one discordant pair has p = 1/2: not shown
     before = rows({"a": (False, False), "b": (False, True)})
-    after = rows({"a": (False, True), "b": (False, False)})
+    after = rows({"a": (False, True), "b": (False, True)})
     result = Target().judge(before, after, ["a", "b"])
     assert result.verdict == "fail"
     assert result.fixed == []
-    assert result.figures["still_failing"] == 2
-    assert "1 wanted" in result.reasons[0]
+    assert result.figures["p_value"] == pytest.approx(0.5)
+    assert "better at one-sided p<0.05 wanted" in result.reasons[0]
 
 
 def test_target_without_targets_fails() -> None:
@@ -73,39 +82,58 @@ def test_target_without_targets_fails() -> None:
     assert result.reasons == ["the patch targeted no failing case"]
 
 
+def test_target_reruns_an_inconclusive_comparison_and_counts_the_extra_runs() -> None:
+    before = rows({"a": (False, False), "b": (False, False)})
+    after = rows({"a": (True, True), "b": (True, False)})  # 3 of 4 pairs: p = 1/8
+
+    def rerun(cases: Any, runs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        # the rerun of both texts on the same seeds: the candidate keeps fixing what it fixed
+        return rows({c: (False,) * runs for c in cases}), rows({c: (True,) * runs for c in cases})
+
+    gate = Target(Sampling(alpha=0.05, max_extra_runs=8, looks=3))
+    result = gate.judge(before, after, ["a", "b"], rerun=rerun)
+    assert result.verdict == "pass"
+    assert result.figures["extra_runs"] == 4 and result.figures["looks"] == 2
+    assert "+4 extra" in result.figures["line"]
+    assert Target().judge(before, after, ["a", "b"], rerun=rerun).verdict == "fail"  # no budget
+
+
 # -- Guardrail -----------------------------------------------------------------------------------
 
 
-def test_guardrail_fails_on_one_run_breaking_a_passing_case() -> None:
+def test_guardrail_keeps_a_candidate_with_one_chance_flip() -> None:
+    # the old rule failed here: one of 2 runs of a passing case failed. On a noisy agent that is
+    # what re-running the same skill does; one discordant pair is p = 1/2, no regression.
     before = rows({"a": (True, True), "b": (True, True), "c": (False, False)})
     after = rows({"a": (True, False), "b": (True, True), "c": (True, True)})
     result = Guardrail().judge(before, after)
-    assert result.verdict == "fail"
-    assert result.newly_broken == ["a"]
-    assert result.fixed == ["c"]
-    assert result.case_ids == ["a", "b"]
-    assert result.figures["guarded"] == 2
-    assert result.figures["still_passing"] == 1
-    assert result.reasons == ["1 previously passing case now fails: a"]
-
-
-def test_guardrail_passes_when_every_passing_case_still_passes() -> None:
-    before = rows({"a": (True, True), "b": (False, True)})
-    after = rows({"a": (True, True), "b": (False, False)})  # b was flaky, not guarded
-    result = Guardrail().judge(before, after)
     assert result.verdict == "pass"
-    assert result.newly_broken == []
-    assert result.reasons == ["1 of 1 previously passing cases still pass"]
+    assert result.newly_broken == ["a"]  # still listed, for a person to look at
+    assert result.fixed == ["c"]
+    assert result.case_ids == ["a", "b", "c"]
+    assert result.figures["guarded"] == 3 and result.figures["decision"] == "inconclusive"
 
 
-def test_guardrail_refuses_a_previously_passing_case_that_could_not_be_measured() -> None:
+def test_guardrail_fails_when_the_other_cases_are_worse_with_confidence() -> None:
+    before = rows({f"g{i}": (True, True) for i in range(6)} | {"t": (False, False)})
+    after = rows({f"g{i}": (False, False) if i < 3 else (True, True) for i in range(6)})
+    after += rows({"t": (True, True)})
+    result = Guardrail().judge(before, after, targeted=["t"])
+    assert result.verdict == "fail"
+    assert result.case_ids == [f"g{i}" for i in range(6)]  # the targeted case is not guarded
+    assert result.newly_broken == ["g0", "g1", "g2"]
+    assert result.figures["p_value"] == pytest.approx(0.5**6, abs=1e-6)
+    assert "worse at one-sided p<0.05" in result.reasons[0]
+
+
+def test_guardrail_refuses_a_case_that_could_not_be_measured() -> None:
     before = rows({"a": (True,), "b": (True,)})
     invalid = {**row("a", False), "pass_fail": "invalid", "failure_kind": None}
     result = Guardrail().judge(before, [invalid, row("b", True)])
     assert result.verdict == "fail"
     assert result.newly_broken == []
     assert result.figures["unmeasured"] == 1
-    assert "could not be measured" in result.reasons[0]
+    assert "could not be measured" in result.reasons[1]
 
 
 # -- Holdout -------------------------------------------------------------------------------------
@@ -126,7 +154,7 @@ def test_holdout_is_due_every_nth_round_only() -> None:
     assert held.reasons == ["round 3 is not a holdout round (every 5)"]
 
 
-def test_holdout_allows_a_drop_of_at_most_one_point() -> None:
+def test_holdout_wants_the_lower_bound_above_minus_one_point() -> None:
     gate = Holdout(every=5, max_f1_drop=0.01)
     before = holdout_rows(tp=8, fn=2, tn=10, fp=0)  # F1 = 16/18 = 0.8889
     worse = holdout_rows(tp=7, fn=3, tn=10, fp=0)  # F1 = 14/17 = 0.8235
@@ -135,33 +163,34 @@ def test_holdout_allows_a_drop_of_at_most_one_point() -> None:
     assert result.figures["measure"] == "f1"
     assert result.figures["before"] == pytest.approx(16 / 18, abs=1e-6)
     assert result.figures["after"] == pytest.approx(14 / 17, abs=1e-6)
+    assert result.figures["delta"] == pytest.approx(14 / 17 - 16 / 18, abs=1e-6)
     assert result.newly_broken == ["p7"]
-    assert "dropped 6.5 points" in result.reasons[0]
+    assert "not shown" in result.reasons[0]
     same = gate.judge(before, before, positive_label="vulnerable")
-    assert same.verdict == "pass"
+    assert same.verdict == "pass"  # identical behaviour: the interval is the point 0
+    # every resample of a change that only fixed a case changes F1 by ≥ 0: its lower bound is 0
     better = gate.judge(worse, before, positive_label="vulnerable")
-    assert better.verdict == "pass"
-    assert better.fixed == ["p7"]
+    assert better.figures["delta"] > 0 and better.figures["ci_low"] == 0
+    assert better.verdict == "pass" and better.fixed == ["p7"]
 
 
-def test_holdout_drop_just_inside_the_limit_passes() -> None:
-    # 100 positives: recall 0.90 → 0.89 with perfect precision drops F1 by 0.0058 (< 1 point)
+def test_holdout_passes_a_broad_improvement_and_tracks_the_session_start() -> None:
     gate = Holdout(max_f1_drop=0.01)
-    before = holdout_rows(tp=90, fn=10, tn=0, fp=0)
-    after = holdout_rows(tp=89, fn=11, tn=0, fp=0)
-    result = gate.judge(before, after, positive_label="vulnerable")
-    assert 0 < result.figures["drop"] < 0.01
-    assert result.verdict == "pass"
-    strict = Holdout(max_f1_drop=0.005).judge(before, after, positive_label="vulnerable")
-    assert strict.verdict == "fail"
+    start = holdout_rows(tp=20, fn=20, tn=40, fp=0)
+    before = holdout_rows(tp=25, fn=15, tn=40, fp=0)
+    after = holdout_rows(tp=37, fn=3, tn=40, fp=0)
+    result = gate.judge(before, after, positive_label="vulnerable", start=start)
+    assert result.verdict == "pass" and result.figures["ci_low"] > -0.01
+    assert result.figures["since_start_delta"] == pytest.approx(74 / 77 - 40 / 60, abs=1e-6)
+    assert result.reasons[1].startswith("since the session's first version: f1 +29.4 pts")
 
 
 def test_holdout_without_labels_uses_the_pass_rate() -> None:
-    before = rows({"a": (True,), "b": (True,)})
-    after = rows({"a": (True,), "b": (False,)})
+    before = rows({f"c{i}": (True,) for i in range(10)})
+    after = rows({f"c{i}": (i > 4,) for i in range(10)})
     result = Holdout().judge(before, after, positive_label=None)
     assert result.figures["measure"] == "pass_rate"
-    assert result.figures["drop"] == pytest.approx(0.5)
+    assert result.figures["delta"] == pytest.approx(-0.5)
     assert result.verdict == "fail"
 
 
@@ -205,11 +234,13 @@ def test_verify_fails_below_the_minimum_even_without_a_parent() -> None:
 def test_outcome_gates_from_config_judge_all_four_and_serialise(tmp_path: Path) -> None:
     gates = OutcomeGates.from_config(GatesConfig(holdout_every=2, holdout_max_f1_drop=0.02))
     text = DEMO_SKILL.read_text(encoding="utf-8")
-    before = rows({"a": (False, False), "b": (True, True)})
-    after = rows({"a": (True, True), "b": (True, False)})
+    aimed = {f"a{i}": (False, False) for i in range(3)}
+    guarded = {f"b{i}": (True, True) for i in range(4)}
+    before = rows(aimed | guarded)
+    after = rows({c: (True, True) for c in aimed} | {c: (False, False) for c in guarded})
     results = gates.judge(
         round_no=1,
-        targeted=["a"],
+        targeted=list(aimed),
         selection_before=before,
         selection_after=after,
         holdout_before=None,
@@ -223,7 +254,7 @@ def test_outcome_gates_from_config_judge_all_four_and_serialise(tmp_path: Path) 
     assert not all_passed(results)
     failure = first_failure(results)
     assert failure is not None and failure.gate == "guardrail"
-    assert failure.newly_broken == ["b"]
+    assert failure.newly_broken == list(guarded)
     path = tmp_path / "gates.json"
     path.write_text(json.dumps(gates_json(results)), encoding="utf-8")
     loaded = json.loads(path.read_text(encoding="utf-8"))

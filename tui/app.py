@@ -446,6 +446,8 @@ class SkillsmithApp(App[None]):
             )
         if action == "evaluate":
             return bool(self.facts.benchmarks) and not job_running
+        if action == "queue_eval":
+            return status == "pending_eval" and bool(self.facts.benchmarks) and not job_running
         if action in ("evolve", "optimise"):
             return bool(self.facts.benchmarks and self.facts.skills) and not job_running
         if action == "cancel_job":
@@ -671,6 +673,20 @@ class SkillsmithApp(App[None]):
             return f"Evaluated {bench}: run {result.run_id}, pass rate {rate}{f1}"
 
         self.start_job(Job(f"Evaluate {bench}", evaluate))
+
+    def action_queue_eval(self) -> None:
+        entry = self.queue_pane.selected
+        if entry is None:
+            return
+        c = entry.candidate
+
+        def settle(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+            from engine.gates.queued import evaluate_queued  # runs the agent: loads lazily
+
+            done = evaluate_queued(self.workspace, c.id, reporter=reporter, cancel=cancel)
+            return f"{c.id}: {done.verdict.line()} → {done.status}"
+
+        self.start_job(Job(f"Evaluate {c.id}", settle))
 
     def action_evolve(self) -> None:
         bench, skill = self._job_bench(), self._job_skill()

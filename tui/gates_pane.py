@@ -62,6 +62,11 @@ def render_gates(gates: list[dict[str, Any]]) -> Content:
         parts.append((f"{VERDICT_BADGE.get(verdict, verdict):<7}", VERDICT_STYLE.get(verdict, "")))
         parts.append((f" {name}\n", "bold"))
         figures = gate.get("figures")
+        if isinstance(figures, dict) and isinstance(figures.get("line"), str):
+            # a paired verdict: the change, its interval and the decision, read at a glance
+            parts.append(("    change: ", "$text-muted"))
+            parts.append((f"{figures['line']}\n", "bold"))
+            figures = {k: v for k, v in figures.items() if k != "line"}
         if isinstance(figures, dict) and figures:
             shown = "  ".join(f"{k}={_format_figure(v)}" for k, v in figures.items())
             parts.append(("    figures: ", "$text-muted"))

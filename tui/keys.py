@@ -17,6 +17,13 @@ APP_BINDINGS: list[BindingType] = [
     Binding("A", "approve_marked", "Approve marked", id="approve_marked", show=False),
     Binding("X", "reject_marked", "Reject marked", id="reject_marked", show=False),
     Binding("e", "evaluate", "Evaluate", id="evaluate", tooltip="Evaluate on the benchmark"),
+    Binding(
+        "E",
+        "queue_eval",
+        "Evaluate candidate",
+        id="queue_eval",
+        tooltip="Paired evaluation of a pending_eval candidate against its parent",
+    ),
     Binding("v", "evolve", "Evolve round", id="evolve", tooltip="One outcome-driven round"),
     Binding("o", "optimise", "Optimise", id="optimise", tooltip="GEPA over the skill's sections"),
     Binding("s", "snapshot", "Snapshot", id="snapshot", show=False),

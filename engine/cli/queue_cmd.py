@@ -1,4 +1,4 @@
-"""``skillsmith queue``: list candidates; approve, reject, show or undo a decision."""
+"""``skillsmith queue``: list candidates; approve, reject, evaluate, show or undo a decision."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
+from engine.errors import UsageError
 from engine.gates.candidate import sweep_expired
 from engine.queue import Candidate, CandidateQueue
 
@@ -31,6 +32,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--why", required=True, help="reason, kept with the taboo entry")
     a.add_argument("--expect", metavar="HASH", help="refuse unless the content hash starts so")
     a.set_defaults(func=_reject)
+
+    a = actions.add_parser(
+        "eval", parents=[common], help="paired evaluation of a pending_eval candidate vs its parent"
+    )
+    a.add_argument("id")
+    a.add_argument("--bench", metavar="B", help="benchmark id (default: the candidate's own)")
+    a.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
+    a.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    a.set_defaults(func=_evaluate)
 
     a = actions.add_parser("undo", parents=[common], help="revert the last approve or reject")
     a.set_defaults(func=_undo)
@@ -103,6 +113,29 @@ def _reject(args: argparse.Namespace) -> int:
         )
     else:
         print(f"rejected {args.id}; taboo entry {entry.rule_id} {entry.diff_hash}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from engine.gates.queued import evaluate_queued
+
+    for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    queue = _queue(args)
+    done = evaluate_queued(queue.ws, args.id, bench=args.bench, runs=args.runs, jobs=args.jobs)
+    if wants_json(args):
+        print_json(
+            {
+                "id": args.id,
+                "status": done.status,
+                "bench": done.bench,
+                "run_ids": done.run_ids,
+                "verdict": done.verdict.to_dict(),
+            }
+        )
+    else:
+        print(f"{args.id}: {done.verdict.line()} → {done.status}")
     return 0
 
 

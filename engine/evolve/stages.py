@@ -67,6 +67,7 @@ class Evolution:
     cancel: CancelToken | None = None
     jobs: int | None = None
     _diagnosed: dict[str, tuple[LoadedRun, Diagnosis]] = field(default_factory=dict)
+    _reruns: int = 0  # reruns the current gate stage asked for (their roles are numbered)
 
     # -- shared helpers --------------------------------------------------------------------------
     @property
@@ -350,10 +351,85 @@ class Evolution:
         return self.gates.holdout.due(self.pending.round)
 
     def evaluate_candidate(self) -> None:
-        splits = ("selection", "holdout") if self.holdout_round() else ("selection",)
+        """The candidate, then a fresh evaluation of the parent on the same cases and seed.
+
+        The gates compare these two, never the parent's rows diagnosis picked the targets from:
+        cases chosen because they failed once tend to pass on a rerun whatever the patch does
+        (regression to the mean), which would make noise look like a fix.
+        """
+        splits = self.judged_splits()
         self.evaluate(self.candidate_text(), splits, "candidate")
-        if self.holdout_round():
-            self.evaluate(self.parent_text(), ("holdout",), "parent_holdout")
+        self.evaluate_fresh(self.parent_text(), splits, "parent_paired")
+
+    def judged_splits(self) -> tuple[str, ...]:
+        return ("selection", "holdout") if self.holdout_round() else ("selection",)
+
+    def evaluate_fresh(
+        self,
+        text: str,
+        splits: Sequence[str],
+        role: str,
+        *,
+        case_ids: Sequence[str] | None = None,
+        runs: int | None = None,
+    ) -> Rows:
+        """A new evaluation of ``text`` under ``role`` (resumed, never reused from another role)."""
+        run_id = self.pending.run_ids.get(role)
+        if run_id is None:
+            run_id = new_id("run")
+            self.pending.run_ids[role] = run_id
+            self.save()
+        wanted = set(case_ids) if case_ids is not None else None
+        self.log.emit("message", text=f"evaluating {role} on {', '.join(splits)}", run_id=run_id)
+        result = run_evaluation(
+            self.ws,
+            self.bench.id,
+            jobs=self.jobs,
+            runs=runs,
+            skills={self.pending.skill: text},
+            case_ids=[
+                c.id
+                for c in self.bench.cases
+                if c.split in splits and (wanted is None or c.id in wanted)
+            ],
+            run_id=run_id,
+            reporter=self.reporter,
+            cancel=self.cancel,
+        )
+        return [r for r in result.rows if r.get("variant") == "skill"]
+
+    def paired_rows(self, split: str) -> tuple[Rows, Rows]:
+        """(fresh parent, candidate) rows of one split, from the round's paired evaluation."""
+        parent = read_results(
+            self.ws.runs_dir / self.pending.run_ids["parent_paired"] / "results.jsonl"
+        )
+        before = [r for r in parent if r.get("split") == split and r.get("variant") == "skill"]
+        return before, self.rows_of(text_sha(self.candidate_text()), split)
+
+    def rerun(self, case_ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+        """More runs of some cases on parent and candidate.
+
+        Each call of one gate stage is a numbered role, so a gate killed mid-way resumes the
+        same reruns in the same order instead of starting new ones.
+        """
+        number = self._reruns
+        self._reruns += 1
+        splits = tuple(sorted({c.split for c in self.bench.cases if c.id in set(case_ids)}))
+        after = self.evaluate_fresh(
+            self.candidate_text(),
+            splits,
+            f"rerun-candidate-{number}",
+            case_ids=case_ids,
+            runs=runs,
+        )
+        before = self.evaluate_fresh(
+            self.parent_text(),
+            splits,
+            f"rerun-parent-{number}",
+            case_ids=case_ids,
+            runs=runs,
+        )
+        return before, after
 
     def gate(self) -> None:
         cand = self.pending.candidate
@@ -361,16 +437,22 @@ class Evolution:
         parent, text = self.parent_text(), self.candidate_text()
         due = self.holdout_round()
         targeted = cand.case_ids or self._root_cause_cases(cand)
+        self._reruns = 0
+        selection_before, selection_after = self.paired_rows("selection")
+        holdout_before, holdout_after = self.paired_rows("holdout") if due else (None, None)
+        start = self.pending.versions[0] if self.pending.versions else None
         results = self.gates.judge(
             round_no=self.pending.round,
             targeted=targeted,
-            selection_before=self.rows_of(text_sha(parent), "selection"),
-            selection_after=self.rows_of(text_sha(text), "selection"),
-            holdout_before=self.rows_of(text_sha(parent), "holdout") if due else None,
-            holdout_after=self.rows_of(text_sha(text), "holdout") if due else None,
+            selection_before=selection_before,
+            selection_after=selection_after,
+            holdout_before=holdout_before,
+            holdout_after=holdout_after,
+            holdout_start=self.rows_of(start.sha, "holdout") if due and start else None,
             positive_label=self.bench.positive_label,
             text=text,
             parent_text=parent,
+            rerun=self.rerun,
         )
         self.write("gate", "gates.json", gates_json(results))
         for result in results:

@@ -1,28 +1,39 @@
 """The four outcome gates of the evolution loop: Target, Guardrail, Holdout, Verify.
 
 Each looks at a different way a patch can be wrong (the outcome-driven article's four layers):
-it fixes nothing it aimed at (Target), it breaks a case that used to pass (Guardrail), it does
+it fixes nothing it aimed at (Target), it breaks cases that used to work (Guardrail), it does
 not generalise to cases evolution never saw (Holdout), or it makes SKILL.md itself worse written
 (Verify). Any failed gate rejects the patch — preventing harm beats chasing gains — and every
 verdict carries its figures and the case ids behind them, so a rejection can be checked by hand
 from the run folders it names.
 
-A case counts as *passing* only when every valid run of it passed (``engine.metrics.case_status``):
-a case that now passes on one run and fails on the other is not fixed, and a previously passing
-case that now fails on any run is broken.
+The agent is noisy, so the three outcome gates are experiments (``engine.verdict``), judged on a
+fresh evaluation of the parent paired with the candidate's (same cases, same seeds) — never on the
+rows diagnosis picked the targets from, where chance failures look fixable:
+
+* Target: the targeted cases are better with confidence (exact run-level test, one-sided
+  ``alpha``): a case that passes on one lucky run proves nothing.
+* Guardrail: the other cases are not worse with confidence — it fails only when they are worse
+  at one-sided ``alpha``, so one chance flip of a passing case is no regression.
+* Holdout: the lower bound of the holdout change (F1 by a paired bootstrap over cases) stays
+  above ``−max_f1_drop``; the change since the session's first version is recorded beside it.
+
+Each may rerun the cases that can still decide it (``gates.max_extra_runs``; see
+``engine.verdict.decide``) and records how many extra runs it took.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine.config import GatesConfig
 from engine.gates.result import GateResult
 from engine.metrics import CaseStatus, case_status, metrics
+from engine.verdict import Rerun, Verdict, compare_f1, compare_paired, decide
 from engine.verify import verify_score
 
 Rows = Sequence[Mapping[str, Any]]
@@ -43,38 +54,90 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def verdict_figures(verdict: Verdict) -> dict[str, Any]:
+    """A verdict's figures as a gate records them (flat, so every reader shows each one)."""
+    return verdict.to_dict()
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a gate may look again: the error rate, the extra-run budget and the number of looks."""
+
+    alpha: float = 0.05
+    max_extra_runs: int = 0
+    looks: int = 3
+
+    def decide(
+        self,
+        before: Rows,
+        after: Rows,
+        judge: Callable[[Rows, Rows, float], Verdict],
+        wants_more: Callable[[Verdict], bool],
+        rerun: Rerun | None,
+        cases: Iterable[str] | None = None,
+    ) -> tuple[Verdict, list[dict[str, Any]], list[dict[str, Any]]]:
+        return decide(
+            before,
+            after,
+            judge=judge,
+            wants_more=wants_more,
+            rerun=rerun,
+            alpha=self.alpha,
+            max_extra_runs=self.max_extra_runs,
+            looks=self.looks,
+            cases=cases,
+        )
+
+
+def _fixed(before: Rows, after: Rows, cases: Iterable[str]) -> list[str]:
+    """Cases failing some run before that pass every run now (shown; the verdict decides)."""
+    was, now = case_statuses(before), case_statuses(after)
+    return [c for c in sorted(set(cases)) if was.get(c) != "pass" and now.get(c) == "pass"]
+
+
+def _broken(before: Rows, after: Rows, cases: Iterable[str]) -> list[str]:
+    was, now = case_statuses(before), case_statuses(after)
+    return [
+        c for c in sorted(set(cases)) if was.get(c) == "pass" and now.get(c) in ("fail", "flaky")
+    ]
+
+
 @dataclass(frozen=True)
 class Target:
-    """At least ``min_fixed`` of the failing cases the patch aimed at pass now ("it helped")."""
+    """The failing cases the patch aimed at are better with confidence ("it helped")."""
 
-    min_fixed: int = 1
+    sampling: Sampling = Sampling()
     name: str = "target"
 
-    def judge(self, before: Rows, after: Rows, targeted: Iterable[str]) -> GateResult:
+    def judge(
+        self, before: Rows, after: Rows, targeted: Iterable[str], *, rerun: Rerun | None = None
+    ) -> GateResult:
         aimed = sorted(set(targeted))
-        was, now = case_statuses(before), case_statuses(after)
-        fixed = [c for c in aimed if was.get(c) != "pass" and now.get(c) == "pass"]
-        still = [c for c in aimed if c not in fixed]
-        figures = {
-            "targeted": len(aimed),
-            "fixed": len(fixed),
-            "still_failing": len(still),
-            "min_fixed": self.min_fixed,
-        }
         if not aimed:
-            reason = "the patch targeted no failing case"
-        elif len(fixed) >= self.min_fixed:
-            reason = f"fixed {len(fixed)} of {_plural(len(aimed), 'targeted failing case')}"
-        else:
-            reason = (
-                f"fixed {len(fixed)} of {_plural(len(aimed), 'targeted failing case')}, "
-                f"{self.min_fixed} wanted"
+            return GateResult(
+                gate=self.name,
+                verdict="fail",
+                figures={"targeted": 0},
+                reasons=["the patch targeted no failing case"],
             )
-        ok = bool(aimed) and len(fixed) >= self.min_fixed
+
+        def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
+            return compare_paired(
+                b, a, cases=aimed, alpha=alpha, test="runs", alternative="greater"
+            )
+
+        verdict, before_all, after_all = self.sampling.decide(
+            before, after, judge, lambda v: not v.better, rerun, aimed
+        )
+        fixed = _fixed(before_all, after_all, aimed)
+        ok = verdict.better
+        reason = f"{_plural(len(aimed), 'targeted case')}: {verdict.line()}" + (
+            "" if ok else f"; better at one-sided p<{self.sampling.alpha:g} wanted"
+        )
         return GateResult(
             gate=self.name,
             verdict="pass" if ok else "fail",
-            figures=figures,
+            figures={"targeted": len(aimed), "fixed": len(fixed), **verdict_figures(verdict)},
             reasons=[reason],
             case_ids=aimed,
             fixed=fixed,
@@ -83,42 +146,60 @@ class Target:
 
 @dataclass(frozen=True)
 class Guardrail:
-    """No case that passed before the patch fails after it ("nothing old broke").
+    """The cases the patch did not aim at are not worse with confidence ("nothing old broke").
 
-    A previously passing case whose runs are all invalid now could not be checked; that is not
-    proof of no harm, so it fails the gate too (listed apart from the broken ones).
+    It fails when they are worse at one-sided ``alpha`` — a single chance failure of a case
+    that used to pass is what a noisy agent does, not a regression. A case measured before
+    whose runs are all invalid now could not be checked; that is no proof of no harm, so it
+    fails the gate too (listed apart).
     """
 
+    sampling: Sampling = Sampling()
     name: str = "guardrail"
 
-    def judge(self, before: Rows, after: Rows) -> GateResult:
+    def judge(
+        self,
+        before: Rows,
+        after: Rows,
+        *,
+        targeted: Iterable[str] = (),
+        rerun: Rerun | None = None,
+    ) -> GateResult:
+        aimed = set(targeted)
         was, now = case_statuses(before), case_statuses(after)
-        guarded = [c for c, status in was.items() if status == "pass"]
-        broken = [c for c in guarded if now.get(c) in ("fail", "flaky")]
+        guarded = [c for c, s in was.items() if c not in aimed and s != "unmeasured"]
         unmeasured = [c for c in guarded if now.get(c, "unmeasured") == "unmeasured"]
-        fixed = [c for c, status in now.items() if status == "pass" and was.get(c) != "pass"]
-        reasons: list[str] = []
-        if broken:
-            reasons.append(
-                f"{_plural(len(broken), 'previously passing case')} now "
-                f"{'fails' if len(broken) == 1 else 'fail'}: " + ", ".join(broken)
-            )
+
+        def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
+            return compare_paired(b, a, cases=guarded, alpha=alpha, test="runs", alternative="less")
+
+        verdict, before_all, after_all = self.sampling.decide(
+            before,
+            after,
+            judge,
+            lambda v: v.decision == "inconclusive" and v.delta < 0,
+            rerun,
+            guarded,
+        )
+        broken = _broken(before_all, after_all, guarded)
+        fixed = _fixed(before_all, after_all, guarded)
+        reasons = [f"{_plural(len(guarded), 'other case')}: {verdict.line()}"]
+        if verdict.worse:
+            reasons[0] += f" (worse at one-sided p<{self.sampling.alpha:g})"
         if unmeasured:
             reasons.append(
-                f"{_plural(len(unmeasured), 'previously passing case')} could not be measured "
+                f"{_plural(len(unmeasured), 'case')} could not be measured "
                 "(only invalid runs): " + ", ".join(unmeasured)
             )
-        if not reasons:
-            reasons.append(f"{len(guarded)} of {len(guarded)} previously passing cases still pass")
         return GateResult(
             gate=self.name,
-            verdict="fail" if broken or unmeasured else "pass",
+            verdict="fail" if verdict.worse or unmeasured else "pass",
             figures={
                 "guarded": len(guarded),
-                "still_passing": len(guarded) - len(broken) - len(unmeasured),
                 "newly_broken": len(broken),
                 "unmeasured": len(unmeasured),
                 "fixed": len(fixed),
+                **verdict_figures(verdict),
             },
             reasons=reasons,
             case_ids=guarded,
@@ -136,9 +217,30 @@ def quality(rows: Rows, positive_label: str | None) -> tuple[str, float]:
     return "pass_rate", figures.pass_rate or 0.0
 
 
+def holdout_change(
+    before: Rows,
+    after: Rows,
+    *,
+    positive_label: str | None,
+    alpha: float,
+    threshold: float,
+) -> Verdict:
+    """The holdout change as a one-sided question about ``threshold`` (F1 when labelled)."""
+    if positive_label is not None and quality(after, positive_label)[0] == "f1":
+        return compare_f1(
+            before,
+            after,
+            positive_label=positive_label,
+            alpha=alpha,
+            alternative="greater",
+            threshold=threshold,
+        )
+    return compare_paired(before, after, alpha=alpha, alternative="greater", threshold=threshold)
+
+
 @dataclass(frozen=True)
 class Holdout:
-    """Every ``every``-th round, F1 on the holdout split may not drop more than ``max_f1_drop``.
+    """Every ``every``-th round, the holdout change's lower bound stays above ``−max_f1_drop``.
 
     The holdout cases never reach diagnosis or the proposer; looking at them only every few
     rounds keeps evolution from tuning itself to them through the gate.
@@ -146,6 +248,7 @@ class Holdout:
 
     every: int = 5
     max_f1_drop: float = 0.01
+    sampling: Sampling = Sampling()
     name: str = "holdout"
 
     def due(self, round_no: int) -> bool:
@@ -159,35 +262,58 @@ class Holdout:
             reasons=[f"round {round_no} is not a holdout round (every {self.every})"],
         )
 
-    def judge(self, before: Rows, after: Rows, *, positive_label: str | None) -> GateResult:
-        measure, was = quality(before, positive_label)
-        _, now = quality(after, positive_label)
-        drop = was - now
-        ok = drop <= self.max_f1_drop + _EPSILON
-        prev, cur = case_statuses(before), case_statuses(after)
-        fixed = [c for c, s in cur.items() if s == "pass" and prev.get(c) != "pass"]
-        broken = [c for c, s in cur.items() if s in ("fail", "flaky") and prev.get(c) == "pass"]
-        points = f"{100 * drop:.1f}" if drop > 0 else "0"
-        reason = (
-            f"holdout {measure} {was:.3f} → {now:.3f}"
-            f" ({'dropped ' + points + ' points' if drop > 0 else 'no drop'};"
-            f" at most {100 * self.max_f1_drop:.1f} allowed)"
+    def judge(
+        self,
+        before: Rows,
+        after: Rows,
+        *,
+        positive_label: str | None,
+        start: Rows | None = None,
+        rerun: Rerun | None = None,
+    ) -> GateResult:
+        """``start``: holdout rows of the session's first version, to track the change since."""
+        floor = -self.max_f1_drop - _EPSILON
+
+        def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
+            return holdout_change(b, a, positive_label=positive_label, alpha=alpha, threshold=floor)
+
+        verdict, before_all, after_all = self.sampling.decide(
+            before, after, judge, lambda v: v.decision == "inconclusive", rerun
         )
+        ok = verdict.better
+        cases = sorted(set(case_statuses(before_all)) | set(case_statuses(after_all)))
+        measure = verdict.measure
+        reason = (
+            f"holdout {measure} {verdict.before or 0:.3f} → {verdict.after or 0:.3f}: "
+            f"{verdict.line()}; lower bound above −{100 * self.max_f1_drop:.1f} points "
+            + ("holds" if ok else "not shown")
+        )
+        figures: dict[str, Any] = {
+            "measure": measure,
+            "max_drop": self.max_f1_drop,
+            "cases": len(cases),
+            **verdict_figures(verdict),
+        }
+        reasons = [reason]
+        if start is not None:
+            since = holdout_change(
+                start,
+                after_all,
+                positive_label=positive_label,
+                alpha=self.sampling.alpha,
+                threshold=0.0,
+            )
+            figures["since_start"] = since.line()
+            figures["since_start_delta"] = round(since.delta, 6)
+            reasons.append(f"since the session's first version: {since.line()}")
         return GateResult(
             gate=self.name,
             verdict="pass" if ok else "fail",
-            figures={
-                "measure": measure,
-                "before": round(was, 6),
-                "after": round(now, 6),
-                "drop": round(drop, 6),
-                "max_drop": self.max_f1_drop,
-                "cases": len(cur),
-            },
-            reasons=[reason],
-            case_ids=sorted(set(prev) | set(cur)),
-            fixed=fixed,
-            newly_broken=broken,
+            figures=figures,
+            reasons=reasons,
+            case_ids=cases,
+            fixed=_fixed(before_all, after_all, cases),
+            newly_broken=_broken(before_all, after_all, cases),
         )
 
 
@@ -244,10 +370,13 @@ class OutcomeGates:
 
     @classmethod
     def from_config(cls, cfg: GatesConfig) -> OutcomeGates:
+        sampling = Sampling(alpha=cfg.alpha, max_extra_runs=cfg.max_extra_runs, looks=cfg.looks)
         return cls(
-            target=Target(),
-            guardrail=Guardrail(),
-            holdout=Holdout(every=cfg.holdout_every, max_f1_drop=cfg.holdout_max_f1_drop),
+            target=Target(sampling),
+            guardrail=Guardrail(sampling),
+            holdout=Holdout(
+                every=cfg.holdout_every, max_f1_drop=cfg.holdout_max_f1_drop, sampling=sampling
+            ),
             verify=Verify(min_score=cfg.verify_min_score, max_drop=cfg.verify_max_drop),
         )
 
@@ -263,20 +392,31 @@ class OutcomeGates:
         positive_label: str | None,
         text: str,
         parent_text: str | None,
+        holdout_start: Rows | None = None,
+        rerun: Rerun | None = None,
     ) -> list[GateResult]:
         """All four verdicts, in gate order; every gate is judged so every figure is recorded.
 
-        Holdout is judged when both holdout evaluations are given (a holdout round), else held.
+        ``selection_before``/``holdout_before`` must be a fresh evaluation of the parent paired
+        with the candidate's (same cases and seeds). Holdout is judged when both holdout
+        evaluations are given (a holdout round), else held; ``holdout_start`` (the session's
+        first version) adds the change since then. ``rerun`` lets a gate run more of its cases
+        on both texts when its comparison is inconclusive.
         """
+        aimed = sorted(set(targeted))
         if holdout_before is not None and holdout_after is not None:
             holdout = self.holdout.judge(
-                holdout_before, holdout_after, positive_label=positive_label
+                holdout_before,
+                holdout_after,
+                positive_label=positive_label,
+                start=holdout_start,
+                rerun=rerun,
             )
         else:
             holdout = self.holdout.off_round(round_no)
         return [
-            self.target.judge(selection_before, selection_after, targeted),
-            self.guardrail.judge(selection_before, selection_after),
+            self.target.judge(selection_before, selection_after, aimed, rerun=rerun),
+            self.guardrail.judge(selection_before, selection_after, targeted=aimed, rerun=rerun),
             holdout,
             self.verify.judge(text, parent_text),
         ]
@@ -303,9 +443,12 @@ __all__ = [
     "Guardrail",
     "Holdout",
     "OutcomeGates",
+    "Sampling",
     "Target",
     "Verify",
     "case_statuses",
+    "holdout_change",
     "quality",
+    "verdict_figures",
     "verify_calibration",
 ]

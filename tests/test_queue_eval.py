@@ -1,0 +1,110 @@
+"""``skillsmith queue eval``: a pending_eval candidate is settled by a paired evaluation.
+
+The demo workspace is evaluated for real (subprocess agents), on a benchmark of every sixth demo
+case to keep it quick. The planted change is large on purpose — the audit skill's flagging steps
+removed or restored — so the verdict is decided whatever the agent's run-to-run noise does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.demo import DEMO_SKILL, copy_demo
+from engine.errors import SkillsmithError
+from engine.gates.candidate import Outcome, submit_candidate
+from engine.queue import CandidateQueue
+from engine.store import SkillStore
+from engine.workspace import Workspace
+
+FLAG_STEPS = re.compile(r"(3|4|5|6|7|10)\. ")
+MINI = "mini"
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _without_flags(text: str) -> str:
+    """The skill with only its list, read, trace, include and confirm steps: it flags nothing."""
+    return "".join(line for line in text.splitlines(True) if not FLAG_STEPS.match(line))
+
+
+def _pending(ws: Workspace, text: str, parent: str) -> str:
+    cand, decision = submit_candidate(
+        ws,
+        DEMO_SKILL,
+        text,
+        source="manual",
+        operation="update",
+        parent_version=parent,
+        summary="planted change",
+        outcome=Outcome(status="fail"),  # the task gave no proof: parked in pending_eval
+    )
+    assert decision.status == "pending_eval"
+    return cand.id
+
+
+@pytest.fixture()
+def ws(tmp_path: Path) -> Workspace:
+    ws = Workspace(copy_demo(tmp_path / "ws"))
+    src, dst = ws.benchmarks_dir / "vuln-detect", ws.benchmarks_dir / MINI
+    dst.mkdir()
+    config = (src / "benchmark.yaml").read_text(encoding="utf-8")
+    (dst / "benchmark.yaml").write_text(config.replace("id: vuln-detect", f"id: {MINI}"))
+    for case in sorted(p.name for p in src.iterdir() if p.is_dir())[::6]:
+        shutil.copytree(src / case, dst / case)
+    return ws
+
+
+def test_a_real_improvement_moves_on_to_approval_with_its_figures(ws: Workspace) -> None:
+    store = SkillStore(ws, DEMO_SKILL)
+    good = store.read(str(store.ensure_adopted()))
+    weak = store.publish(_without_flags(good), why="planted: the SQL step lost")
+    cand_id = _pending(ws, good, weak)
+    code, out, err = _cli(
+        "queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "-j", "2", "--json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["status"] == "pending_approval", data["verdict"]["line"]
+    verdict = data["verdict"]
+    assert verdict["decision"] == "better" and verdict["ci_low"] > 0
+    assert verdict["n_cases"] == 18 and verdict["n_runs"] == 2
+    cand = CandidateQueue(ws).get(cand_id)
+    (gate,) = [g for g in cand.gates() if g["gate"] == "paired_eval"]
+    assert gate["verdict"] == "pass" and gate["figures"]["line"] == verdict["line"]
+    assert gate["figures"]["against"] == weak and gate["figures"]["runs"] == data["run_ids"]
+    assert [h.status for h in cand.history][-1] == "pending_approval"
+    # a second evaluation is refused: it is no longer pending_eval
+    code, _, err = _cli("queue", "eval", cand_id, "-w", str(ws.root))
+    assert code != 0 and "only pending_eval candidates are evaluated" in err
+    # with two benchmarks and no --bench, the choice is asked for, naming both
+    other = _pending(ws, good, str(store.current()))
+    code, _, err = _cli("queue", "eval", other, "-w", str(ws.root))
+    assert code != 0 and "pick a benchmark with --bench (found: mini, vuln-detect)" in err
+
+
+def test_a_regression_is_rejected_onto_the_taboo_list(ws: Workspace) -> None:
+    store = SkillStore(ws, DEMO_SKILL)
+    current = str(store.ensure_adopted())
+    cand_id = _pending(ws, _without_flags(store.read(current)), current)
+    code, out, err = _cli("queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "-j", "2")
+    assert code == 0, err
+    assert out.startswith(f"{cand_id}: -") and out.rstrip().endswith("→ rejected")
+    cand = CandidateQueue(ws).get(cand_id)
+    assert cand.status == "rejected" and cand.reason is not None
+    assert f"paired evaluation on {MINI} against parent {current}: -" in cand.reason
+    assert len(store.taboo().entries()) == 1
+    with pytest.raises(SkillsmithError, match="only pending_eval"):
+        CandidateQueue(ws).record_evaluation(cand_id, {"gate": "x"}, passed=True, why="again")
