@@ -1,5 +1,10 @@
-"""The optimiser's decisions on hand-made score tables: Pareto parent draw, strict acceptance,
-final pick and its tie rule, holdout promotion (mean, minimum gain, critical cases)."""
+"""The optimiser's decisions on hand-made score tables: Pareto parent draw, the minibatch screen,
+final pick and its tie rule, holdout promotion (lower bound, minimum gain, critical cases).
+
+The pick and the promotion are paired verdicts now (engine.verdict): a gain must hold at its
+interval's lower bound, so the promotion tests use a holdout of twelve cases — on four, no gain
+short of every case improving could be told from noise.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import random
 from collections import Counter
 
 import pytest
+from scipy import stats
 
 from engine.optimize.pareto import (
     assess_promotion,
@@ -15,8 +21,9 @@ from engine.optimize.pareto import (
     instance_fronts,
     pruned_fronts,
     sample_minibatch,
+    minibatch_keeps,
     select_parent,
-    strictly_improves,
+    validated_pick,
 )
 
 CASES = ["c1", "c2", "c3"]
@@ -87,16 +94,32 @@ def test_minibatches_never_repeat_a_case() -> None:
 @pytest.mark.parametrize(
     ("parent", "child", "kept"),
     [
-        ([1, 0, 0], [1, 1, 0], True),
+        ([1, 0, 0], [1, 1, 0], True),  # one case up, none down: sign-test p = 1/2, the screen
         ([1, 0, 0], [0, 0, 1], False),  # equal sum: not an improvement
         ([1, 1, 0], [1, 0, 0], False),
-        ([0.5, 0.25], [0.5, 0.25000001], True),
+        ([0, 0, 0], [1, 1, 0], True),
+        ([1, 1, 0, 0], [0, 1, 1, 1], True),  # two up, one down: p = 1/2
+        ([0.5, 0.25], [0.5, 0.25000001], False),  # a float's width is no gain
     ],
 )
-def test_children_must_strictly_beat_their_parent(
+def test_the_minibatch_screen_keeps_a_child_that_mostly_went_up(
     parent: list[float], child: list[float], kept: bool
 ) -> None:
-    assert strictly_improves(parent, child) is kept
+    assert minibatch_keeps(parent, child) is kept
+
+
+def test_the_pick_must_beat_the_seed_with_confidence() -> None:
+    cases = [f"v{i}" for i in range(10)]
+    seed = dict.fromkeys(cases, 0.0)
+    lucky = {**seed, "v0": 1.0}  # one case better: p = 1/2 by the exact test
+    strong = {c: 1.0 if i < 7 else 0.0 for i, c in enumerate(cases)}
+    assert validated_pick([seed, lucky], cases, alpha=0.05)[0] == 0
+    index, verdict = validated_pick([seed, lucky, strong], cases, alpha=0.05)
+    assert index == 2 and verdict is not None and verdict.better
+    # seven of ten cases up, none down: the paired t-test over cases
+    expected = stats.ttest_1samp([1.0] * 7 + [0.0] * 3, 0.0, alternative="greater").pvalue
+    assert verdict.p_value == pytest.approx(float(expected))
+    assert validated_pick([seed], cases, alpha=0.05) == (0, None)
 
 
 def test_best_validation_mean_wins() -> None:
@@ -113,7 +136,9 @@ def test_among_later_candidates_the_earlier_wins_a_tie() -> None:
 
 # -- holdout promotion -----------------------------------------------------------------------------
 
-SEED = {"h1": 1.0, "h2": 0.0, "h3": 0.0, "h4": 1.0}
+HOLDOUT = [f"h{i:02d}" for i in range(12)]
+SEED = {c: 1.0 if i % 2 else 0.0 for i, c in enumerate(HOLDOUT)}  # mean 0.5
+FAILING = [c for c in HOLDOUT if not SEED[c]]
 
 
 def promote(candidate: dict[str, float], *, critical: tuple[str, ...] = (), gain: float = 0.0):  # type: ignore[no-untyped-def]
@@ -121,10 +146,14 @@ def promote(candidate: dict[str, float], *, critical: tuple[str, ...] = (), gain
         selected_is_seed=False,
         seed=SEED,
         candidate=candidate,
-        cases=list(SEED),
+        cases=HOLDOUT,
         critical=list(critical),
         min_gain=gain,
     )
+
+
+def fixed(n: int) -> dict[str, float]:
+    return {**SEED, **dict.fromkeys(FAILING[:n], 1.0)}
 
 
 def test_selected_seed_is_never_promoted() -> None:
@@ -143,12 +172,14 @@ def test_no_holdout_no_promotion() -> None:
 
 
 def test_holdout_gain_is_measured_against_the_minimum() -> None:
-    better = {"h1": 1.0, "h2": 1.0, "h3": 0.0, "h4": 1.0}  # mean 0.5 → 0.75
+    better = fixed(6)  # mean 0.5 → 1.0: six of twelve cases fixed, none broken
     assert promote(better).eligible
-    assert promote(better, gain=0.25).eligible  # exactly the minimum is enough
-    refused = promote(better, gain=0.3)
+    assert promote(better, gain=0.2).eligible  # the lower bound (0.229) clears a fifth
+    short = promote(better, gain=0.25)
+    assert not short.eligible and short.reason.startswith("holdout gain not shown")
+    refused = promote(better, gain=0.6)
     assert not refused.eligible
-    assert refused.reason == "holdout delta 0.2500 is below the required 0.3000"
+    assert refused.reason == "holdout delta 0.5000 is below the required 0.6000"
     tie = promote(dict(SEED))  # the seed keeps a tie, whatever the minimum
     assert (tie.eligible, tie.reason) == (
         False,
@@ -156,19 +187,27 @@ def test_holdout_gain_is_measured_against_the_minimum() -> None:
     )
 
 
+def test_a_gain_that_may_be_noise_is_not_promoted() -> None:
+    # two of twelve cases fixed: the paired t-test over cases gives p = 0.083 (one-sided)
+    result = promote(fixed(2))
+    assert not result.eligible and result.delta == pytest.approx(2 / 12)
+    assert result.verdict is not None and result.verdict.p_value == pytest.approx(0.0830, abs=1e-3)
+    assert result.reason.startswith("holdout gain not shown: score +16.7 pts [")
+
+
 def test_a_worse_holdout_mean_is_refused() -> None:
-    worse = {"h1": 1.0, "h2": 0.0, "h3": 0.0, "h4": 0.0}
+    worse = {**SEED, HOLDOUT[1]: 0.0}
     result = promote(worse)
-    assert not result.eligible and result.delta == pytest.approx(-0.25)
-    assert result.reason == "holdout mean 0.2500 does not beat the seed's 0.5000"
+    assert not result.eligible and result.delta == pytest.approx(-1 / 12)
+    assert result.reason == "holdout mean 0.4167 does not beat the seed's 0.5000"
 
 
 def test_a_critical_regression_blocks_promotion_despite_a_better_mean() -> None:
-    candidate = {"h1": 0.0, "h2": 1.0, "h3": 1.0, "h4": 1.0}  # mean 0.5 → 0.75, h1 worse
+    candidate = {**fixed(6), HOLDOUT[1]: 0.0}  # six fixed, h01 worse
     assert promote(candidate).eligible
-    result = promote(candidate, critical=("h1",))
+    result = promote(candidate, critical=("h01",))
     assert not result.eligible
-    assert result.reason == "critical holdout case regressed: h1"
-    assert result.regressed == ("h1",)
+    assert result.reason == "critical holdout case regressed: h01"
+    assert result.regressed == ("h01",)
     # A critical case that did not get worse does not block.
-    assert promote(candidate, critical=("h2", "h4")).eligible
+    assert promote(candidate, critical=("h00", "h03")).eligible

@@ -120,12 +120,16 @@ def _summary(result: OptimizeResult) -> Table:
         ("pool", ", ".join(f"{p['id']} {p['validation_mean']:.3f}" for p in result.pool)),
         ("selected", result.selected_id or "-"),
     ]
+    if result.validation:
+        rows.append(("validation", f"vs seed: {result.validation['line']}"))
     if holdout:
+        verdict = holdout.get("verdict") or {}
         rows.append(
             (
                 "holdout",
                 f"seed {holdout['seed_mean']:.3f} → {holdout['candidate_mean']:.3f} "
-                f"({holdout['cases']} cases)",
+                f"({holdout['cases']} cases)"
+                + (f": {verdict['line']}" if verdict.get("line") else ""),
             )
         )
     if result.candidate:

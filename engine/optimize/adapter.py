@@ -39,7 +39,12 @@ from engine.benchmark import Benchmark
 from engine.events import Cancelled, CancelToken, SessionLog
 from engine.llm import LLM
 from engine.optimize.experiment import Experiment
-from engine.optimize.pareto import sample_minibatch, select_parent, strictly_improves
+from engine.optimize.pareto import (
+    minibatch_keeps,
+    minibatch_screen,
+    sample_minibatch,
+    select_parent,
+)
 from engine.optimize.reflection import (
     SYSTEM,
     ReflectionRejected,
@@ -426,17 +431,23 @@ class DistinctMinibatch:
 
 
 class StrictAcceptance:
-    """Keep a child only if it beats its parent strictly on the same minibatch."""
+    """Keep a child only if the paired minibatch screen says it beat its parent."""
 
     def should_accept(self, proposal: CandidateProposal[Any], state: GEPAState[Any, Any]) -> bool:
-        return strictly_improves(
+        return minibatch_keeps(
             proposal.subsample_scores_before or [], proposal.subsample_scores_after or []
         )
 
     def reject_reason(self, proposal: CandidateProposal[Any], state: GEPAState[Any, Any]) -> str:
         before = sum(proposal.subsample_scores_before or [])
         after = sum(proposal.subsample_scores_after or [])
-        return f"child scored {after:g}, not above its parent's {before:g} on the same minibatch"
+        screen = minibatch_screen(
+            proposal.subsample_scores_before or [], proposal.subsample_scores_after or []
+        )
+        return (
+            f"child scored {after:g} against its parent's {before:g} on the same minibatch: "
+            f"{screen.line()}"
+        )
 
 
 class Limits:

@@ -9,12 +9,15 @@ whether it may be submitted — is here, free of I/O, so each rule is tested on 
   validation cases is drawn more often, so a version that leads on a few hard cases keeps being
   developed even if its mean is lower (GEPA's instance-level Pareto selection). Among candidates
   that lead on exactly the same cases only one is kept, so duplicates do not crowd the draw.
-- A child is kept only when its minibatch score beats its parent's strictly, on the same cases.
-- The final pick is the highest validation mean; the seed wins ties, so an optimisation that
-  found nothing better changes nothing.
-- Promotion needs a holdout mean that beats the seed's, by at least a configurable minimum, and
-  no case marked critical may score lower than it did with the seed. (tRPC-Agent-Go lets an
-  equal mean through by default; here the seed keeps every tie, on holdout as on validation.)
+- A child is kept when its minibatch scores beat its parent's on the same cases by a paired
+  verdict at ``SCREEN_ALPHA``: a deliberately loose screen (a minibatch is a few cases, where no
+  strict test can ever pass); a child let through by chance only costs a validation evaluation.
+- The final pick is the highest validation mean — but only if it is better than the seed with
+  confidence (paired over the validation cases at ``alpha``); otherwise the seed stays, so an
+  optimisation that found only noise changes nothing.
+- Promotion needs the holdout change's lower bound (paired over cases, at ``alpha``) above a
+  configurable minimum gain, and no case marked critical may score lower than it did with the
+  seed — a hard limit, whatever the statistics say.
 """
 
 from __future__ import annotations
@@ -23,11 +26,42 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from engine.verdict import Verdict, compare_paired
 
 Scores = Mapping[str, float]
 Table = Sequence[Scores]
 # Float noise must not turn "gained exactly the minimum" into a refusal.
 _EPSILON = 1e-9
+SCREEN_ALPHA = 0.5  # the minibatch screen: "more of it went up than down"
+_SCREEN_EPSILON = 1e-6  # a gain smaller than this is a float's width, not a gain
+
+
+def _rows(scores: Scores, cases: Sequence[str]) -> list[dict[str, Any]]:
+    return [
+        {"case_id": c, "run_index": 0, "score": float(scores[c]), "pass_fail": "pass"}
+        for c in cases
+    ]
+
+
+def paired_scores(
+    before: Scores,
+    after: Scores,
+    cases: Sequence[str],
+    *,
+    alpha: float,
+    threshold: float = 0.0,
+) -> Verdict:
+    """The paired verdict of two score columns over the same cases (one run each)."""
+    return compare_paired(
+        _rows(before, cases),
+        _rows(after, cases),
+        alpha=alpha,
+        alternative="greater",
+        threshold=threshold,
+        measure="score",
+    )
 
 
 def mean_score(scores: Scores, cases: Sequence[str]) -> float:
@@ -93,9 +127,32 @@ def sample_minibatch(size: int, population: int, rng: random.Random) -> list[int
     return rng.sample(range(population), min(size, population))
 
 
-def strictly_improves(parent: Sequence[float], child: Sequence[float]) -> bool:
-    """Keep a child only when it beats its parent on the same minibatch: equal is not enough."""
-    return math.fsum(child) > math.fsum(parent)
+def minibatch_screen(parent: Sequence[float], child: Sequence[float]) -> Verdict:
+    """The paired comparison of a child with its parent on the same minibatch."""
+    cases = [str(i) for i in range(min(len(parent), len(child)))]
+    return paired_scores(
+        dict(zip(cases, parent, strict=False)),
+        dict(zip(cases, child, strict=False)),
+        cases,
+        alpha=0.05,
+    )
+
+
+def minibatch_keeps(parent: Sequence[float], child: Sequence[float]) -> bool:
+    """Keep a child whose gain has p ≤ ``SCREEN_ALPHA`` on the minibatch; a tie never passes."""
+    screen = minibatch_screen(parent, child)
+    return screen.delta > _SCREEN_EPSILON and screen.p_value <= SCREEN_ALPHA + _EPSILON
+
+
+def validated_pick(
+    table: Table, cases: Sequence[str], *, alpha: float
+) -> tuple[int, Verdict | None]:
+    """The best validation mean if it beats the seed with confidence, else the seed (index 0)."""
+    best = best_candidate(table, cases)
+    if best == 0:
+        return 0, None
+    verdict = paired_scores(table[0], table[best], cases, alpha=alpha)
+    return (best if verdict.better else 0), verdict
 
 
 def best_candidate(table: Table, cases: Sequence[str]) -> int:
@@ -118,6 +175,7 @@ class Promotion:
     candidate_mean: float | None = None
     delta: float | None = None
     regressed: tuple[str, ...] = ()
+    verdict: Verdict | None = None
 
 
 def assess_promotion(
@@ -128,8 +186,14 @@ def assess_promotion(
     cases: Sequence[str],
     critical: Sequence[str],
     min_gain: float,
+    alpha: float = 0.05,
 ) -> Promotion:
-    """The holdout rules, first failing rule wins (tRPC-Agent-Go's assessPromotion order)."""
+    """The holdout rules, first failing rule wins (tRPC-Agent-Go's assessPromotion order).
+
+    The gain must hold at the interval's lower bound (a paired comparison over the holdout
+    cases, one-sided ``alpha``), not only in the mean: a noisy agent's holdout mean moves by
+    chance. A critical case that scores lower is a hard limit.
+    """
     if selected_is_seed:
         return Promotion(False, "no accepted candidate improved validation")
     if not cases:
@@ -137,16 +201,20 @@ def assess_promotion(
     base, new = mean_score(seed, cases), mean_score(candidate, cases)
     delta = new - base
     regressed = tuple(c for c in cases if c in set(critical) and candidate[c] < seed[c])
+    floor = min_gain - _EPSILON if min_gain > 0 else 0.0
+    verdict = paired_scores(seed, candidate, cases, alpha=alpha, threshold=floor)
     if delta <= _EPSILON:
         reason = f"holdout mean {new:.4f} does not beat the seed's {base:.4f}"
     elif delta < min_gain - _EPSILON:
         reason = f"holdout delta {delta:.4f} is below the required {min_gain:.4f}"
     elif regressed:
         reason = f"critical holdout case regressed: {regressed[0]}"
+    elif not verdict.better:
+        reason = f"holdout gain not shown: {verdict.line()}"
     else:
-        reason = "holdout requirements satisfied"
-    eligible = reason == "holdout requirements satisfied"
-    return Promotion(eligible, reason, base, new, delta, regressed)
+        reason = f"holdout requirements satisfied: {verdict.line()}"
+    eligible = reason.startswith("holdout requirements satisfied")
+    return Promotion(eligible, reason, base, new, delta, regressed, verdict)
 
 
 __all__ = [
@@ -160,6 +228,9 @@ __all__ = [
     "mean_score",
     "pruned_fronts",
     "sample_minibatch",
+    "minibatch_keeps",
+    "minibatch_screen",
+    "paired_scores",
     "select_parent",
-    "strictly_improves",
+    "validated_pick",
 ]

@@ -45,7 +45,7 @@ from engine.optimize.adapter import (
 )
 from engine.optimize.experiment import Experiment
 from engine.optimize.offline import offline_reflection
-from engine.optimize.pareto import Promotion, assess_promotion, best_candidate, mean_score
+from engine.optimize.pareto import Promotion, assess_promotion, mean_score, validated_pick
 from engine.optimize.sections import SECTIONS, candidate_id, render, sections_of
 from engine.optimize.splits import MIN_SUBMIT_CASES, Splits, choose_splits
 from engine.sessions import hold, start_session
@@ -98,6 +98,7 @@ class OptimizeResult:
     seed_id: str = ""
     selected_id: str | None = None
     pool: list[dict[str, Any]] = field(default_factory=list)
+    validation: dict[str, Any] | None = None  # the pick's paired verdict against the seed
     holdout: dict[str, Any] | None = None
     candidate: str | None = None
     candidate_status: str | None = None
@@ -276,20 +277,26 @@ class _Run:
         return found
 
     def _select(self, found: GEPAResult[Any, Any]) -> tuple[dict[str, str], bool]:
-        """The best Validation mean of the pool (the seed on a tie); True when it is the seed."""
+        """The best Validation mean of the pool if it beats the seed with confidence, else the
+        seed; True when it is the seed."""
         validation = self.splits.validation
         table = [
             {validation[int(k)]: v for k, v in scores.items()} for scores in found.val_subscores
         ]
-        best = best_candidate(table, validation)
+        alpha = self.ws.load_config().gates.alpha
+        best, verdict = validated_pick(table, validation, alpha=alpha)
         self.result.pool = [
             {"id": candidate_id(c), "validation_mean": mean_score(t, validation)}
             for c, t in zip(found.candidates, table, strict=True)
         ]
         chosen: dict[str, str] = dict(found.candidates[best])
         self.result.selected_id = candidate_id(chosen)
+        self.result.validation = None if verdict is None else verdict.to_dict()
         self.experiment.event(
-            "selected", candidate_id=self.result.selected_id, pool=self.result.pool
+            "selected",
+            candidate_id=self.result.selected_id,
+            pool=self.result.pool,
+            validation=self.result.validation,
         )
         return chosen, best == 0
 
@@ -312,6 +319,7 @@ class _Run:
             cases=holdout if seed_scores else [],
             critical=critical,
             min_gain=self.opts.min_gain,
+            alpha=self.ws.load_config().gates.alpha,
         )
         if seed_scores:
             result.holdout = {
@@ -324,6 +332,7 @@ class _Run:
                 "critical_regressed": list(promotion.regressed),
                 "improved": [c for c in holdout if pick_scores[c] > seed_scores[c]],
                 "worsened": [c for c in holdout if pick_scores[c] < seed_scores[c]],
+                "verdict": None if promotion.verdict is None else promotion.verdict.to_dict(),
             }
         self.experiment.event(
             "promotion",
@@ -356,6 +365,7 @@ class _Run:
                 "min_gain": opts.min_gain,
                 "cases": len(cases),
                 "critical": holdout["critical"],
+                **(holdout.get("verdict") or {}),
             },
             reasons=[promotion.reason],
             case_ids=list(cases),
