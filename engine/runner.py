@@ -29,6 +29,7 @@ from engine.agents import (
     RoomSpec,
     SkillFiles,
     build_room,
+    check_statement,
     compose_prompt,
     make_agent,
     remove_room,
@@ -210,6 +211,8 @@ def make_plan(
             if case_id not in known:
                 raise UsageError(f"{bench.source}: benchmark {bench.id!r} has no case {case_id!r}")
         cases = [c for c in bench.cases if c.id in set(case_ids)]
+    for case in cases:
+        check_statement(case.statement_dir)
     overrides = dict(skills or {})
     under_test = tuple(sorted(overrides)) if overrides else tuple(ws.skill_names())
     variants = {SKILL: tuple(_skill_files(ws, overrides, set()))}

@@ -17,11 +17,12 @@ from engine.runner import make_plan, run_evaluation
 from engine.scoreboard import read_records
 from engine.store import SkillStore
 from tests.runner_helpers import (
+    SCRIPTED,
     add_skill,
-    alive,
     command_workspace,
     launches,
     mode_benchmark,
+    running,
 )
 
 VULN = "query = eval(request.args['q'])\n"
@@ -70,8 +71,8 @@ def test_broken_agents_become_invalid_units_while_the_rest_completes(
         assert by_case[case_id]["score"] == 0.0
     # the hanging agent's grandchild (it ignores SIGTERM) did not survive the timeout
     stderr = (result.run_dir / "raw" / "hang.0.stderr.txt").read_text()
-    grandchild = int(re.search(r"grandchild pid (\d+)", stderr).group(1))  # type: ignore[union-attr]
-    assert not alive(grandchild)
+    assert re.search(r"grandchild pid (\d+)", stderr)  # it was started
+    assert running(str(SCRIPTED)) == []
     # invalid units are not failures: quality figures use the 3 valid units only
     assert result.metrics.invalid == 5 and result.metrics.valid == 3
     assert result.metrics.pass_rate == pytest.approx(2 / 3)
