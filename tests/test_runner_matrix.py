@@ -193,7 +193,7 @@ def test_only_the_chosen_cases_run(tmp_path: Path, count_dir: Path) -> None:
     assert len(launches(count_dir)) == 2
 
 
-def test_a_statement_the_harness_cannot_lay_out_fails_the_run_with_one_line(
+def test_a_statement_the_harness_cannot_lay_out_is_refused_before_the_run_starts(
     tmp_path: Path, count_dir: Path
 ) -> None:
     ws = command_workspace(tmp_path / "ws")
@@ -201,7 +201,6 @@ def test_a_statement_the_harness_cannot_lay_out_fails_the_run_with_one_line(
     (root / "ok" / "statement" / "AGENTS.md").write_text("the statement's own AGENTS.md\n")
     with pytest.raises(SkillsmithError, match=r"statement/AGENTS\.md: a statement file may not"):
         run_evaluation(ws, "b")
-    (run_dir,) = ws.runs_dir.iterdir()
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["status"] == "failed" and manifest["counts"]["missing"] == 1
+    assert not ws.runs_dir.exists() or list(ws.runs_dir.iterdir()) == []  # no run folder
+    assert not ws.sessions_dir.exists() or list(ws.sessions_dir.rglob("*.jsonl")) == []
     assert launches(count_dir) == []
