@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.errors import FormatError
+from engine.errors import FormatError, SkillsmithError
 
 
 @dataclass
@@ -262,7 +262,8 @@ def check_agent_command(agent: AgentConfig, path: Path) -> None:
         ok = os.path.isfile(program) and os.access(program, os.X_OK)
     else:
         ok = shutil.which(program) is not None
-    if not ok:
-        raise FormatError(
-            path, "agent.command", f"{program!r} is not an executable file or a program on PATH"
+    if not ok:  # worded like the fail-fast stop of a unit that could not start (engine.failfast)
+        raise SkillsmithError(
+            f"cannot start the agent {program}: not an executable file or a program on PATH "
+            f"({path}: field 'agent.command')"
         )

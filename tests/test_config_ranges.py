@@ -8,7 +8,7 @@ import pytest
 
 from engine.agents import make_agent
 from engine.cli import main
-from engine.errors import FormatError
+from engine.errors import FormatError, SkillsmithError
 from engine.workspace import Workspace
 from tests.bench_helpers import write_benchmark, write_case
 
@@ -67,7 +67,7 @@ def test_a_missing_agent_command_binary_is_refused_before_any_run(
     cfg.agent.kind = "command"
     cfg.agent.command = [str(tmp_path / "no-such-agent"), "--flag"]
     ws.save_config(cfg)
-    with pytest.raises(FormatError, match=r"field 'agent.command': '.*no-such-agent' is not an"):
+    with pytest.raises(SkillsmithError, match=r"no-such-agent: not an .*field 'agent.command'"):
         make_agent(ws)
     cfg.agent.command = ["no-such-agent-on-path-4711"]
     ws.save_config(cfg)
