@@ -245,9 +245,10 @@ def validate_record(record: ScoreRecord, path: Path, index: int) -> None:
 
 # -- reading -----------------------------------------------------------------------------------
 
-# The cases block as the writer lays it out: ``  cases:`` then lines of the list below it.
-_CASES = re.compile(r"^  cases:[ \t]*(?:#.*)?$")
-_IN_CASES = re.compile(r"^(?:  -|   |[ \t]*$)")
+# The cases block as the writer lays it out: ``  cases:`` at the record's indentation, up to
+# the next key at that indentation (none when cases come last, as they are written now).
+_CASES = re.compile(r"  cases:[ \t]*(?:#.*)?$", re.M)
+_NEXT_KEY = re.compile(r"\n  [^\s#-]")
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 T = TypeVar("T", RecordHead, ScoreRecord)
 
@@ -257,14 +258,12 @@ class _Cut(Exception):
 
 
 def _without_cases(text: str) -> str | None:
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if _CASES.match(line):
-            j = i + 1
-            while j < len(lines) and _IN_CASES.match(lines[j]):
-                j += 1
-            return "\n".join(lines[:i] + lines[j:])
-    return None
+    at = text.find("\n  cases:")
+    found = _CASES.match(text, at + 1) if at >= 0 else None
+    if found is None:
+        return None
+    after = _NEXT_KEY.search(text, found.end())
+    return text[: found.start()] + (text[after.start() + 1 :] if after else "")
 
 
 def _item_mapping(path: Path, text: str, first_line: int) -> Any:
@@ -303,7 +302,7 @@ def _record(path: Path, item: yaml_log.Item) -> ScoreRecord:
 
 # Parsed items by (file, kind, index, digest of the item's text): a file that grew re-parses
 # only its new records, and one read again unchanged parses nothing.
-_parsed: dict[tuple[Path, str, int, str], Any] = {}
+_parsed: dict[tuple[Path, str, int, tuple[int, int]], Any] = {}
 _parsed_lock = threading.Lock()
 _PARSED_MAX = 20000
 
