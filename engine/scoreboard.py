@@ -395,23 +395,24 @@ def append_record(bench_dir: Path, record: ScoreRecord | dict[str, Any]) -> Scor
         record = from_mapping(ScoreRecord, record, path, "[new]")
     with _workspace_lock(bench_dir):
         yaml_log.recover(path)
-        old = path.read_bytes() if path.exists() else b""
-        try:
-            text = old.decode("utf-8")
-        except UnicodeDecodeError:
-            raise FormatError(path, None, "file is not UTF-8 text") from None
-        if not yaml_log.appendable(text):
+        size, head, tail = yaml_log.ends(path)
+        if not yaml_log.appendable(head.decode("utf-8", errors="ignore")):
             raise FormatError(
                 path,
                 None,
                 "cannot append without rewriting earlier records (expected a block list)",
             )
-        validate_record(record, path, yaml_log.count(text))
+        try:
+            validate_record(record, path, 0)
+        except FormatError:  # only a refusal needs the record's index: count then
+            listing = yaml_log.read(path)
+            validate_record(record, path, len(listing.items) if listing else 0)
+            raise
         mapping = to_mapping(record)
         piece = yaml.dump([mapping], Dumper=_Dumper, sort_keys=False, allow_unicode=True)
         if yaml_log.count(piece) != 1 or parse_yaml(piece, path) != [mapping]:
             raise FormatError(path, None, "the record does not read back as written; not appended")
-        yaml_log.append(path, old, piece)
+        yaml_log.append(path, size, tail, piece)
     return record
 
 

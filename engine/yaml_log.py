@@ -200,13 +200,28 @@ def recover(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def append(path: Path, old: bytes, piece: str) -> None:
-    """Append ``piece`` after ``old`` (the file's current bytes), atomically: after a crash the
-    file reads as ``old`` until :func:`recover` completes it. Call with the writers' lock held."""
-    payload = ("\n" if old and not old.endswith(b"\n") else "") + piece
+def ends(path: Path) -> tuple[int, bytes, bytes]:
+    """(size, first bytes, last bytes) of ``path``: all an append needs to look at, whatever
+    the length of the history (zeros and empty bytes when there is no file yet)."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return 0, b"", b""
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        head = fh.read(_TAIL)
+        fh.seek(max(0, size - _TAIL))
+        return size, head, fh.read(_TAIL)
+
+
+def append(path: Path, size: int, tail: bytes, piece: str) -> None:
+    """Append ``piece`` after the first ``size`` bytes of the file, the last of which are
+    ``tail``, atomically: after a crash the file reads as those bytes until :func:`recover`
+    completes it. Call with the writers' lock held."""
+    payload = ("\n" if tail and not tail.endswith(b"\n") else "") + piece
     intent = intent_path(path)
-    atomic_write_json(intent, {"size": len(old), "tail": _tail_digest(old), "piece": payload})
-    _apply(path, len(old), payload.encode("utf-8"))
+    atomic_write_json(intent, {"size": size, "tail": _tail_digest(tail), "piece": payload})
+    _apply(path, size, payload.encode("utf-8"))
     intent.unlink()
     fsync_dir(path.parent)
 
@@ -217,6 +232,7 @@ __all__ = [
     "append",
     "appendable",
     "count",
+    "ends",
     "intent_path",
     "is_log_file",
     "read",
