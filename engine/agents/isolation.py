@@ -58,17 +58,27 @@ def scratch_root(workspace_root: Path) -> Path:
     return root
 
 
+def check_statement(statement_dir: Path) -> None:
+    """Refuse a statement holding a name the harness writes into the run folder itself.
+
+    The runner asks before it creates a run folder or a session log, so a refusal leaves
+    nothing behind.
+    """
+    for item in sorted(statement_dir.iterdir()):
+        if item.name in _RESERVED:
+            raise SkillsmithError(
+                f"{item}: a statement file may not be named {item.name!r} "
+                "(the harness writes it into the run folder)"
+            )
+
+
 def build_room(spec: RoomSpec, root: Path) -> Path:
     """Create a fresh run directory under ``root`` holding exactly what ``spec`` names."""
+    check_statement(spec.statement_dir)
     root.mkdir(parents=True, exist_ok=True)
     room = Path(tempfile.mkdtemp(prefix="unit-", dir=root))
     try:
         for item in sorted(spec.statement_dir.iterdir()):
-            if item.name in _RESERVED:
-                raise SkillsmithError(
-                    f"{item}: a statement file may not be named {item.name!r} "
-                    "(the harness writes it into the run folder)"
-                )
             _copy(item, room / item.name, spec.statement_dir.resolve())
         (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
         if spec.agents_md is not None:
