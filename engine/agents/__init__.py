@@ -12,6 +12,7 @@ from engine.agents.isolation import (
     remove_room,
     room_env,
     scratch_root,
+    sweep_rooms,
 )
 from engine.agents.kinds import Agent, AgentOutcome, make_agent
 from engine.agents.process import ProcessResult, run_process, survivors
@@ -37,4 +38,5 @@ __all__ = [
     "run_process",
     "scratch_root",
     "survivors",
+    "sweep_rooms",
 ]
