@@ -9,7 +9,7 @@ from pathlib import Path
 from engine.evolve.checkpoint import RoundRecord
 from engine.overview import evaluation_size, load_overview
 from engine.queue import CandidateQueue
-from engine.scoreboard import Runtime, ScoreRecord
+from engine.scoreboard import RecordHead, Runtime
 from engine.views import compact_count
 from engine.workspace import Workspace
 from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home
@@ -59,10 +59,9 @@ def test_large_counts_are_shortened_never_cut() -> None:
 
 
 def test_every_scoreboard_row_names_its_versions() -> None:
-    def record(variant: str, skills: dict[str, str]) -> ScoreRecord:
-        return ScoreRecord(
-            "2026-01-01", Runtime("demo", "demo"), "t", "s", 50.0, None, 1, [], "run-1", variant,
-            skills,
+    def record(variant: str, skills: dict[str, str]) -> RecordHead:
+        return RecordHead(
+            "2026-01-01", Runtime("demo", "demo"), "t", "s", 50.0, None, 1, "run-1", variant, skills
         )  # fmt: skip
 
     assert versions_of(record("skill", {SKILL: "v2"})) == f"{SKILL}@v2"
