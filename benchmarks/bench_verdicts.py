@@ -96,7 +96,9 @@ def probe(ws: Workspace, runs: int) -> list[Case]:
     cases = []
     for case_id, rows in sorted(by_case.items()):
         passes = sum(r["pass_fail"] == "pass" for r in rows)
-        cases.append(Case(case_id, str(rows[0]["split"]), str(rows[0]["ground_truth"]), passes / len(rows)))
+        cases.append(
+            Case(case_id, str(rows[0]["split"]), str(rows[0]["ground_truth"]), passes / len(rows))
+        )
     return cases
 
 
@@ -304,7 +306,8 @@ def report(name: str, new: Tally, old: Tally | None, old_name: str) -> None:
             line += f"   {old_name}: {interval(old.accepted[kind], old.decided[kind])}"
         print(line)
     total = sum(new.decided.values())
-    print(f"  extra runs per decision: {new.extra / max(1, total):.1f} (budget {GatesConfig().max_extra_runs})")
+    budget = GatesConfig().max_extra_runs
+    print(f"  extra runs per decision: {new.extra / max(1, total):.1f} (budget {budget})")
 
 
 def main() -> None:
@@ -327,7 +330,11 @@ def main() -> None:
         for name, path, old_name in (
             ("evolve Target + Guardrail (selection)", evolve_path, "old case-status rule"),
             ("evolve Holdout (lower bound > −1 F1 pt)", holdout_path, "old F1-drop rule"),
-            ("better on the benchmark (queue eval, Optimizer)", benchmark_path, "strictly higher mean"),
+            (
+                "better on the benchmark (queue eval, Optimizer)",
+                benchmark_path,
+                "strictly higher mean",
+            ),
         ):
             started = time.monotonic()
             new, old = path(cases, args.decisions, args.seed, args.runs)

@@ -329,7 +329,8 @@ def _t_test(
     result = stats.ttest_1samp(values, threshold, alternative=alternative)
     # each bound at the side's alpha: the two-sided 1 − 2·side interval of the mean change
     ci = stats.ttest_1samp(values, 0.0).confidence_interval(confidence_level=1 - 2 * side)
-    low, high = float(ci.low), float(ci.high)
+    # a change of a 0–1 figure lies in [−1, 1], whatever a few cases' t-interval says
+    low, high = max(-1.0, float(ci.low)), min(1.0, float(ci.high))
     decision = _decision(low, high, threshold)
     return Verdict(
         decision=decision,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy import stats
 
 from engine.cli import main
 from engine.workspace import Workspace
@@ -78,6 +79,10 @@ def test_compare_json(two_runs: Workspace, capsys: pytest.CaptureFixture[str]) -
     assert data["before"]["positive_label"] == V
     assert (data["after"]["tp"], data["after"]["fn"]) == (2, 2)
     assert data["deltas"]["pass_rate"] == pytest.approx(4 / 8 - 3 / 8)
+    # the paired verdict over the four cases: per-case changes +1, −1, +½, 0 (paired t-test)
+    expected = stats.ttest_1samp([1.0, -1.0, 0.5, 0.0], 0.0)
+    assert data["verdict"]["p_value"] == pytest.approx(float(expected.pvalue), abs=1e-6)
+    assert (data["verdict"]["decision"], data["verdict"]["n_cases"]) == ("inconclusive", 4)
 
 
 def test_compare_table(two_runs: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,6 +93,7 @@ def test_compare_table(two_runs: Workspace, capsys: pytest.CaptureFixture[str]) 
     assert "pass rate" in out and "F1" in out and "+12.5 pp" in out
     assert "newly broken" in out and "fixed" in out and "flaky" in out
     assert "1 fixed, 1 newly broken, 1 still failing, 1 flaky, 0 unmeasured, 0 still passing" in out
+    assert "pass rate after vs before: +12.5 pts [" in out and "inconclusive (4 paired" in out
 
 
 def test_compare_errors_are_one_line(two_runs: Workspace, tmp_path: Path) -> None:

@@ -19,9 +19,9 @@ from engine.optimize.pareto import (
     best_candidate,
     coverage,
     instance_fronts,
+    minibatch_keeps,
     pruned_fronts,
     sample_minibatch,
-    minibatch_keeps,
     select_parent,
     validated_pick,
 )

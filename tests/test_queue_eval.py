@@ -19,9 +19,10 @@ import pytest
 from engine.cli import main
 from engine.demo import DEMO_SKILL, copy_demo
 from engine.errors import SkillsmithError
-from engine.gates.candidate import Outcome, submit_candidate
+from engine.gates.candidate import Effectiveness, Outcome, submit_candidate
 from engine.queue import CandidateQueue
 from engine.store import SkillStore
+from engine.verdict import compare_paired
 from engine.workspace import Workspace
 
 FLAG_STEPS = re.compile(r"(3|4|5|6|7|10)\. ")
@@ -82,7 +83,7 @@ def test_a_real_improvement_moves_on_to_approval_with_its_figures(ws: Workspace)
     assert verdict["decision"] == "better" and verdict["ci_low"] > 0
     assert verdict["n_cases"] == 18 and verdict["n_runs"] == 2
     cand = CandidateQueue(ws).get(cand_id)
-    (gate,) = [g for g in cand.gates() if g["gate"] == "paired_eval"]
+    (gate,) = [g for g in cand.gates() if g["gate"] == "effectiveness"]  # judged again
     assert gate["verdict"] == "pass" and gate["figures"]["line"] == verdict["line"]
     assert gate["figures"]["against"] == weak and gate["figures"]["runs"] == data["run_ids"]
     assert [h.status for h in cand.history][-1] == "pending_approval"
@@ -108,3 +109,28 @@ def test_a_regression_is_rejected_onto_the_taboo_list(ws: Workspace) -> None:
     assert len(store.taboo().entries()) == 1
     with pytest.raises(SkillsmithError, match="only pending_eval"):
         CandidateQueue(ws).record_evaluation(cand_id, {"gate": "x"}, passed=True, why="again")
+
+
+def test_effectiveness_judged_on_a_paired_verdict() -> None:
+    before = [{"case_id": f"c{i}", "run_index": 0, "pass_fail": "fail"} for i in range(6)]
+    after = [{**r, "pass_fail": "pass"} for r in before]
+    better = compare_paired(before, after, test="runs", alternative="greater")
+    result = Effectiveness().judge(None, operation="update", verdict=better)
+    assert result.verdict == "pass" and result.figures["unproven"] is False
+    assert result.figures["p_value"] == pytest.approx(0.5**6)
+    assert result.reasons == [f"paired evaluation against the parent: {better.line()}"]
+    same = compare_paired(before, before, test="runs", alternative="greater")
+    refused = Effectiveness().judge(Outcome(status="success"), operation="update", verdict=same)
+    assert refused.verdict == "fail"  # the paired evidence outranks the task's own word
+    assert refused.reasons[0].endswith("better at one-sided p<0.05 wanted")
+
+
+def test_the_gates_pane_shows_the_change_line() -> None:
+    from tui.gates_pane import render_gates
+
+    line = "+8.3 pts [+2.1, +14.5] p=0.01 better (23 paired cases, 4 runs, +12 extra)"
+    shown = render_gates(
+        [{"gate": "target", "verdict": "pass", "figures": {"line": line, "p_value": 0.01}}]
+    ).plain
+    assert f"change: {line}\n" in shown
+    assert "figures: p_value=0.01\n" in shown and "line=" not in shown

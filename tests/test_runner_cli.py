@@ -101,3 +101,23 @@ def test_eval_refusals_are_one_line(
     assert message in err and err.count("\n") == 1
     assert list(ws.runs_dir.iterdir()) == []
     assert launches(count_dir) == []
+
+
+def test_eval_with_a_baseline_reports_the_paired_change(
+    tmp_path: Path, count_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    add_skill(ws, "audit", "1. trust nothing.\n")
+    store = SkillStore(ws, "audit")
+    paranoid = store.ensure_adopted()
+    calm = store.publish("---\nname: audit\ndescription: Audit.\n---\n1. Grep.\n", why="calm")
+    mode_benchmark(ws, {f"s{i}": ("answer", SAFE, "safe") for i in range(3)})
+    argv = ["eval", "b", "-w", str(ws.root), "--skill", f"audit@{paranoid}", "--baseline", calm]
+    assert main([*argv, "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)["verdict"]
+    # every case passes with the calm baseline and fails with the paranoid skill: the exact
+    # test on 3 discordant pairs, two-sided p = 2 × (1/2)³
+    assert (verdict["delta"], verdict["n_cases"], verdict["test"]) == (-1.0, 3, "mcnemar-exact")
+    assert verdict["p_value"] == pytest.approx(0.25) and verdict["decision"] == "inconclusive"
+    assert main(argv) == 0
+    assert f"skill vs baseline {calm}: -100.0 pts [" in capsys.readouterr().out

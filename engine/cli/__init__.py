@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "eval": ("eval_cmd", "run the Case × runs evaluation matrix"),
     "compare": ("compare_cmd", "per-case fixed / newly broken / flaky, metric deltas"),
-    "queue": ("queue_cmd", "list candidates; approve / reject / undo"),
+    "queue": ("queue_cmd", "list candidates; approve / reject / evaluate / undo"),
     "history": ("store_cmd", "versions, current pointer and timeline of a skill"),
     "publish": ("store_cmd", "make FILE the next version of a skill"),
     "rollback": ("store_cmd", "point current at vK; nothing is deleted"),

@@ -76,10 +76,25 @@ def _compare(args: argparse.Namespace) -> int:
     dirs = [_run_dir(args.run_a, ws), _run_dir(args.run_b, ws)]
     rows_a, rows_b = (_rows(d, args.variant) for d in dirs)
     result = compare(rows_a, rows_b, _positive_label(dirs, ws))
+    from engine.verdict import compare_paired  # scipy: loaded only by the commands that decide
+
+    verdict = compare_paired(rows_a, rows_b)
     if wants_json(args):
-        print_json({"run_a": str(dirs[0]), "run_b": str(dirs[1]), **result.to_dict()})
+        print_json(
+            {
+                "run_a": str(dirs[0]),
+                "run_b": str(dirs[1]),
+                **result.to_dict(),
+                "verdict": verdict.to_dict(),
+            }
+        )
     else:
         _print(result, dirs[0].name, dirs[1].name)
+        Console().print(
+            f"pass rate {dirs[1].name} vs {dirs[0].name}: {verdict.line()}",
+            soft_wrap=True,
+            markup=False,
+        )
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -22,6 +22,9 @@ from engine.events import Cancelled, Event
 from engine.metrics import Metrics, Spread
 from engine.runner import BASELINE, SKILL, RunResult, run_evaluation
 from engine.workspace import Workspace
+
+if TYPE_CHECKING:
+    from engine.verdict import Verdict
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -114,6 +117,7 @@ def _eval(args: argparse.Namespace) -> int:
             f"resume with: skillsmith eval {args.bench} --resume {run_id}\n"
         )
         return 130
+    verdict = _baseline_verdict(result)
     if wants_json(args):
         print_json(
             {
@@ -125,10 +129,15 @@ def _eval(args: argparse.Namespace) -> int:
                 "baseline_metrics": (
                     result.baseline_metrics.to_dict() if result.baseline_metrics else None
                 ),
+                "verdict": None if verdict is None else verdict.to_dict(),
             }
         )
     else:
         _print_results(result, args.bench)
+        if verdict is not None:
+            Console().print(
+                f"skill vs baseline {args.baseline}: {verdict.line()}", soft_wrap=True, markup=False
+            )
     if result.rows and not result.metrics.valid:
         # An evaluation that measured nothing must not look like a success to a script.
         reasons = result.metrics.invalid_reasons
@@ -136,6 +145,16 @@ def _eval(args: argparse.Namespace) -> int:
         sys.stderr.write(f"skillsmith: error: run {result.run_id}: no valid unit ({top})\n")
         return 1
     return 0
+
+
+def _baseline_verdict(result: RunResult) -> Verdict | None:
+    """The paired change from the baseline variant to the skill variant (same run, same cases)."""
+    if result.baseline_metrics is None:
+        return None
+    from engine.verdict import compare_paired  # scipy: loaded only when there is a comparison
+
+    before = [r for r in result.rows if r["variant"] == BASELINE]
+    return compare_paired(before, [r for r in result.rows if r["variant"] == SKILL])
 
 
 def _cases_table(result: RunResult) -> Table:

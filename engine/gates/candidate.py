@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from engine.config import GatesConfig
 from engine.errors import FormatError, SkillsmithError
@@ -38,6 +38,9 @@ from engine.safety import scan
 from engine.skill import SkillDoc
 from engine.store import SkillStore, read_text, unified_diff
 from engine.workspace import Workspace
+
+if TYPE_CHECKING:  # scipy loads only where a verdict is computed, not for every queue listing
+    from engine.verdict import Verdict
 
 Operation = Literal["create", "update", "delete"]
 OutcomeStatus = Literal["success", "partial", "fail", "agent_error"]
@@ -232,13 +235,32 @@ class Effectiveness:
     """The task behind the candidate did not fail and scored at least ``min_score``.
 
     No outcome passes (there is nothing to judge) and the candidate is marked unproven; a
-    delete is not judged (nothing new is claimed to work).
+    delete is not judged (nothing new is claimed to work). A paired evaluation against the
+    parent (``verdict``, see engine.gates.queued) outranks the task's single outcome: the
+    candidate passes only when it is better with confidence.
     """
 
     min_score: float = 0.8
     name: str = "effectiveness"
 
-    def judge(self, outcome: Outcome | None, *, operation: Operation) -> GateResult:
+    def judge(
+        self, outcome: Outcome | None, *, operation: Operation, verdict: Verdict | None = None
+    ) -> GateResult:
+        if verdict is not None:
+            line = verdict.line()
+            return GateResult(
+                gate=self.name,
+                verdict="pass" if verdict.better else "fail",
+                figures={"unproven": False, **verdict.to_dict()},
+                reasons=[
+                    f"paired evaluation against the parent: {line}"
+                    + (
+                        ""
+                        if verdict.better
+                        else f"; better at one-sided p<{verdict.alpha:g} wanted"
+                    )
+                ],
+            )
         figures: dict[str, object] = {
             "outcome": None if outcome is None else outcome.status,
             "score": None if outcome is None else outcome.score,

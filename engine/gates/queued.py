@@ -1,5 +1,7 @@
 """Evaluating a queued candidate: a ``pending_eval`` candidate earns its way out by experiment.
 
+This is the Effectiveness gate judged again, on proof instead of the task's word.
+
 A candidate lands in ``pending_eval`` when the task behind it gave no proof (it failed, or scored
 low). The only proof that counts is the one every other decision uses: a paired evaluation of the
 candidate against its parent on a benchmark — one run of the matrix with the candidate as the
@@ -12,21 +14,22 @@ it to ``pending_approval`` (a person still decides); anything else rejects it wi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import UsageError
 from engine.events import CancelToken, Reporter, null_reporter
-from engine.gates.outcome import Sampling, verdict_figures
-from engine.gates.result import GateResult
+from engine.gates.candidate import Effectiveness
+from engine.gates.outcome import Sampling
 from engine.queue import Candidate, CandidateQueue
 from engine.runner import BASELINE, SKILL, run_evaluation
 from engine.verdict import Rows, Verdict, compare_paired
 from engine.views import benchmark_ids
 from engine.workspace import Workspace
 
-GATE = "paired_eval"
+GATE = Effectiveness.name
 
 
 @dataclass(frozen=True)
@@ -105,15 +108,10 @@ def evaluate_queued(
     passed = verdict.better
     against = f"parent {baseline}" if cand.parent_version else "no skill"
     why = f"paired evaluation on {bench_id} against {against}: {verdict.line()}"
-    result = GateResult(
-        gate=GATE,
-        verdict="pass" if passed else "fail",
-        figures={
-            "bench": bench_id,
-            "against": baseline,
-            "runs": run_ids,
-            **verdict_figures(verdict),
-        },
+    judged = Effectiveness().judge(None, operation=cand.operation, verdict=verdict)
+    result = dataclasses.replace(
+        judged,
+        figures={"bench": bench_id, "against": baseline, "runs": run_ids, **judged.figures},
         reasons=[why if passed else f"{why}; better at one-sided p<{cfg.alpha:g} wanted"],
     )
     queue.record_evaluation(candidate_id, result.to_json(), passed=passed, why=why)

@@ -226,11 +226,11 @@ __all__ = [
     "coverage",
     "instance_fronts",
     "mean_score",
-    "pruned_fronts",
-    "sample_minibatch",
     "minibatch_keeps",
     "minibatch_screen",
     "paired_scores",
+    "pruned_fronts",
+    "sample_minibatch",
     "select_parent",
     "validated_pick",
 ]
