@@ -36,7 +36,7 @@ from engine.fsutil import (
 from engine.schema import from_mapping, load_yaml, to_mapping
 from engine.snapshots import create_snapshot, list_snapshots
 from engine.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
-from engine.workspace import Workspace
+from engine.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
     "proposed", "rejected", "pending_eval", "pending_approval", "approved", "published"
@@ -49,7 +49,7 @@ Names = list[str]  # spelled as aliases: inside CandidateQueue, ``list`` is the 
 Steps = list[tuple[str, str]]
 
 DECISIONS = "decisions.jsonl"
-JOURNAL = ".pending.json"
+JOURNAL = INTENT_JOURNAL
 _UNDECIDED = ("proposed", "pending_eval", "pending_approval")
 
 
@@ -510,7 +510,7 @@ class CandidateQueue:
                 intent = json.loads(journal.read_bytes().decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise FormatError(journal, None, f"expected the pending decision ({exc})") from None
-            self._apply(intent, resuming=True)
+            self._apply(_checked_intent(journal, intent), resuming=True)
             journal.unlink()
             fsync_dir(self.dir)
         for path in list(self._leftovers()):
@@ -518,6 +518,30 @@ class CandidateQueue:
                 shutil.rmtree(path)
             else:
                 path.unlink()
+
+
+def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
+    """A pending decision read back as untrusted input before it is replayed unattended."""
+
+    def bad(field: str, expected: str) -> FormatError:
+        return FormatError(journal, field, expected + "; remove the file if you did not write it")
+
+    if not isinstance(intent, dict) or intent.get("op") not in ("approve", "reject", "undo"):
+        raise bad("op", "expected approve, reject or undo")
+    candidate = intent.get("candidate")
+    if not isinstance(candidate, str):
+        raise bad("candidate", "expected a candidate id")
+    check_name("candidate", candidate)
+    if not isinstance(intent.get("id"), str) or not isinstance(intent.get("why", ""), str):
+        raise bad("id", "expected the decision's id and reason as text")
+    undoes = intent.get("undoes")
+    if intent["op"] == "undo" and not (
+        isinstance(undoes, dict)
+        and undoes.get("action") in ("approve", "reject")
+        and undoes.get("candidate") == candidate
+    ):
+        raise bad("undoes", "expected the decision being undone, of the same candidate")
+    return intent
 
 
 def _decided(decision: dict[str, Any]) -> str:

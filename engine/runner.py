@@ -46,6 +46,7 @@ from engine.events import (
     null_reporter,
     utc_now,
 )
+from engine.failfast import FIRST_UNITS, AgentBroken, FirstUnits, preflight
 from engine.fsutil import iter_files
 from engine.grading import JudgeModel, grade
 from engine.metrics import Metrics, metrics
@@ -385,6 +386,7 @@ def run_evaluation(
     if folder is None:
         folder = find_resumable(ws.runs_dir, plan.key()) or RunFolder(ws.runs_dir / new_id("run"))
     judge = judge if judge is not None else _judge(ws, cfg, plan)
+    preflight(agent)  # an unreachable model is refused before any run folder exists
     with folder.claim():
         return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard)
 
@@ -448,6 +450,7 @@ def _evaluate(
     root = scratch_root(ws.root)
     done = len(units) - len(todo)
     launched = 0
+    first_units = FirstUnits(plan.agent, min(FIRST_UNITS, len(todo)))
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:
             futures: list[Future[_Done | None]] = [
@@ -464,6 +467,11 @@ def _evaluate(
                     done += 1
                     log.emit("case_finished", **_summary(finished.row))
                     log.emit("progress", done=done, total=len(units))
+                    fault = first_units.observe(
+                        finished.unit.case_id, finished.row["invalid_reason"]
+                    )
+                    if fault is not None:
+                        raise AgentBroken(fault)
             except BaseException:
                 stop.set()
                 for future in futures:
@@ -474,6 +482,8 @@ def _evaluate(
     except BaseException as exc:
         # every finished unit is on disk already; the status says why the rest is missing
         status = "interrupted" if isinstance(exc, (Cancelled, KeyboardInterrupt)) else "failed"
+        if isinstance(exc, AgentBroken):
+            manifest["error"] = str(exc)
         _finish(ws, folder, manifest, units, status)
         log.emit("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
         raise

@@ -50,7 +50,7 @@ from engine.skill_folder import (
 )
 from engine.snapshots import needs_recovery, recover
 from engine.taboo import TabooEntry, TabooList, diff_hash, read_taboo, taboo_records
-from engine.workspace import Workspace
+from engine.workspace import INTENT_JOURNAL, Workspace
 
 __all__ = [
     "SkillStore",
@@ -66,7 +66,7 @@ __all__ = [
 
 VERSION_FILES = ("SKILL.md", "metrics.json", "gate_verdict.json", "patch.diff", "provenance.json")
 RESOURCES_DIR = "files"  # vN/files/: the skill folder's other files, paths kept
-JOURNAL = ".pending.json"
+JOURNAL = INTENT_JOURNAL
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _VERSION = re.compile(r"^v(\d+)$")
 
@@ -552,7 +552,7 @@ class SkillStore:
         recover(self.ws)
         journal = self.root / JOURNAL
         if journal.exists():
-            intent = _read_json(journal)
+            intent = _checked_intent(journal, _read_json(journal))
             staged = "stage" not in intent or (self.root / intent["target"]).exists()
             if staged or (self.root / intent["stage"]).exists():
                 self._apply(intent)
@@ -560,6 +560,54 @@ class SkillStore:
             fsync_dir(self.root)
         for path in list(self._leftovers()):
             _remove(path)
+
+
+_STAGE = re.compile(
+    r"(?:branches/[A-Za-z0-9][A-Za-z0-9._-]{0,127}/)?\.tmp-publish-[0-9a-f]{8}"
+    r"|branches/\.tmp-fork-[0-9a-f]{8}"
+)
+_OPS = ("publish", "rollback", "fork", "taboo_append")
+
+
+def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
+    """Refuse a journal whose fields would move anything outside this skill's history folder.
+
+    The journal is replayed without a person looking, so it is read like untrusted input: a
+    planted ``"stage": "../../vault"`` must never become a rename.
+    """
+
+    def bad(field: str, expected: str) -> FormatError:
+        return FormatError(journal, field, expected + "; remove the file if you did not write it")
+
+    if not isinstance(intent, dict) or intent.get("op") not in _OPS:
+        raise bad("op", f"expected one of {', '.join(_OPS)}")
+    branch = intent.get("branch")
+    if branch is not None and (
+        not isinstance(branch, str) or not _NAME.match(branch) or ".." in branch
+    ):
+        raise bad("branch", "expected a branch name")
+    if intent["op"] != "taboo_append" and not (
+        isinstance(intent.get("to"), str) and _VERSION.match(intent["to"])
+    ):
+        raise bad("to", "expected a version vN")
+    if intent["op"] == "taboo_append":
+        try:
+            TabooEntry(**intent["entry"])
+        except (KeyError, TypeError):
+            raise bad("entry", "expected the taboo entry") from None
+    if "workspace_version" in intent and type(intent["workspace_version"]) is not int:
+        raise bad("workspace_version", "expected a whole number")
+    if "stage" in intent or "target" in intent:
+        stage = intent.get("stage")
+        if not isinstance(stage, str) or not _STAGE.fullmatch(stage):
+            raise bad("stage", "expected a .tmp-publish- or .tmp-fork- folder of this skill")
+        prefix = "" if branch is None else f"branches/{branch}/"
+        wanted = f"branches/{branch}" if intent["op"] == "fork" else f"{prefix}{intent['to']}"
+        if intent.get("target") != wanted:
+            raise bad("target", f"expected {wanted!r}")
+    if not isinstance(intent.get("op_id", ""), str) or not isinstance(intent.get("why", ""), str):
+        raise bad("op_id", "expected text")
+    return intent
 
 
 def stores_of(ws: Workspace) -> Iterator[SkillStore]:

@@ -27,6 +27,9 @@ from engine.schema import from_mapping, load_yaml, to_mapping
 
 CONFIG_NAME = "skillsmith.yaml"
 LOCK_NAME = ".skillsmith.lock"
+# The intent journals (engine.recovery): a restore's at the top; the queue's and each store's.
+RESTORE_JOURNAL = ".restore.json"
+INTENT_JOURNAL = ".pending.json"
 LAYOUT_DIRS = (
     "skills",
     "history",
@@ -73,8 +76,17 @@ class Workspace:
     @classmethod
     def at(cls, root: Path | str) -> Workspace:
         """Open an existing workspace (it must hold a skillsmith.yaml)."""
-        path = Path(root).expanduser().resolve()
-        if not (path / CONFIG_NAME).is_file():
+        try:
+            path = Path(root).expanduser().resolve()
+            if _has_pending_journal(path):  # a killed change is finished before anything reads
+                from engine.recovery import recover_workspace
+
+                recover_workspace(cls(path))
+            found = (path / CONFIG_NAME).is_file()
+        except OSError as exc:  # a path too long for the filesystem, a folder we may not read
+            shown = str(root) if len(str(root)) <= 80 else str(root)[:79] + "…"
+            raise SkillsmithError(f"{shown}: cannot open as a workspace ({exc.strerror})") from None
+        if not found:
             raise SkillsmithError(f"{path}: not a Skillsmith workspace (no {CONFIG_NAME})")
         return cls(path)
 
@@ -257,6 +269,14 @@ class Workspace:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _has_pending_journal(root: Path) -> bool:
+    """Whether an interrupted change waits in ``root``: a few stats, no file read, no import."""
+    if (root / RESTORE_JOURNAL).exists() or (root / "candidates" / INTENT_JOURNAL).exists():
+        return True
+    history = root / "history"
+    return history.is_dir() and any((p / INTENT_JOURNAL).exists() for p in history.iterdir())
 
 
 def _read_holder(lock_path: Path) -> str:

@@ -130,6 +130,12 @@ def _eval(args: argparse.Namespace) -> int:
         )
     else:
         _print_results(result, args.bench)
+    if result.rows and not result.metrics.valid:
+        # An evaluation that measured nothing must not look like a success to a script.
+        reasons = result.metrics.invalid_reasons
+        top = max(reasons, key=lambda r: reasons[r]) if reasons else "unknown"
+        sys.stderr.write(f"skillsmith: error: run {result.run_id}: no valid unit ({top})\n")
+        return 1
     return 0
 
 
