@@ -296,7 +296,9 @@ def resolve(workspace: str | Path | None) -> Workspace:
     A project folder stands for the workspace adopted into it (``<project>/.skillsmith/``), so
     every command works from the project root as well as from the workspace folder itself.
     """
-    root = Path(workspace or os.environ.get("SKILLSMITH_WORKSPACE") or Path.cwd()).expanduser()
-    if not (root / CONFIG_NAME).is_file() and (root / PROJECT_DIR / CONFIG_NAME).is_file():
-        root = root / PROJECT_DIR
+    root = Path(workspace or os.environ.get("SKILLSMITH_WORKSPACE") or Path.cwd())
+    with contextlib.suppress(OSError):  # an unusable path is reported by Workspace.at
+        inner = root.expanduser() / PROJECT_DIR
+        if not (root.expanduser() / CONFIG_NAME).is_file() and (inner / CONFIG_NAME).is_file():
+            root = inner
     return Workspace.at(root)
