@@ -29,8 +29,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "file",
         type=Path,
-        help="a skill folder, or a SKILL.md inside one: the whole folder becomes the version; "
-        "any other file is a new SKILL.md text and keeps the current version's other files",
+        help="a skill folder, or the SKILL.md of a folder named SKILL: the whole folder becomes "
+        "the version; any other file is a new SKILL.md text and keeps the other files",
     )
     p.add_argument("--why", required=True, help="reason, kept in the audit log")
     p.add_argument("--branch", help="publish on a branch (leaves the active skill alone)")
@@ -110,7 +110,11 @@ def _describe(row: dict[str, Any]) -> str:
 def _publish(args: argparse.Namespace) -> int:
     store = _store(args, args.branch)
     path: Path = args.file
-    folder = path if path.is_dir() else path.parent if path.name == SKILL_FILE else None
+    # A folder is the whole new version; so is the SKILL.md of a folder named for the skill
+    # (.claude/skills/pdf/SKILL.md). Any other file is only a new text: a loose SKILL.md in
+    # /tmp must not make everything beside it part of the skill.
+    inside = path.name == SKILL_FILE and path.resolve().parent.name == store.name
+    folder = path if path.is_dir() else path.parent if inside else None
     file = resolve_skill_file(path)
     try:
         text = read_text(file)
