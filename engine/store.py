@@ -456,6 +456,22 @@ class SkillStore:
             )
             return entry
 
+    def remove_taboo(self, entry: TabooEntry, *, why: str) -> None:
+        """Take back one taboo entry: only an undone rejection does, so the list holds exactly
+        the rejections that still stand (an undone one must not block its patch)."""
+        with self.ws.lock(f"taboo {self.name}"):
+            self._recover()
+            if entry not in read_taboo(self.taboo_path):
+                return
+            self._commit(
+                {
+                    "op": "taboo_remove",
+                    "branch": self.branch,
+                    "why": why,
+                    "entry": taboo_records([entry])[0],
+                }
+            )
+
     def _commit(self, intent: dict[str, Any]) -> None:
         intent = {**intent, "op_id": secrets.token_hex(8), "when": utc_now()}
         journal = self.root / JOURNAL
@@ -492,6 +508,12 @@ class SkillStore:
             entry = TabooEntry(**intent["entry"])
             if entry not in entries:
                 atomic_write_json(self.taboo_path, taboo_records([*entries, entry]))
+        if op == "taboo_remove":
+            entries = read_taboo(self.taboo_path)
+            entry = TabooEntry(**intent["entry"])
+            if entry in entries:
+                kept = [e for e in entries if e != entry]
+                atomic_write_json(self.taboo_path, taboo_records(kept))
         line = {k: v for k, v in intent.items() if k not in ("stage", "target", "entry")}
         self._append_once(self.timeline_path, {**line, **intent.get("entry", {})})
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.cli.progress import progress_bar, unit_counts
+from engine.cli.progress import progress_bar, resume_line, unit_counts
 from engine.demo import demo_agent_notice
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, Event
@@ -87,6 +87,9 @@ def _eval(args: argparse.Namespace) -> int:
         progress.update(task, **unit_counts(event))
         if event.kind == "started":
             started.update(data)
+            if data.get("resumed"):
+                line = resume_line(data)
+                progress.console.print(line, markup=False, highlight=False)
         elif event.kind == "case_finished":
             mark = {"pass": "[green]pass", "fail": "[red]fail"}.get(
                 data["pass_fail"], "[yellow]invalid"
