@@ -55,6 +55,7 @@ from engine.metrics import Metrics, metrics
 from engine.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.scoreboard import Runtime, append_record, record_from_rows
 from engine.workspace import Workspace
+from engine.yaml_log import is_log_file
 
 SKILL, BASELINE = "skill", "baseline"
 
@@ -149,7 +150,7 @@ def bench_fingerprint(bench: Benchmark) -> str:
     digest = hashlib.sha256()
     for path in iter_files(bench.root):
         rel = path.relative_to(bench.root).as_posix()
-        if rel == bench.scoreboard_path.name:
+        if is_log_file(rel, bench.scoreboard_path.name):
             continue
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
