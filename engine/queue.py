@@ -35,7 +35,6 @@ from engine.fsutil import (
     read_jsonl,
 )
 from engine.schema import from_mapping, load_yaml, to_mapping
-from engine.snapshots import create_snapshot, list_snapshots
 from engine.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
 from engine.workspace import INTENT_JOURNAL, Workspace
 
@@ -421,6 +420,8 @@ class CandidateQueue:
             intent["version"] = version
             self._set_status(store, cand, intent, ["approved", "published"], intent["why"])
             note = f"{cand.skill} {version}: approved {cand.id}"
+            from engine.snapshots import create_snapshot, list_snapshots  # tarfile: on approval
+
             if not any(s.note == note for s in list_snapshots(self.ws)):
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "reject":
