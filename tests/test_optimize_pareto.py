@@ -161,7 +161,7 @@ def test_selected_seed_is_never_promoted() -> None:
         selected_is_seed=True, seed={}, candidate={}, cases=[], critical=[], min_gain=0
     )
     assert not result.eligible
-    assert result.reason == "no accepted candidate improved validation"
+    assert result.reason == "no candidate beat the seed on validation with confidence"
 
 
 def test_no_holdout_no_promotion() -> None:

@@ -141,7 +141,7 @@ def test_the_budget_is_never_exceeded(tmp_path: Path, served: MessagesServer) ->
     result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=5, max_metric_calls=45))
     assert result.stop_reason == "metric_budget"
     assert result.metric_calls == 10 <= 45
-    assert result.reason == "no accepted candidate improved validation"
+    assert result.reason == "no candidate beat the seed on validation with confidence"
     assert served.message_requests == []
     with pytest.raises(UsageError, match="cannot cover"):
         optimize(ws, SKILL, BENCH, OptimizeOptions(max_metric_calls=29))
@@ -154,7 +154,7 @@ def test_a_malformed_reflection_is_rejected_and_the_search_goes_on(
     served.respond_with(lambda req: Reply(text="I think the skill is fine as it is."))
     result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=2, jobs=2))
     assert result.status == "not_submitted"
-    assert result.reason == "no accepted candidate improved validation"
+    assert result.reason == "no candidate beat the seed on validation with confidence"
     rejected = [e for e in _events(ws, result.experiment_id) if e["kind"] == "reflection_rejected"]
     assert len(rejected) == 2
     assert rejected[0]["error"] == "the answer holds no JSON object"
@@ -207,5 +207,8 @@ def test_small_splits_refuse_to_submit_unless_asked_not_to(
     served.respond_with(rewriting("Flag every call site: flag all"))
     result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=1, submit=False))
     assert result.status == "not_submitted"
-    assert result.reason == "holdout requirements satisfied; not submitted (--no-submit)"
+    # all four validation cases fixed is p = 1/16 by the exact test: on splits this small no
+    # gain can be told from noise, so the seed stays (the pick is a paired verdict now)
+    assert result.reason == "no candidate beat the seed on validation with confidence"
+    assert result.validation is not None and result.validation["p_value"] == 0.0625
     assert CandidateQueue(ws).list() == []

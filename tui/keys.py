@@ -23,6 +23,7 @@ APP_BINDINGS: list[BindingType] = [
         "Evaluate candidate",
         id="queue_eval",
         tooltip="Paired evaluation of a pending_eval candidate against its parent",
+        show=False,
     ),
     Binding("v", "evolve", "Evolve round", id="evolve", tooltip="One outcome-driven round"),
     Binding("o", "optimise", "Optimise", id="optimise", tooltip="GEPA over the skill's sections"),

@@ -13,7 +13,9 @@ from engine.queue import Candidate, CandidateQueue
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("queue", parents=[common], help="list candidates; approve / reject / undo")
+    p = sub.add_parser(
+        "queue", parents=[common], help="list candidates; approve / reject / evaluate / undo"
+    )
     p.set_defaults(func=_list)
     actions = p.add_subparsers(dest="queue_action", metavar="ACTION")
 

@@ -195,7 +195,7 @@ def assess_promotion(
     chance. A critical case that scores lower is a hard limit.
     """
     if selected_is_seed:
-        return Promotion(False, "no accepted candidate improved validation")
+        return Promotion(False, "no candidate beat the seed on validation with confidence")
     if not cases:
         return Promotion(False, "no holdout split configured")
     base, new = mean_score(seed, cases), mean_score(candidate, cases)
