@@ -55,6 +55,11 @@ async def test_the_diff_header_names_the_files_a_candidate_changes(tmp_path: Pat
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("1", "g")
+        for _ in range(10):  # past the workspace's own candidates
+            selected = app.queue_pane.selected
+            if selected is None or selected.candidate.skill == "folder-skill":
+                break
+            await pilot.press("j")
         await settle(pilot)
         header = str(app.query_one("#diff-header").render())
         assert "5 files: SKILL.md, assets/logo.bin, reference/added.md" in header
