@@ -1,6 +1,7 @@
 """Scoreboard: every evaluation of a benchmark as a bar over time and a row in a table.
 
-Records come from ``engine.scoreboard.read_records``. Pass rate and tokens are not part of a
+Records come from ``engine.scoreboard.read_heads``: their headlines only, so opening the pane
+never parses the per-run rows of a long history. Pass rate and tokens are not part of a
 record (PenguinHarness' scoreboard keeps scores, cost and duration), so they are read from the
 runs' results only when the user asks for them (``m``), keeping the pane cheap to open.
 """
@@ -18,7 +19,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError
-from engine.scoreboard import ScoreRecord, read_records
+from engine.scoreboard import RecordHead, read_heads
 from engine.views import RunFigures, benchmark_ids, run_figures
 from engine.workspace import Workspace
 from tui.navigation import VimTable
@@ -28,7 +29,7 @@ Metric = Literal["score", "pass rate", "tokens"]
 METRICS: tuple[Metric, ...] = ("score", "pass rate", "tokens")
 
 
-def versions_of(record: ScoreRecord) -> str:
+def versions_of(record: RecordHead) -> str:
     """Which skill versions produced a record: ``name@vN`` for each skill under test."""
     return ", ".join(f"{name}@{version}" for name, version in sorted(record.skills.items()))
 
@@ -53,7 +54,7 @@ class ScoreboardPane(Vertical):
             self,
             benchmarks: list[str],
             bench: str | None,
-            records: list[ScoreRecord],
+            records: list[RecordHead],
             error: str | None,
         ) -> None:
             super().__init__()
@@ -73,7 +74,7 @@ class ScoreboardPane(Vertical):
         self.workspace = workspace
         self.benchmarks: list[str] = []
         self.bench: str | None = None
-        self.records: list[ScoreRecord] = []
+        self.records: list[RecordHead] = []
         self.figures: list[RunFigures | None] | None = None
         self.metric: Metric = "score"
         self.loaded = False
@@ -102,18 +103,18 @@ class ScoreboardPane(Vertical):
     def _load(self, wanted: str | None) -> None:
         benchmarks = benchmark_ids(self.workspace)
         bench = wanted if wanted in benchmarks else (benchmarks[0] if benchmarks else None)
-        records: list[ScoreRecord] = []
+        records: list[RecordHead] = []
         error = None
         if bench is not None:
             try:
-                records = read_records(self.workspace.benchmarks_dir / bench)
+                records = read_heads(self.workspace.benchmarks_dir / bench)
             except SkillsmithError as exc:
                 error = str(exc)
         if not get_current_worker().is_cancelled:
             self.post_message(self._Loaded(benchmarks, bench, records, error))
 
     @work(thread=True, exclusive=True, group="scoreboard-figures", exit_on_error=False)
-    def _load_figures(self, bench: str, records: list[ScoreRecord]) -> None:
+    def _load_figures(self, bench: str, records: list[RecordHead]) -> None:
         figures: list[RunFigures | None] = []
         for record in records:
             if get_current_worker().is_cancelled:

@@ -12,17 +12,22 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import SkillsmithError
+from engine.fsutil import hold, stale_hold
 
 PROMPT_FILE = "PROMPT.md"
 ANSWER_FILE = "answer.txt"
 HOME_DIR = ".home"
 TMP_DIR = ".tmp"
 BASE_ENV_ALLOW = ("PATH", "LANG", "TERM", "TZ")
+ROOM_PREFIX = "unit-"
+_held: dict[Path, int] = {}  # room → the open, flocked fd that marks it in use
+_held_lock = threading.Lock()
 _RESERVED = {PROMPT_FILE, "AGENTS.md", ANSWER_FILE, HOME_DIR, TMP_DIR, "skills", ".claude"}
 
 
@@ -58,17 +63,29 @@ def scratch_root(workspace_root: Path) -> Path:
     return root
 
 
+def check_statement(statement_dir: Path) -> None:
+    """Refuse a statement holding a name the harness writes into the run folder itself.
+
+    The runner asks before it creates a run folder or a session log, so a refusal leaves
+    nothing behind.
+    """
+    for item in sorted(statement_dir.iterdir()):
+        if item.name in _RESERVED:
+            raise SkillsmithError(
+                f"{item}: a statement file may not be named {item.name!r} "
+                "(the harness writes it into the run folder)"
+            )
+
+
 def build_room(spec: RoomSpec, root: Path) -> Path:
     """Create a fresh run directory under ``root`` holding exactly what ``spec`` names."""
+    check_statement(spec.statement_dir)
     root.mkdir(parents=True, exist_ok=True)
-    room = Path(tempfile.mkdtemp(prefix="unit-", dir=root))
+    room = Path(tempfile.mkdtemp(prefix=ROOM_PREFIX, dir=root))
+    with _held_lock:
+        _held[room] = hold(room)  # marks it in use for sweep_rooms in every other process
     try:
         for item in sorted(spec.statement_dir.iterdir()):
-            if item.name in _RESERVED:
-                raise SkillsmithError(
-                    f"{item}: a statement file may not be named {item.name!r} "
-                    "(the harness writes it into the run folder)"
-                )
             _copy(item, room / item.name, spec.statement_dir.resolve())
         (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
         if spec.agents_md is not None:
@@ -117,6 +134,27 @@ def remove_room(room: Path) -> None:
                 with contextlib.suppress(OSError):
                     os.chmod(full, 0o700)
     shutil.rmtree(room, ignore_errors=True)
+    with _held_lock:
+        fd = _held.pop(room, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def sweep_rooms(root: Path) -> list[Path]:
+    """Remove the run folders killed evaluations left under the scratch root; return them.
+
+    Evaluations of other workspaces share the scratch root, so a folder goes only when nobody
+    holds its lock (a live unit always does, see build_room).
+    """
+    swept = []
+    for room in sorted(root.glob(f"{ROOM_PREFIX}*")):
+        if room.is_symlink() or not room.is_dir():
+            continue
+        with contextlib.suppress(OSError), stale_hold(room) as stale:
+            if stale:
+                remove_room(room)
+                swept.append(room)
+    return swept
 
 
 def room_env(
