@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.admission import check_diff, check_skill, text_of
 from engine.errors import FormatError, LockError, SkillsmithError
 from engine.events import new_id, utc_now
 from engine.fsutil import (
@@ -34,7 +35,6 @@ from engine.fsutil import (
     read_jsonl,
 )
 from engine.schema import from_mapping, load_yaml, to_mapping
-from engine.snapshots import create_snapshot, list_snapshots
 from engine.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
 from engine.workspace import INTENT_JOURNAL, Workspace
 
@@ -263,6 +263,9 @@ class CandidateQueue:
                     f"{cand.dir}: deleting a skill is not supported by approve; "
                     f"remove skills/{cand.skill}/ by hand (its history stays)"
                 )
+            skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
+            check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
+            check_diff(patch_file.read_bytes(), where=patch_file)
             store = SkillStore(self.ws, cand.skill)
             current = store.ensure_adopted()
             if cand.operation == "create" and current is not None:
@@ -311,7 +314,8 @@ class CandidateQueue:
 
         An approval is undone by rolling the skill back to the version before it (the published
         version stays in history); a rejection by putting the candidate back to its earlier
-        status — its taboo entry stays, because the taboo list never shrinks.
+        status and taking back the taboo entry it added (an entry that was already on the list
+        before the rejection stays), so an undone rejection no longer blocks its patch.
         """
         with self.ws.lock("undo"):
             self._recover()
@@ -340,7 +344,9 @@ class CandidateQueue:
             detail = (
                 f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
-                else "its taboo entry stays"
+                else "its taboo entry is removed"
+                if _added_taboo(last)
+                else "its patch was on the taboo list before and stays there"
             )
             return f"undid the {what} of {last['candidate']}: {detail}"
 
@@ -414,10 +420,14 @@ class CandidateQueue:
             intent["version"] = version
             self._set_status(store, cand, intent, ["approved", "published"], intent["why"])
             note = f"{cand.skill} {version}: approved {cand.id}"
+            from engine.snapshots import create_snapshot, list_snapshots  # tarfile: on approval
+
             if not any(s.note == note for s in list_snapshots(self.ws)):
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "reject":
-            entry = store.taboo().add(cand.rule_id or "manual", cand.patch_text(), intent["why"])
+            rule, patch = cand.rule_id or "manual", cand.patch_text()
+            intent["taboo_added"] = not store.taboo().contains(rule, patch)
+            entry = store.taboo().add(rule, patch, intent["why"])
             intent["taboo"] = to_mapping(entry)
             self._set_status(store, cand, intent, ["rejected"], intent["why"])
         else:
@@ -430,6 +440,9 @@ class CandidateQueue:
         why = f"undo {last['action']} {last['id']}"
         if last["action"] == "approve" and store.current() == last["version"]:
             store.rollback(last["previous_version"], why=why)
+        removed = last["action"] == "reject" and _added_taboo(last)
+        if removed:
+            store.remove_taboo(TabooEntry(**last["taboo"]), why=why)
         self._set_status(store, cand, intent, [last["from_status"]], why)
         if not _recorded(store, "undo", intent["id"]):
             store.record(
@@ -438,7 +451,7 @@ class CandidateQueue:
                 undoes=last["id"],
                 candidate=cand.id,
                 action=last["action"],
-                taboo_kept=last["action"] == "reject",
+                taboo_kept=last["action"] == "reject" and not removed,
             )
 
     @staticmethod
@@ -547,6 +560,12 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
 def _decided(decision: dict[str, Any]) -> str:
     """The status a decision left its candidate in."""
     return "published" if decision["action"] == "approve" else "rejected"
+
+
+def _added_taboo(decision: dict[str, Any]) -> bool:
+    """Whether a rejection put its taboo entry on the list rather than finding it there (older
+    decisions, and one resumed after a crash mid-way, do not say: their entry stays)."""
+    return decision.get("action") == "reject" and decision.get("taboo_added") is True
 
 
 def _recorded(store: SkillStore, op: str, decision_id: str) -> bool:

@@ -9,7 +9,7 @@ acts on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -20,10 +20,12 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError
-from engine.snapshots import SnapshotInfo, list_snapshots
 from engine.store import SkillStore, TabooEntry, VersionInfo, stores_of
 from engine.workspace import Workspace
 from tui.navigation import SCROLL_BINDINGS, ListsPane, VimTable
+
+if TYPE_CHECKING:
+    from engine.snapshots import SnapshotInfo
 
 _TIMELINE_SHOWN = 40
 
@@ -65,6 +67,8 @@ def load_history(ws: Workspace) -> HistorySnapshot:
         except SkillsmithError as exc:
             skills.append(SkillHistory(name, error=str(exc)))
     try:
+        from engine.snapshots import list_snapshots  # tarfile, zlib: when first shown
+
         snapshots, snapshot_error = list_snapshots(ws), None
     except SkillsmithError as exc:
         snapshots, snapshot_error = [], str(exc)
@@ -73,6 +77,16 @@ def load_history(ws: Workspace) -> HistorySnapshot:
     except SkillsmithError:
         version = None
     return HistorySnapshot(skills, snapshots, snapshot_error, version)
+
+
+def rollback_default(skill: SkillHistory) -> str | None:
+    """Where the version cursor starts: the version before the current one, the usual target of
+    a rollback (starting on the oldest made one keypress drop every later version)."""
+    names = [v.version for v in skill.versions]
+    if skill.current not in names:
+        return skill.current
+    index = names.index(skill.current)
+    return names[index - 1] if index > 0 else skill.current
 
 
 def human_size(n: int) -> str:
@@ -229,7 +243,7 @@ class SkillsPane(ListsPane, Horizontal):
                     key=info.version,
                 )
             same_skill = skill.name == self._shown_skill
-            versions.move_to_key(previous if same_skill and previous else skill.current)
+            versions.move_to_key(previous if same_skill and previous else rollback_default(skill))
         self._shown_skill = skill.name if skill is not None else None
         self.query_one("#skill-detail-body", Static).update(render_details(skill, self.history))
 
