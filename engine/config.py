@@ -192,10 +192,24 @@ class CurationConfig:
 
 
 @dataclass
+class PathsConfig:
+    """Where the live agent state sits, relative to the workspace folder (``~`` is expanded).
+
+    A standalone workspace keeps both inside itself; a workspace adopted into a project
+    (``<project>/.skillsmith/``) points them at the project's own files, so a published version
+    is what the next ``claude`` session in that project loads (docs/workspace.md).
+    """
+
+    skills: str = "skills"
+    agents_md: str = "AGENTS.md"
+
+
+@dataclass
 class Config:
     """``skillsmith.yaml``; ``version`` is the workspace (agent-state) version."""
 
     version: int = 0
+    paths: PathsConfig = field(default_factory=PathsConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     gates: GatesConfig = field(default_factory=GatesConfig)

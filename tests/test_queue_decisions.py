@@ -242,13 +242,14 @@ def test_a_refusal_half_way_leaves_no_pending_decision(workspace: Workspace) -> 
     store.publish("edited by hand\n", why="keep the hand edit")
     second = _submit(queue, text=V1, parent_version="v1")
     (workspace.vault_dir / "token").write_text("vault-secret-value-42")
-    (workspace.skills_dir / "audit" / "notes.md").write_text("vault-secret-value-42")
+    # (in AGENTS.md: a file added to the skill folder would be a hand edit of the skill)
+    workspace.agents_md.write_text("vault-secret-value-42")
     with pytest.raises(SkillsmithError, match="holds a secret"):
         queue.approve(second)
     assert (workspace.candidates_dir / ".pending.json").exists()
     assert store.current() == "v2" and queue.get(second).status == "published"
     assert CandidateQueue(workspace).decisions() == []  # opening it retried, still refused
-    (workspace.skills_dir / "audit" / "notes.md").unlink()
+    workspace.agents_md.unlink()
     assert [d["candidate"] for d in CandidateQueue(workspace).decisions()] == [second]
     assert not (workspace.candidates_dir / ".pending.json").exists()
     assert [s.note for s in list_snapshots(workspace)] == [f"audit v2: approved {second}"]

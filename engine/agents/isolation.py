@@ -29,6 +29,10 @@ ROOM_PREFIX = "unit-"
 _held: dict[Path, int] = {}  # room → the open, flocked fd that marks it in use
 _held_lock = threading.Lock()
 _RESERVED = {PROMPT_FILE, "AGENTS.md", ANSWER_FILE, HOME_DIR, TMP_DIR, "skills", ".claude"}
+# The private half of a case, wherever someone put it: a benchmark's rubric folder or file, and a
+# skill's own eval set (skill-creator keeps expected answers in <skill>/evals/). Never copied.
+RUBRIC_NAMES = frozenset({"rubric", "rubric.yaml"})
+SKILL_EVALS = "evals"
 
 
 @dataclass(frozen=True)
@@ -86,14 +90,14 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
         _held[room] = hold(room)  # marks it in use for sweep_rooms in every other process
     try:
         for item in sorted(spec.statement_dir.iterdir()):
-            _copy(item, room / item.name, spec.statement_dir.resolve())
+            _copy(item, room / item.name, spec.statement_dir.resolve(), item.name)
         (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
         if spec.agents_md is not None:
             (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
         for skill in spec.skills:
             target = room / spec.skills_subdir / skill.name
             if skill.folder is not None and skill.folder.is_dir():
-                _copy(skill.folder, target, skill.folder.resolve())
+                _copy(skill.folder, target, skill.folder.resolve(), "", SKILL_EVALS)
             target.mkdir(parents=True, exist_ok=True)
             (target / "SKILL.md").write_bytes(skill.text.encode("utf-8"))
         (room / HOME_DIR).mkdir()
@@ -104,19 +108,24 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
     return room
 
 
-def _copy(src: Path, dst: Path, base: Path) -> None:
+def _copy(src: Path, dst: Path, base: Path, rel: str, private_top: str | None = None) -> None:
     """Copy a file or tree; symlinks are followed only when they stay inside ``base``.
 
-    A statement or skill folder linking to ``../../vault`` must not smuggle secrets in.
+    A statement or skill folder linking to ``../../vault`` must not smuggle secrets in, and no
+    rubric (nor ``private_top``, a folder at the top of ``base``) is copied at any depth. Modes are
+    kept, so a skill's scripts stay executable.
     """
     if src.is_symlink() and not _inside(src.resolve(), base):
         return
+    if src.name in RUBRIC_NAMES or (private_top is not None and rel == private_top):
+        return
     if not src.is_dir():
         shutil.copyfile(src, dst)
+        shutil.copymode(src, dst)
         return
     dst.mkdir(parents=True, exist_ok=True)
     for child in sorted(src.iterdir()):
-        _copy(child, dst / child.name, base)
+        _copy(child, dst / child.name, base, f"{rel}/{child.name}".lstrip("/"), private_top)
 
 
 def _inside(path: Path, base: Path) -> bool:

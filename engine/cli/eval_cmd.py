@@ -17,6 +17,7 @@ from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.cli.progress import progress_bar, resume_line, unit_counts
+from engine.demo import demo_agent_notice
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, Event
 from engine.metrics import Metrics, Spread
@@ -73,6 +74,9 @@ def _eval(args: argparse.Namespace) -> int:
     if args.resume is not None and not (ws.runs_dir / args.resume / "manifest.json").is_file():
         raise SkillsmithError(f"--resume {args.resume}: no run folder {ws.runs_dir / args.resume}")
     case_ids = [c.strip() for group in args.cases for c in group.split(",") if c.strip()]
+    notice = demo_agent_notice(ws, args.bench)
+    if notice:
+        sys.stderr.write(notice + "\n")
     console = Console(stderr=True)
     started: dict[str, Any] = {}
     progress = progress_bar(console, transient=wants_json(args))
