@@ -311,7 +311,8 @@ class CandidateQueue:
 
         An approval is undone by rolling the skill back to the version before it (the published
         version stays in history); a rejection by putting the candidate back to its earlier
-        status — its taboo entry stays, because the taboo list never shrinks.
+        status and taking back the taboo entry it added (an entry that was already on the list
+        before the rejection stays), so an undone rejection no longer blocks its patch.
         """
         with self.ws.lock("undo"):
             self._recover()
@@ -340,7 +341,9 @@ class CandidateQueue:
             detail = (
                 f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
-                else "its taboo entry stays"
+                else "its taboo entry is removed"
+                if _added_taboo(last)
+                else "its patch was on the taboo list before and stays there"
             )
             return f"undid the {what} of {last['candidate']}: {detail}"
 
@@ -417,7 +420,9 @@ class CandidateQueue:
             if not any(s.note == note for s in list_snapshots(self.ws)):
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "reject":
-            entry = store.taboo().add(cand.rule_id or "manual", cand.patch_text(), intent["why"])
+            rule, patch = cand.rule_id or "manual", cand.patch_text()
+            intent["taboo_added"] = not store.taboo().contains(rule, patch)
+            entry = store.taboo().add(rule, patch, intent["why"])
             intent["taboo"] = to_mapping(entry)
             self._set_status(store, cand, intent, ["rejected"], intent["why"])
         else:
@@ -430,6 +435,9 @@ class CandidateQueue:
         why = f"undo {last['action']} {last['id']}"
         if last["action"] == "approve" and store.current() == last["version"]:
             store.rollback(last["previous_version"], why=why)
+        removed = last["action"] == "reject" and _added_taboo(last)
+        if removed:
+            store.remove_taboo(TabooEntry(**last["taboo"]), why=why)
         self._set_status(store, cand, intent, [last["from_status"]], why)
         if not _recorded(store, "undo", intent["id"]):
             store.record(
@@ -438,7 +446,7 @@ class CandidateQueue:
                 undoes=last["id"],
                 candidate=cand.id,
                 action=last["action"],
-                taboo_kept=last["action"] == "reject",
+                taboo_kept=last["action"] == "reject" and not removed,
             )
 
     @staticmethod
@@ -547,6 +555,12 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
 def _decided(decision: dict[str, Any]) -> str:
     """The status a decision left its candidate in."""
     return "published" if decision["action"] == "approve" else "rejected"
+
+
+def _added_taboo(decision: dict[str, Any]) -> bool:
+    """Whether a rejection put its taboo entry on the list rather than finding it there (older
+    decisions, and one resumed after a crash mid-way, do not say: their entry stays)."""
+    return decision.get("action") == "reject" and decision.get("taboo_added") is True
 
 
 def _recorded(store: SkillStore, op: str, decision_id: str) -> bool:

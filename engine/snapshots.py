@@ -164,9 +164,15 @@ def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
             raise SkillsmithError(f"{path}: only files and folders can be snapshotted")
 
     for item in STATE_ITEMS:
-        path = ws.root / item
+        path = live_item(ws, item)
         if path.exists() or path.is_symlink():
             yield from walk(path, item)
+
+
+def live_item(ws: Workspace, item: str) -> Path:
+    """Where a state item lives: a project's workspace keeps skills and AGENTS.md outside itself
+    (``paths`` in skillsmith.yaml), and the archive names them the same either way."""
+    return {"skills": ws.skills_dir, "AGENTS.md": ws.agents_md}.get(item, ws.root / item)
 
 
 def _refuse_secrets(path: Path, data: bytes, known: list[str]) -> None:
@@ -578,7 +584,7 @@ def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:
     new, old = stage / "new", stage / "old"
     old.mkdir(parents=True, exist_ok=True)
     for item in STATE_ITEMS:
-        src, live, kept = new / item, ws.root / item, old / item
+        src, live, kept = new / item, live_item(ws, item), old / item
         waiting = src.exists() or src.is_symlink()
         if item in items and not waiting:
             continue  # swapped before a crash
