@@ -239,3 +239,23 @@ def test_reference_links_are_case_sensitive() -> None:
 def test_lint_data_renders_back_byte_identically(path: Path) -> None:
     data = path.read_bytes()
     assert SkillDoc.parse(data.decode("utf-8")).render().encode("utf-8") == data
+
+
+@pytest.mark.parametrize("name", ["review-changes", "pdf-forms"])
+def test_false_error_cases_have_no_errors(name: str) -> None:
+    """Git ranges, Graphviz and `=>` arrows, blockquotes beside a `../`, Claude Code keys."""
+    errors = [f for f in lint(LINT_DATA / "clean" / name / "SKILL.md") if f.severity == "error"]
+    assert errors == []
+
+
+def test_real_problems_are_still_errors() -> None:
+    leaky = lint(LINT_DATA / "caught" / "leaky-deploy" / "SKILL.md")
+    assert [(f.rule_id, f.line) for f in leaky if f.severity == "error"] == [
+        ("secret.assignment", 13),
+        ("path.traversal", 16),  # two levels up
+        ("path.traversal", 17),  # one level up, through a real redirect
+    ]
+    missing = lint(LINT_DATA / "caught" / "pdf-forms-missing" / "SKILL.md")
+    assert [(f.rule_id, f.line) for f in missing if f.severity == "error"] == [
+        ("path.traversal", 13)
+    ]
