@@ -7,7 +7,10 @@ valid configuration and every threshold stays configurable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
+
+from engine.errors import FormatError
 
 
 @dataclass
@@ -22,6 +25,7 @@ class AgentConfig:
     max_turns: int = 20
     allowed_tools: list[str] = field(default_factory=lambda: ["Skill", "Bash", "Read", "Grep"])
     env_allow: list[str] = field(default_factory=list)
+    noise: float = 0.0  # the demo agent's run-to-run slips, 0 (deterministic) … 1
 
 
 @dataclass
@@ -192,3 +196,11 @@ class Config:
     curation: CurationConfig = field(default_factory=CurationConfig)
     pinned_skills: list[str] = field(default_factory=list)
     keymap: dict[str, str] = field(default_factory=dict)
+
+
+def checked(cfg: Config, path: Path) -> Config:
+    """``cfg`` once the values its types cannot bound are in range (else a one-line error)."""
+    noise = cfg.agent.noise
+    if not 0.0 <= noise <= 1.0:  # also refuses nan
+        raise FormatError(path, "agent.noise", f"expected a number in [0, 1], got {noise!r}")
+    return cfg

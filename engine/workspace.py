@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.config import Config
+from engine.config import Config, checked
 from engine.errors import LockError, SkillsmithError
 from engine.fsutil import atomic_write_text
 from engine.schema import from_mapping, load_yaml, to_mapping
@@ -130,7 +130,8 @@ class Workspace:
 
     # -- config ----------------------------------------------------------------------------------
     def load_config(self) -> Config:
-        return from_mapping(Config, load_yaml(self.config_path), self.config_path)
+        loaded = from_mapping(Config, load_yaml(self.config_path), self.config_path)
+        return checked(loaded, self.config_path)
 
     def save_config(self, config: Config) -> None:
         import yaml
