@@ -1,16 +1,22 @@
 """The shape of ``skillsmith.yaml``.
 
 One dataclass per section; defaults are the numbers of the source designs so an empty file is a
-valid configuration and every threshold stays configurable.
+valid configuration and every threshold stays configurable. :func:`check_config` range-checks
+the values the types cannot (a negative timeout, split shares that do not add up, a regex that
+does not compile), so a bad value is refused when the file is read, not deep inside a run.
 """
 
 from __future__ import annotations
 
+import math
+import os
+import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.errors import FormatError
+from engine.errors import FormatError, SkillsmithError
 
 
 @dataclass
@@ -26,6 +32,11 @@ class AgentConfig:
     allowed_tools: list[str] = field(default_factory=lambda: ["Skill", "Bash", "Read", "Grep"])
     env_allow: list[str] = field(default_factory=list)
     noise: float = 0.0  # the demo agent's run-to-run slips, 0 (deterministic) … 1
+    # every run is sealed by bubblewrap; "none" runs agents unconfined (see engine.agents.sandbox)
+    sandbox: Literal["bwrap", "none"] = "bwrap"
+    network: bool | None = None  # None: only claude-code (it calls the Messages API) gets it
+    read_only_paths: list[str] = field(default_factory=list)  # more host paths the agent may read
+    writable_paths: list[str] = field(default_factory=list)  # and may write (outside the workspace)
 
 
 @dataclass
@@ -182,10 +193,24 @@ class CurationConfig:
 
 
 @dataclass
+class PathsConfig:
+    """Where the live agent state sits, relative to the workspace folder (``~`` is expanded).
+
+    A standalone workspace keeps both inside itself; a workspace adopted into a project
+    (``<project>/.skillsmith/``) points them at the project's own files, so a published version
+    is what the next ``claude`` session in that project loads (docs/workspace.md).
+    """
+
+    skills: str = "skills"
+    agents_md: str = "AGENTS.md"
+
+
+@dataclass
 class Config:
     """``skillsmith.yaml``; ``version`` is the workspace (agent-state) version."""
 
     version: int = 0
+    paths: PathsConfig = field(default_factory=PathsConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     gates: GatesConfig = field(default_factory=GatesConfig)
@@ -198,9 +223,64 @@ class Config:
     keymap: dict[str, str] = field(default_factory=dict)
 
 
-def checked(cfg: Config, path: Path) -> Config:
-    """``cfg`` once the values its types cannot bound are in range (else a one-line error)."""
-    noise = cfg.agent.noise
-    if not 0.0 <= noise <= 1.0:  # also refuses nan
-        raise FormatError(path, "agent.noise", f"expected a number in [0, 1], got {noise!r}")
+def check_config(cfg: Config, path: Path) -> Config:
+    """Refuse values of the right type but outside their range, naming file and field."""
+
+    def positive(name: str, value: float | None, *, optional: bool = False) -> None:
+        if value is None and optional:
+            return
+        if value is None or not math.isfinite(value) or value <= 0:
+            raise FormatError(path, name, f"expected a number > 0, got {value!r}")
+
+    agent = cfg.agent
+    positive("agent.timeout_s", agent.timeout_s)
+    positive("agent.max_output_bytes", agent.max_output_bytes)
+    positive("agent.max_turns", agent.max_turns)
+    if not 0.0 <= agent.noise <= 1.0:  # also refuses nan
+        raise FormatError(path, "agent.noise", f"expected a number in [0, 1], got {agent.noise!r}")
+    for role in ("proposer", "judge", "reviewer", "reflection"):
+        positive(f"models.{role}.timeout_s", getattr(cfg.models, role).timeout_s)
+        positive(f"models.{role}.max_tokens", getattr(cfg.models, role).max_tokens)
+    positive("gates.approval_timeout_s", cfg.gates.approval_timeout_s, optional=True)
+    if cfg.limits.lock_wait_s < 0:
+        raise FormatError(path, "limits.lock_wait_s", f"expected ≥ 0, got {cfg.limits.lock_wait_s}")
+    shares = {k: getattr(cfg.splits, k) for k in ("selection", "holdout", "golden")}
+    for name, share in shares.items():
+        if not 0 < share < 1:
+            raise FormatError(path, f"splits.{name}", f"expected a share in (0, 1), got {share}")
+    if not math.isclose(sum(shares.values()), 1.0, abs_tol=1e-6):
+        total = " + ".join(f"{v:g}" for v in shares.values())
+        raise FormatError(
+            path, "splits", f"selection, holdout and golden must sum to 1 (got {total})"
+        )
+    patterns = {"diagnosis.label_pattern": cfg.diagnosis.label_pattern}
+    for i, pattern in enumerate(cfg.diagnosis.benign_error_patterns):
+        patterns[f"diagnosis.benign_error_patterns[{i}]"] = pattern
+    for name, pattern in patterns.items():
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise FormatError(path, name, f"regex does not compile ({exc}): {pattern!r}") from None
+    for name in ("read_only_paths", "writable_paths"):
+        for i, entry in enumerate(getattr(agent, name)):
+            if not os.path.isabs(entry):
+                raise FormatError(
+                    path, f"agent.{name}[{i}]", f"expected an absolute path: {entry!r}"
+                )
     return cfg
+
+
+def check_agent_command(agent: AgentConfig, path: Path) -> None:
+    """The configured agent program must exist before any unit is started with it."""
+    if not agent.command:
+        return
+    program = agent.command[0]
+    if os.sep in program:
+        ok = os.path.isfile(program) and os.access(program, os.X_OK)
+    else:
+        ok = shutil.which(program) is not None
+    if not ok:  # worded like the fail-fast stop of a unit that could not start (engine.failfast)
+        raise SkillsmithError(
+            f"cannot start the agent {program}: not an executable file or a program on PATH "
+            f"({path}: field 'agent.command')"
+        )

@@ -7,9 +7,12 @@ instant leaves a file either old or new, never half-written, and history logs on
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import re
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,9 +40,11 @@ def atomic_open(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
     guarantee of :func:`atomic_write_bytes`; an exception inside the block leaves ``path`` old."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
+        # locked until renamed, so a sweep (sweep_temp_files) knows the temp is still being written
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with os.fdopen(os.dup(fd), "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -49,7 +54,70 @@ def atomic_open(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)
     fsync_dir(path.parent)
+
+
+TEMP_SUFFIX = ".tmp"
+STALE_AFTER_S = 1.0  # a temp untouched this long and unlocked was left by a killed writer
+
+
+_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")  # mkstemp's 8 random characters
+
+
+def is_temp_file(name: str) -> bool:
+    """Whether ``name`` is an :func:`atomic_open` temp file (``.<name>.<random>.tmp``).
+
+    Such a file is never content: fingerprints and listings skip it.
+    """
+    return _TEMP_NAME.match(name) is not None
+
+
+def sweep_temp_files(folder: Path) -> list[Path]:
+    """Delete the temp files a killed writer left in ``folder`` (not recursive); return them.
+
+    A temp file is stale when no writer holds its lock and it has not changed for a moment (the
+    moment covers a writer that created it but has not locked it yet).
+    """
+    try:
+        names = [n for n in os.listdir(folder) if is_temp_file(n)]
+    except OSError:
+        return []
+    swept = []
+    for name in names:
+        path = Path(folder) / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        with contextlib.suppress(OSError), stale_hold(path) as stale:
+            if stale:
+                path.unlink()
+                swept.append(path)
+    return swept
+
+
+@contextlib.contextmanager
+def stale_hold(path: Path) -> Iterator[bool]:
+    """Yield whether ``path`` (a file or folder) was abandoned: its flock is free and it has not
+    changed for :data:`STALE_AFTER_S`. While the block runs the lock is ours, so its owner cannot
+    come back; a live owner holds the lock for as long as it uses the path."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield time.time() - os.fstat(fd).st_mtime >= STALE_AFTER_S
+    finally:
+        os.close(fd)
+
+
+def hold(path: Path) -> int:
+    """Open ``path`` and flock it for as long as the returned fd stays open (see stale_hold)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 @contextlib.contextmanager
@@ -135,8 +203,12 @@ def read_jsonl(path: Path, *, strict: bool = False) -> list[dict[str, Any]]:
 
 
 def iter_files(root: Path) -> Iterator[Path]:
-    """Every regular file below ``root`` in a stable order (for hashing and snapshots)."""
+    """Every regular file below ``root`` in a stable order (for hashing and snapshots).
+
+    A killed writer's temp file is not content, so it is not listed.
+    """
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
-            yield Path(dirpath) / name
+            if not is_temp_file(name):
+                yield Path(dirpath) / name

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -20,8 +21,8 @@ import secrets
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,15 @@ class ImportResult:
     kind: str
     path: Path
     count: int
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": str(self.path), "count": self.count}
+        return {
+            "kind": self.kind,
+            "path": str(self.path),
+            "count": self.count,
+            "warnings": self.warnings,
+        }
 
 
 def _check_id(value: str, what: str) -> str:
@@ -86,16 +93,56 @@ def _export_root(source: Path) -> Iterator[Path]:
     if not zipfile.is_zipfile(source):
         raise FormatError(source, None, "expected a run export folder or .zip")
     with tempfile.TemporaryDirectory(prefix="skillsmith-import-") as tmp:
-        with zipfile.ZipFile(source) as archive:
-            for member in archive.namelist():
-                if member.startswith("/") or ".." in Path(member).parts:
-                    raise FormatError(source, member, "zip member escapes the archive")
-            archive.extractall(tmp)
+        try:
+            with zipfile.ZipFile(source) as archive:
+                _check_members(source, archive.infolist())
+                archive.extractall(tmp)
+        except (zipfile.BadZipFile, EOFError) as exc:
+            raise FormatError(source, None, f"damaged zip archive ({exc})") from None
         try:
             yield _results_folder(Path(tmp), source)
         except FormatError as exc:
             exc.args = (str(exc).replace(f"{tmp}/", f"{source}!"),)
             raise
+
+
+# A run export is text (rows and session logs): these caps leave room for the largest real one
+# while refusing a zip bomb from its central directory, before a byte is inflated.
+MAX_ZIP_MEMBERS = 20_000
+MAX_ZIP_BYTES = 1 << 30
+MAX_ZIP_RATIO = 200
+_RATIO_FLOOR = 1 << 20  # tiny members compress arbitrarily well and hold nothing dangerous
+
+
+def _check_members(source: Path, members: list[zipfile.ZipInfo]) -> None:
+    """Refuse an archive whose directory already shows an escape, a duplicate or a bomb.
+
+    ``zipfile`` inflates no more than a member's declared size, so the declared figures bound
+    what extraction writes.
+    """
+    if len(members) > MAX_ZIP_MEMBERS:
+        raise FormatError(
+            source, None, f"zip holds {len(members)} members (at most {MAX_ZIP_MEMBERS})"
+        )
+    seen: set[str] = set()
+    total = 0
+    for info in members:
+        name = info.filename
+        shown = name if len(name) <= 120 else name[:117] + "..."
+        if name.startswith("/") or ".." in Path(name).parts or "\\" in name:
+            raise FormatError(source, shown, "zip member escapes the archive")
+        key = name.rstrip("/")
+        if key in seen:
+            raise FormatError(source, shown, "duplicate zip member name")
+        seen.add(key)
+        total += info.file_size
+        if total > MAX_ZIP_BYTES:
+            raise FormatError(source, None, f"zip inflates to more than {MAX_ZIP_BYTES >> 20} MiB")
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > _RATIO_FLOOR and ratio > MAX_ZIP_RATIO:
+            raise FormatError(
+                source, shown, f"compression ratio {ratio:.0f}:1 (at most {MAX_ZIP_RATIO}:1)"
+            )
 
 
 def _results_folder(root: Path, source: Path) -> Path:
@@ -227,17 +274,37 @@ def import_run(
 
 # -- benchmark folders from test sets ----------------------------------------------------------
 
+# Keys of an imported file that Skillsmith has no use for yet (skill-creator's ``version``, a
+# ``category`` column) are kept here, in the benchmark folder but outside every statement.
+ASIDE_FILE = "import-extras.yaml"
+
 
 @dataclass
 class _NewCase:
     case_id: str
     prompt: str
     rubric: dict[str, Any]
+    line: int | None
     files: dict[str, bytes] = field(default_factory=dict)
 
 
+def _relocated(exc: FormatError, path: Path, line: int | None) -> FormatError:
+    """``exc`` re-aimed at the user's own file and line (not a staging copy, not a bare field)."""
+    message = str(exc)
+    prefix = str(exc.path)
+    rest = message[len(prefix) :] if message.startswith(prefix) else f": {message}"
+    moved = FormatError(path, None, re.sub(r"^(:\d+)?:\s*", "", rest), line)
+    moved.field = exc.field
+    return moved
+
+
 def _write_benchmark(
-    ws: Workspace, bench_id: str, config: dict[str, Any], cases: list[_NewCase]
+    ws: Workspace,
+    bench_id: str,
+    config: dict[str, Any],
+    cases: list[_NewCase],
+    source: Path,
+    aside: dict[str, Any],
 ) -> ImportResult:
     _check_id(bench_id, "benchmark id")
     with ws.lock("import benchmark"), _staged(ws.benchmarks_dir, bench_id) as staging:
@@ -254,8 +321,106 @@ def _write_benchmark(
                 staging / case.case_id / "rubric" / RUBRIC_YAML,
                 yaml.safe_dump(case.rubric, sort_keys=False, allow_unicode=True),
             )
-        load_benchmark(staging)  # the same checks a later evaluation will make
+        if aside:
+            document = {"source": str(source), "unknown_keys": aside}
+            atomic_write_text(
+                staging / ASIDE_FILE, yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+            )
+        try:
+            load_benchmark(staging)  # the same checks a later evaluation will make
+        except FormatError as exc:
+            # The staging copy is gone when the user reads this: name the line it came from.
+            line = None
+            if exc.path.is_relative_to(staging):
+                case_id = exc.path.relative_to(staging).parts[0]
+                line = next((c.line for c in cases if c.case_id == case_id), None)
+            raise _relocated(exc, source, line) from None
     return ImportResult("benchmark", ws.benchmarks_dir / bench_id, len(cases))
+
+
+def _input_files(
+    names: list[str], bases: list[Path], root: Path, source: Path, at: str, line: int | None
+) -> dict[str, bytes]:
+    """Each named file's bytes, under the relative path the prompt uses for it.
+
+    A name is tried against each of ``bases`` in turn; wherever it points it must stay inside
+    ``root``, so no entry can pull ``/etc/passwd`` or the vault into a statement.
+    """
+    root = root.resolve()
+    files: dict[str, bytes] = {}
+    for j, name in enumerate(names):
+        where = f"{at}[{j}]"
+        rel = os.path.normpath(name.strip()) if name.strip() else ""
+        candidates = [(base / rel).resolve() for base in bases] if rel else []
+        inside = [c for c in candidates if c.is_relative_to(root)]
+        if Path(rel).is_absolute() or rel.startswith("..") or not inside:
+            raise FormatError(source, where, f"{name!r} lies outside {root}; refused", line)
+        found = next((c for c in inside if c.is_file()), None)
+        if found is None:
+            raise FormatError(source, where, f"file not found: {name}", line)
+        key = Path(rel).as_posix()
+        if key in files or key.split("/")[0] == PROMPT_FILE:
+            raise FormatError(source, where, f"duplicate statement file {key}", line)
+        files[key] = found.read_bytes()
+    return files
+
+
+def _json_locator(text: str) -> Callable[[str], int | None]:
+    """The line of a dotted field (``evals[2].files[0]``) in a JSON text, for messages.
+
+    JSON parses as YAML, and PyYAML's node tree keeps where every value starts.
+    """
+    try:
+        root: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        root = None
+
+    def locate(dotted: str) -> int | None:
+        node = root
+        for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", dotted):
+            if isinstance(node, yaml.MappingNode) and name:
+                node = next((v for k, v in node.value if k.value == name), None)
+            elif isinstance(node, yaml.SequenceNode) and index and int(index) < len(node.value):
+                node = node.value[int(index)]
+            else:
+                node = None
+        return None if node is None else node.start_mark.line + 1
+
+    return locate
+
+
+def _known_part(data: Any, cls: type[Any], prefix: str, aside: dict[str, Any]) -> Any:
+    """``data`` without the keys ``cls`` does not declare; those go to ``aside``."""
+    if not isinstance(data, dict):
+        return data
+    known = {f.name for f in fields(cls)}
+    for key in data:
+        if key not in known:
+            aside[f"{prefix}.{key}" if prefix else str(key)] = data[key]
+    return {k: v for k, v in data.items() if k in known}
+
+
+def _aside_warnings(
+    aside: dict[str, Any], source: Path, bench: str, locate: Callable[[str], int | None]
+) -> list[str]:
+    """One line per unknown key name (not per occurrence: 50 evals with a ``category`` is one
+    fact), naming where it first appears."""
+    first: dict[str, str] = {}
+    count: dict[str, int] = {}
+    for dotted in aside:
+        name = dotted.rsplit(".", 1)[-1]
+        first.setdefault(name, dotted)
+        count[name] = count.get(name, 0) + 1
+    lines = []
+    for name, dotted in first.items():
+        line = locate(dotted)
+        where = f"{source}:{line}" if line is not None else str(source)
+        times = f" ({count[name]} times)" if count[name] > 1 else ""
+        lines.append(
+            f"{where}: field '{dotted}': unknown key{times}, kept aside in "
+            f"benchmarks/{bench}/{ASIDE_FILE}"
+        )
+    return lines
 
 
 @dataclass
@@ -276,79 +441,119 @@ class _EvalSet:
     skill_name: str = ""
 
 
+def _read_text(source: Path) -> str:
+    try:
+        return source.read_text(encoding="utf-8-sig")  # spreadsheet exports start with a BOM
+    except FileNotFoundError:
+        raise FormatError(source, None, "file not found") from None
+    except IsADirectoryError:
+        raise FormatError(source, None, "expected a file, got a folder") from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(source, None, f"not UTF-8 text (byte {exc.start})") from None
+
+
 def import_evals(ws: Workspace, source: Path, *, bench: str, runs: int = 1) -> ImportResult:
     """skill-creator's ``evals/evals.json``: each eval a case judged by its expectations.
 
     skill-creator's prose calls the list ``assertions`` and its schema ``expectations``; both
-    are read. Listed files are resolved against the evals folder, then the skill folder.
+    are read. A listed file is looked up in the evals folder, then the skill folder, must lie
+    inside the evals folder, and keeps the relative path the prompt names it by.
     """
     source = Path(source)
+    text = _read_text(source)
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(source, None, "file not found") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(source, None, f"invalid JSON ({exc.msg})", exc.lineno) from None
-    evalset = from_mapping(_EvalSet, data, source)
+    locate = _json_locator(text)
+    aside: dict[str, Any] = {}
+    data = _known_part(data, _EvalSet, "", aside)
+    if isinstance(data, dict) and isinstance(data.get("evals"), list):
+        data["evals"] = [
+            _known_part(ev, _Eval, f"evals[{i}]", aside) for i, ev in enumerate(data["evals"])
+        ]
+    try:
+        evalset = from_mapping(_EvalSet, data, source)
+    except FormatError as exc:
+        raise _relocated(exc, source, locate(exc.field or "")) from None
     if not evalset.evals:
-        raise FormatError(source, "evals", "expected at least one eval")
+        raise FormatError(source, "evals", "expected at least one eval", locate("evals"))
+    evals_dir = source.parent
     cases: list[_NewCase] = []
     for i, ev in enumerate(evalset.evals):
         at = f"evals[{i}]"
+        line = locate(at)
         case_id = f"eval-{ev.id}"
         if not _ID.match(case_id) or any(c.case_id == case_id for c in cases):
-            raise FormatError(source, f"{at}.id", f"expected a unique simple id, got {ev.id!r}")
+            raise FormatError(
+                source, f"{at}.id", f"expected a unique simple id, got {ev.id!r}", line
+            )
         if not ev.prompt.strip():
-            raise FormatError(source, f"{at}.prompt", "expected the task text")
+            raise FormatError(source, f"{at}.prompt", "expected the task text", line)
         criteria = ev.expectations or ev.assertions
         if not criteria and not ev.expected_output.strip():
-            raise FormatError(source, at, "expected expectations or an expected_output")
+            raise FormatError(source, at, "expected expectations or an expected_output", line)
         checks = [{"kind": "llm_judge", "criteria": text} for text in criteria] or [
             {"kind": "llm_judge", "criteria": f"The output achieves: {ev.expected_output}"}
         ]
-        files: dict[str, bytes] = {}
-        for j, name in enumerate(ev.files):
-            found = next(
-                (p / name for p in (source.parent, source.parent.parent) if (p / name).is_file()),
-                None,
-            )
-            if found is None:
-                raise FormatError(source, f"{at}.files[{j}]", f"file not found: {name}")
-            if Path(name).name in files or Path(name).name == PROMPT_FILE:
-                raise FormatError(source, f"{at}.files[{j}]", "duplicate file name")
-            files[Path(name).name] = found.read_bytes()
+        bases = [evals_dir, evals_dir.parent]
+        files = _input_files(ev.files, bases, evals_dir, source, f"{at}.files", line)
         rubric: dict[str, Any] = {"expected": ev.expected_output or None, "checks": checks}
         if ev.name or ev.eval_name:
             rubric["notes"] = f"skill-creator eval {ev.name or ev.eval_name}"
-        cases.append(_NewCase(case_id, ev.prompt.rstrip() + "\n", rubric, files))
+        cases.append(_NewCase(case_id, ev.prompt.rstrip() + "\n", rubric, line, files))
     config = {
         "description": f"imported from skill-creator evals of {evalset.skill_name or source}",
         "runs_per_case": runs,
         "pass_threshold": 1.0,
     }
-    return _write_benchmark(ws, bench, config, cases)
+    result = _write_benchmark(ws, bench, config, cases, source, aside)
+    result.warnings = _aside_warnings(aside, source, bench, locate)
+    return result
 
 
-_CASE_COLUMNS = ("id", "input", "expected", "type", "critical", "split")
+_CASE_COLUMNS = ("id", "input", "expected", "type", "critical", "split", "files", "folder")
+
+
+def _csv_rows(source: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    """Rows keyed by the header, each with the line it starts on.
+
+    The reader gets the whole text, not its lines: a quoted cell may hold line breaks.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header: list[str] | None = None
+    records: list[tuple[int, dict[str, Any]]] = []
+    start = 1
+    try:
+        for row in reader:
+            line, start = start, reader.line_num + 1
+            if not any(cell.strip() for cell in row):
+                continue
+            if header is None:
+                header = [cell.strip() for cell in row]
+                missing = [c for c in ("input", "expected") if c not in header]
+                if missing:
+                    raise FormatError(source, missing[0], "missing column in the header", line)
+                doubled = next((c for c in header if header.count(c) > 1), None)
+                if doubled is not None:
+                    raise FormatError(source, doubled, "column named twice in the header", line)
+                continue
+            if len(row) > len(header):
+                raise FormatError(source, None, "more cells than header columns", line)
+            records.append((line, {k: v for k, v in zip(header, row, strict=False) if v != ""}))
+    except csv.Error as exc:
+        raise FormatError(source, None, f"malformed CSV ({exc})", reader.line_num) from None
+    if header is None:
+        raise FormatError(source, None, "empty file; expected a header with input,expected")
+    return records
 
 
 def _case_rows(source: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line, record) pairs from a JSONL or CSV test set."""
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError(source, None, "file not found") from None
-    records: list[tuple[int, dict[str, Any]]] = []
+    text = _read_text(source)
     if source.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        missing = [c for c in ("input", "expected") if c not in (reader.fieldnames or [])]
-        if missing:
-            raise FormatError(source, missing[0], "missing column in the header", 1)
-        for record in reader:
-            if None in record:
-                raise FormatError(source, None, "more cells than header columns", reader.line_num)
-            records.append((reader.line_num, {k: v for k, v in record.items() if v != ""}))
-        return records
+        return _csv_rows(source, text)
+    records: list[tuple[int, dict[str, Any]]] = []
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
@@ -360,6 +565,34 @@ def _case_rows(source: Path) -> list[tuple[int, dict[str, Any]]]:
             raise FormatError(source, None, "line must be a JSON object", number)
         records.append((number, value))
     return records
+
+
+def _case_files(record: dict[str, Any], source: Path, line: int) -> dict[str, bytes]:
+    """A case's input files: ``files`` (paths kept as named) and ``folder`` (its contents
+    become the statement), both relative to the case file's folder and confined to it."""
+    base = source.parent
+    names = record.get("files") or []
+    if isinstance(names, str):
+        names = [n for n in re.split(r"[;\n]", names) if n.strip()]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise FormatError(source, "files", "expected a list of paths", line)
+    files = _input_files(names, [base], base, source, "files", line)
+    folder = record.get("folder")
+    if folder is None:
+        return files
+    if not isinstance(folder, str):
+        raise FormatError(source, "folder", "expected a folder path", line)
+    top = (base / folder).resolve()
+    if Path(folder).is_absolute() or not top.is_relative_to(base.resolve()):
+        raise FormatError(source, "folder", f"{folder!r} lies outside {base.resolve()}", line)
+    if not top.is_dir():
+        raise FormatError(source, "folder", f"folder not found: {folder}", line)
+    inner = sorted(p.relative_to(top).as_posix() for p in top.rglob("*") if p.is_file())
+    for key, data in _input_files(inner, [top], base, source, "folder", line).items():
+        if key in files:
+            raise FormatError(source, "folder", f"{key} is also listed in files", line)
+        files[key] = data
+    return files
 
 
 def import_cases(
@@ -375,18 +608,19 @@ def import_cases(
     checks, the prompt names the labels); without, the answer must contain the expected text."""
     source = Path(source)
     cases: list[_NewCase] = []
+    aside: dict[str, Any] = {}
+    lines: dict[str, int] = {}
     for number, record in _case_rows(source):
-        unknown = [k for k in record if k not in _CASE_COLUMNS]
-        if unknown:
-            raise FormatError(
-                source, unknown[0], f"unknown column (known: {_CASE_COLUMNS})", number
-            )
         for key in ("input", "expected"):
             if not str(record.get(key) or "").strip():
                 raise FormatError(source, key, "expected a non-empty value", number)
         case_id = str(record.get("id") or f"case-{len(cases) + 1:03d}")
         if not _ID.match(case_id) or any(c.case_id == case_id for c in cases):
             raise FormatError(source, "id", f"expected a unique simple id, got {case_id!r}", number)
+        for key in record:
+            if key not in _CASE_COLUMNS:
+                aside[f"{case_id}.{key}"] = record[key]
+                lines.setdefault(f"{case_id}.{key}", number)
         expected = str(label_text(record["expected"]))
         critical = record.get("critical", False)
         if isinstance(critical, str):
@@ -400,7 +634,8 @@ def import_cases(
             prompt += f"\nEnd with a line `VERDICT: <label>`, label one of: {', '.join(labels)}.\n"
         else:
             rubric["checks"] = [{"kind": "contains", "value": expected}]
-        cases.append(_NewCase(case_id, prompt, rubric))
+        files = _case_files(record, source, number)
+        cases.append(_NewCase(case_id, prompt, rubric, number, files))
     if not cases:
         raise FormatError(source, None, "no cases in the file")
     config: dict[str, Any] = {
@@ -410,7 +645,9 @@ def import_cases(
     }
     if labels:
         config["labels"] = labels
-    return _write_benchmark(ws, bench, config, cases)
+    result = _write_benchmark(ws, bench, config, cases, source, aside)
+    result.warnings = _aside_warnings(aside, source, bench, lines.get)
+    return result
 
 
 __all__ = ["ImportResult", "import_cases", "import_evals", "import_run"]

@@ -36,7 +36,7 @@ from engine.fsutil import (
 from engine.schema import from_mapping, load_yaml, to_mapping
 from engine.snapshots import create_snapshot, list_snapshots
 from engine.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
-from engine.workspace import Workspace
+from engine.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
     "proposed", "rejected", "pending_eval", "pending_approval", "approved", "published"
@@ -49,7 +49,7 @@ Names = list[str]  # spelled as aliases: inside CandidateQueue, ``list`` is the 
 Steps = list[tuple[str, str]]
 
 DECISIONS = "decisions.jsonl"
-JOURNAL = ".pending.json"
+JOURNAL = INTENT_JOURNAL
 _UNDECIDED = ("proposed", "pending_eval", "pending_approval")
 
 
@@ -311,7 +311,8 @@ class CandidateQueue:
 
         An approval is undone by rolling the skill back to the version before it (the published
         version stays in history); a rejection by putting the candidate back to its earlier
-        status — its taboo entry stays, because the taboo list never shrinks.
+        status and taking back the taboo entry it added (an entry that was already on the list
+        before the rejection stays), so an undone rejection no longer blocks its patch.
         """
         with self.ws.lock("undo"):
             self._recover()
@@ -340,7 +341,9 @@ class CandidateQueue:
             detail = (
                 f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
-                else "its taboo entry stays"
+                else "its taboo entry is removed"
+                if _added_taboo(last)
+                else "its patch was on the taboo list before and stays there"
             )
             return f"undid the {what} of {last['candidate']}: {detail}"
 
@@ -417,7 +420,9 @@ class CandidateQueue:
             if not any(s.note == note for s in list_snapshots(self.ws)):
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "reject":
-            entry = store.taboo().add(cand.rule_id or "manual", cand.patch_text(), intent["why"])
+            rule, patch = cand.rule_id or "manual", cand.patch_text()
+            intent["taboo_added"] = not store.taboo().contains(rule, patch)
+            entry = store.taboo().add(rule, patch, intent["why"])
             intent["taboo"] = to_mapping(entry)
             self._set_status(store, cand, intent, ["rejected"], intent["why"])
         else:
@@ -430,6 +435,9 @@ class CandidateQueue:
         why = f"undo {last['action']} {last['id']}"
         if last["action"] == "approve" and store.current() == last["version"]:
             store.rollback(last["previous_version"], why=why)
+        removed = last["action"] == "reject" and _added_taboo(last)
+        if removed:
+            store.remove_taboo(TabooEntry(**last["taboo"]), why=why)
         self._set_status(store, cand, intent, [last["from_status"]], why)
         if not _recorded(store, "undo", intent["id"]):
             store.record(
@@ -438,7 +446,7 @@ class CandidateQueue:
                 undoes=last["id"],
                 candidate=cand.id,
                 action=last["action"],
-                taboo_kept=last["action"] == "reject",
+                taboo_kept=last["action"] == "reject" and not removed,
             )
 
     @staticmethod
@@ -510,7 +518,7 @@ class CandidateQueue:
                 intent = json.loads(journal.read_bytes().decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise FormatError(journal, None, f"expected the pending decision ({exc})") from None
-            self._apply(intent, resuming=True)
+            self._apply(_checked_intent(journal, intent), resuming=True)
             journal.unlink()
             fsync_dir(self.dir)
         for path in list(self._leftovers()):
@@ -520,9 +528,39 @@ class CandidateQueue:
                 path.unlink()
 
 
+def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
+    """A pending decision read back as untrusted input before it is replayed unattended."""
+
+    def bad(field: str, expected: str) -> FormatError:
+        return FormatError(journal, field, expected + "; remove the file if you did not write it")
+
+    if not isinstance(intent, dict) or intent.get("op") not in ("approve", "reject", "undo"):
+        raise bad("op", "expected approve, reject or undo")
+    candidate = intent.get("candidate")
+    if not isinstance(candidate, str):
+        raise bad("candidate", "expected a candidate id")
+    check_name("candidate", candidate)
+    if not isinstance(intent.get("id"), str) or not isinstance(intent.get("why", ""), str):
+        raise bad("id", "expected the decision's id and reason as text")
+    undoes = intent.get("undoes")
+    if intent["op"] == "undo" and not (
+        isinstance(undoes, dict)
+        and undoes.get("action") in ("approve", "reject")
+        and undoes.get("candidate") == candidate
+    ):
+        raise bad("undoes", "expected the decision being undone, of the same candidate")
+    return intent
+
+
 def _decided(decision: dict[str, Any]) -> str:
     """The status a decision left its candidate in."""
     return "published" if decision["action"] == "approve" else "rejected"
+
+
+def _added_taboo(decision: dict[str, Any]) -> bool:
+    """Whether a rejection put its taboo entry on the list rather than finding it there (older
+    decisions, and one resumed after a crash mid-way, do not say: their entry stays)."""
+    return decision.get("action") == "reject" and decision.get("taboo_added") is True
 
 
 def _recorded(store: SkillStore, op: str, decision_id: str) -> bool:

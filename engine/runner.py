@@ -37,10 +37,12 @@ from engine.agents import (
     RoomSpec,
     SkillFiles,
     build_room,
+    check_statement,
     compose_prompt,
     make_agent,
     remove_room,
     scratch_root,
+    sweep_rooms,
 )
 from engine.benchmark import DEFAULT_LABEL_PATTERN, Benchmark, Case, load_benchmark
 from engine.config import Config
@@ -54,12 +56,14 @@ from engine.events import (
     null_reporter,
     utc_now,
 )
-from engine.fsutil import iter_files
+from engine.failfast import FIRST_UNITS, AgentBroken, FirstUnits, preflight
+from engine.fsutil import iter_files, sweep_temp_files
 from engine.grading import JudgeModel, grade
 from engine.metrics import Metrics, metrics
-from engine.runs import RunFolder, UnitKey, check_run_id, find_resumable
+from engine.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.scoreboard import Runtime, append_record, record_from_rows
 from engine.workspace import Workspace
+from engine.yaml_log import is_log_file
 
 SKILL, BASELINE = "skill", "baseline"
 SEED_BITS = 31
@@ -168,7 +172,7 @@ def bench_fingerprint(bench: Benchmark) -> str:
     digest = hashlib.sha256()
     for path in iter_files(bench.root):
         rel = path.relative_to(bench.root).as_posix()
-        if rel == bench.scoreboard_path.name:
+        if is_log_file(rel, bench.scoreboard_path.name):
             continue
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -232,6 +236,8 @@ def make_plan(
             if case_id not in known:
                 raise UsageError(f"{bench.source}: benchmark {bench.id!r} has no case {case_id!r}")
         cases = [c for c in bench.cases if c.id in set(case_ids)]
+    for case in cases:
+        check_statement(case.statement_dir)
     overrides = dict(skills or {})
     under_test = tuple(sorted(overrides)) if overrides else tuple(ws.skill_names())
     variants = {SKILL: tuple(_skill_files(ws, overrides, set()))}
@@ -423,6 +429,7 @@ def run_evaluation(
         seed = had
     plan = dataclasses.replace(plan, seed=fresh_seed() if seed is None else seed)
     judge = judge if judge is not None else _judge(ws, cfg, plan)
+    preflight(agent)  # an unreachable model is refused before any run folder exists
     with folder.claim():
         return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard)
 
@@ -458,6 +465,7 @@ def _evaluate(
     units = plan.units()
     resumed = folder.exists()
     with ws.lock(f"eval {plan.bench.id}"):
+        _sweep_leftovers(ws, plan.bench, folder)
         folder.repair_torn_tail()
         latest = folder.latest_rows()  # a malformed row refuses the run before anything is written
         manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
@@ -492,6 +500,7 @@ def _evaluate(
     root = scratch_root(ws.root)
     done = len(units) - len(todo)
     launched = 0
+    first_units = FirstUnits(plan.agent, min(FIRST_UNITS, len(todo)))
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:
             futures: list[Future[_Done | None]] = [
@@ -508,6 +517,11 @@ def _evaluate(
                     done += 1
                     log.emit("case_finished", **_summary(finished.row))
                     log.emit("progress", done=done, total=len(units))
+                    fault = first_units.observe(
+                        finished.unit.case_id, finished.row["invalid_reason"]
+                    )
+                    if fault is not None:
+                        raise AgentBroken(fault)
             except BaseException:
                 stop.set()
                 for future in futures:
@@ -518,10 +532,24 @@ def _evaluate(
     except BaseException as exc:
         # every finished unit is on disk already; the status says why the rest is missing
         status = "interrupted" if isinstance(exc, (Cancelled, KeyboardInterrupt)) else "failed"
+        if isinstance(exc, AgentBroken):
+            manifest["error"] = str(exc)
         _finish(ws, folder, manifest, units, status)
         log.emit("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
         raise
     return _complete(ws, plan, folder, manifest, units, log, launched, scoreboard)
+
+
+def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None:
+    """What killed commands left behind: temp files of interrupted writes (the scoreboard, run
+    manifests, sessions) and unit folders in the scratch root. Only abandoned ones go: a
+    writer still at work holds a lock on its file (engine.fsutil.stale_hold)."""
+    sweep_rooms(scratch_root(ws.root))
+    folders = [bench.root, ws.runs_dir, folder.path / SESSIONS, folder.path / RAW]
+    if ws.runs_dir.is_dir():
+        folders += [p for p in ws.runs_dir.iterdir() if p.is_dir() and not p.is_symlink()]
+    for path in folders:
+        sweep_temp_files(path)
 
 
 def _store(folder: RunFolder, finished: _Done) -> None:

@@ -9,9 +9,10 @@ declares its shape once, as type hints, instead of hand-writing checks.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -98,6 +99,13 @@ def _convert(value: Any, tp: Any, path: Path, field: str) -> Any:
     raise TypeError(f"schema: unsupported type {tp!r} for {field}")
 
 
+@functools.cache
+def _shape(cls: Any) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """A class's resolved type hints and fields: resolving hints evaluates every annotation
+    string, which cost more than the conversion itself when done per nested object."""
+    return get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
+
+
 def from_mapping(cls: type[T], data: Any, path: Path | str, prefix: str = "") -> T:
     """Build dataclass ``cls`` from ``data``; unknown keys and wrong types are format errors."""
     path = Path(path)
@@ -105,8 +113,7 @@ def from_mapping(cls: type[T], data: Any, path: Path | str, prefix: str = "") ->
         data = {}
     if not isinstance(data, dict):
         raise FormatError(path, prefix or None, f"expected a mapping, got {type(data).__name__}")
-    hints = get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints, fields = _shape(cast(Any, cls))
     unknown = [k for k in data if k not in fields]
     if unknown:
         known = ", ".join(sorted(fields))
@@ -142,17 +149,23 @@ def load_yaml(path: Path | str) -> Any:
         raise FormatError(path, None, "file not found") from None
     except UnicodeDecodeError:
         raise FormatError(path, None, "file is not UTF-8 text") from None
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, path: Path | str, first_line: int = 1) -> Any:
+    """Parse YAML text read from ``path`` (starting at line ``first_line`` of it, for a piece of
+    a file) with the C loader; a syntax error is a one-line FormatError naming the file line."""
     try:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
+        line = mark.line + first_line if mark is not None else None
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise FormatError(path, None, f"invalid YAML: {problem}", line=line) from None
+        raise FormatError(Path(path), None, f"invalid YAML: {problem}", line=line) from None
 
 
 def load_dataclass(cls: type[T], path: Path | str) -> T:
     return from_mapping(cls, load_yaml(path), path)
 
 
-__all__ = ["from_mapping", "load_dataclass", "load_yaml", "to_mapping"]
+__all__ = ["from_mapping", "load_dataclass", "load_yaml", "parse_yaml", "to_mapping"]

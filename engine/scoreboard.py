@@ -5,9 +5,11 @@ summary, scores on 0–100 with two decimals (case = mean of its runs, evaluatio
 cases), cost averages with six decimals that ignore unknown (null) costs, integer durations, and
 per-run rows that link back to the session and run that produced them (DESIGN principle 8).
 
-The file is history: a new record is appended *textually* after the existing bytes, so earlier
-records are never rewritten — not even re-serialised — and the append is verified before the
-atomic rename. Records are validated on write and on read.
+The file is history, kept as an append-only YAML block list (``engine.yaml_log``): a new record
+is validated on its own and appended after the existing bytes, so earlier records are never
+rewritten — not even re-read — and an evaluation costs the same in a project's first week as in
+its third year. Readers parse record by record and cache by file identity, and a view that
+shows only the headline of each record (the scoreboard pane) never parses the per-run rows.
 """
 
 from __future__ import annotations
@@ -15,18 +17,20 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import math
+import re
 import statistics
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from engine import yaml_log
 from engine.errors import FormatError
 from engine.events import utc_now
-from engine.fsutil import atomic_write_text
-from engine.schema import from_mapping, load_yaml, to_mapping
+from engine.schema import from_mapping, parse_yaml, to_mapping
 from engine.workspace import CONFIG_NAME, Workspace
 
 SCOREBOARD_NAME = "scoreboard.yaml"
@@ -59,7 +63,9 @@ class CaseEntry:
 
 
 @dataclass
-class ScoreRecord:
+class RecordHead:
+    """A record without its per-case rows: what a list of evaluations shows."""
+
     timestamp: str
     runtime: Runtime
     summary_title: str
@@ -67,7 +73,6 @@ class ScoreRecord:
     score: float
     cost: float | None
     duration_ms: int
-    cases: list[CaseEntry]
     run_id: str | None = None
     variant: str | None = None
     skills: dict[str, str] = field(default_factory=dict)
@@ -76,6 +81,13 @@ class ScoreRecord:
     kind: str | None = None
     session_id: str | None = None
     version: int | None = None
+
+
+@dataclass
+class ScoreRecord(RecordHead):
+    """One evaluation; its cases are written last so that the headline reads first."""
+
+    cases: list[CaseEntry] = field(kw_only=True)
 
 
 # -- averages (the one place the rounding rules live) ------------------------------------------
@@ -188,15 +200,24 @@ class _Checker:
             raise self.fail(name, f"expected the average {wanted} of its parts, got {stored}")
 
 
+def validate_head(head: RecordHead, path: Path, index: int) -> None:
+    """The headline's time, ranges and precision (its averages need the cases)."""
+    check = _Checker(path, f"[{index}]")
+    try:
+        dt.datetime.fromisoformat(head.timestamp)
+    except ValueError:
+        raise check.fail(
+            "timestamp", f"expected an ISO-8601 time, got {head.timestamp!r}"
+        ) from None
+    check.score("score", head.score)
+    check.cost("cost", head.cost)
+    check.duration("duration_ms", head.duration_ms)
+
+
 def validate_record(record: ScoreRecord, path: Path, index: int) -> None:
     """Field ranges, precision and the averages; errors name the record index and field."""
     check = _Checker(path, f"[{index}]")
-    try:
-        dt.datetime.fromisoformat(record.timestamp)
-    except ValueError:
-        raise check.fail(
-            "timestamp", f"expected an ISO-8601 time, got {record.timestamp!r}"
-        ) from None
+    validate_head(record, path, index)
     if not record.cases:
         raise check.fail("cases", "expected at least one case")
     for i, case in enumerate(record.cases):
@@ -215,9 +236,6 @@ def validate_record(record: ScoreRecord, path: Path, index: int) -> None:
         check.agrees(
             f"{at}.duration_ms", case.duration_ms, _duration([r.duration_ms for r in case.runs]), 1
         )
-    check.score("score", record.score)
-    check.cost("cost", record.cost)
-    check.duration("duration_ms", record.duration_ms)
     check.agrees("score", record.score, _score([c.score for c in record.cases]), 0.0051)
     check.agrees("cost", record.cost, _cost([c.cost for c in record.cases]), 2e-6)
     check.agrees(
@@ -225,7 +243,87 @@ def validate_record(record: ScoreRecord, path: Path, index: int) -> None:
     )
 
 
-def _parse_records(data: Any, path: Path) -> list[ScoreRecord]:
+# -- reading -----------------------------------------------------------------------------------
+
+# The cases block as the writer lays it out: ``  cases:`` at the record's indentation, up to
+# the next key at that indentation (none when cases come last, as they are written now).
+_CASES = re.compile(r"  cases:[ \t]*(?:#.*)?$", re.M)
+_NEXT_KEY = re.compile(r"\n  [^\s#-]")
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+T = TypeVar("T", RecordHead, ScoreRecord)
+
+
+class _Cut(Exception):
+    """An item did not parse on its own: let a parse of the whole file decide."""
+
+
+def _without_cases(text: str) -> str | None:
+    at = text.find("\n  cases:")
+    found = _CASES.match(text, at + 1) if at >= 0 else None
+    if found is None:
+        return None
+    after = _NEXT_KEY.search(text, found.end())
+    return text[: found.start()] + (text[after.start() + 1 :] if after else "")
+
+
+def _item_mapping(path: Path, text: str, first_line: int) -> Any:
+    try:
+        data = parse_yaml(text, path, first_line)
+    except FormatError:
+        raise _Cut from None
+    if not (isinstance(data, list) and len(data) == 1):
+        raise _Cut
+    return data[0]
+
+
+def _head(path: Path, item: yaml_log.Item) -> RecordHead:
+    mapping: Any = None
+    stripped = _without_cases(item.text)
+    if stripped is not None:
+        with contextlib.suppress(_Cut):
+            mapping = _item_mapping(path, stripped, item.first_line)
+        if not isinstance(mapping, dict) or "cases" in mapping:
+            mapping = None
+    if mapping is None:
+        mapping = _item_mapping(path, item.text, item.first_line)
+        if isinstance(mapping, dict):
+            mapping = {k: v for k, v in mapping.items() if k != "cases"}
+    head = from_mapping(RecordHead, mapping, path, f"[{item.index}]")
+    validate_head(head, path, item.index)
+    return head
+
+
+def _record(path: Path, item: yaml_log.Item) -> ScoreRecord:
+    mapping = _item_mapping(path, item.text, item.first_line)
+    record = from_mapping(ScoreRecord, mapping, path, f"[{item.index}]")
+    validate_record(record, path, item.index)
+    return record
+
+
+# Parsed items by (file, kind, index, digest of the item's text): a file that grew re-parses
+# only its new records, and one read again unchanged parses nothing.
+_parsed: dict[tuple[Path, str, int, tuple[int, int]], Any] = {}
+_parsed_lock = threading.Lock()
+_PARSED_MAX = 20000
+
+
+def _cached(path: Path, item: yaml_log.Item, kind: type[T], parse: Callable[..., T]) -> T:
+    key = (path, kind.__name__, item.index, item.digest)
+    hit = _parsed.get(key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    value = parse(path, item)
+    with _parsed_lock:
+        if len(_parsed) >= _PARSED_MAX:
+            _parsed.clear()
+        _parsed[key] = value
+    return value
+
+
+def _whole(path: Path, listing: yaml_log.Listing) -> list[ScoreRecord]:
+    """The file parsed as one document: for layouts the item scan does not cover, and to name
+    a syntax error with the line the whole file puts it on."""
+    data = parse_yaml(listing.text, path)
     if data is None:
         return []
     if not isinstance(data, list):
@@ -238,12 +336,42 @@ def _parse_records(data: Any, path: Path) -> list[ScoreRecord]:
     return records
 
 
+def _each(bench_dir: Path, kind: type[T], parse: Callable[..., T]) -> list[T]:
+    path = Path(bench_dir) / SCOREBOARD_NAME
+    listing = yaml_log.read(path)
+    if listing is None:
+        return []
+    if listing.plain:
+        try:
+            return [_cached(path, item, kind, parse) for item in listing.items]
+        except _Cut:
+            pass
+    return list(_whole(path, listing))
+
+
 def read_records(bench_dir: Path) -> list[ScoreRecord]:
     """Every record of a benchmark's scoreboard (none when it has no scoreboard yet)."""
+    return _each(bench_dir, ScoreRecord, _record)
+
+
+def read_heads(bench_dir: Path) -> list[RecordHead]:
+    """Every record's headline, without parsing the per-case rows (a fraction of the cost)."""
+    return _each(bench_dir, RecordHead, _head)
+
+
+def count_records(bench_dir: Path) -> int:
+    return len(read_heads(bench_dir))
+
+
+def read_record(bench_dir: Path, index: int) -> ScoreRecord:
+    """Record ``index`` (negative counts from the end) parsed alone; IndexError past the end."""
     path = Path(bench_dir) / SCOREBOARD_NAME
-    if not path.exists():
-        return []
-    return _parse_records(load_yaml(path), path)
+    listing = yaml_log.read(path)
+    if listing is not None and listing.plain:
+        item = listing.items[index]
+        with contextlib.suppress(_Cut):
+            return _cached(path, item, ScoreRecord, _record)
+    return read_records(bench_dir)[index]
 
 
 # -- appending ---------------------------------------------------------------------------------
@@ -261,48 +389,46 @@ def _workspace_lock(bench_dir: Path) -> Iterator[None]:
 
 
 def append_record(bench_dir: Path, record: ScoreRecord | dict[str, Any]) -> ScoreRecord:
-    """Validate ``record`` and append it after the existing bytes of scoreboard.yaml."""
+    """Validate ``record`` alone and append it after the existing bytes of scoreboard.yaml."""
     path = Path(bench_dir) / SCOREBOARD_NAME
     if isinstance(record, dict):
         record = from_mapping(ScoreRecord, record, path, "[new]")
     with _workspace_lock(bench_dir):
-        old_text = path.read_text(encoding="utf-8") if path.exists() else ""
-        old_data = load_yaml(path) if old_text.strip() else None
-        old = _parse_records(old_data, path)
-        validate_record(record, path, len(old))
-        piece = yaml.safe_dump([to_mapping(record)], sort_keys=False, allow_unicode=True)
-        if not old:
-            new_text = piece
-        else:
-            new_text = old_text + ("" if old_text.endswith("\n") else "\n") + piece
-        try:
-            appended = yaml.safe_load(new_text) == [*(old_data or []), to_mapping(record)]
-        except yaml.YAMLError:
-            appended = False
-        if not appended:
+        yaml_log.recover(path)
+        size, head, tail = yaml_log.ends(path)
+        if not yaml_log.appendable(head.decode("utf-8", errors="ignore")):
             raise FormatError(
                 path,
                 None,
                 "cannot append without rewriting earlier records (expected a block list)",
             )
-        atomic_write_text(path, new_text)
-        if old and (
-            not path.read_text(encoding="utf-8").startswith(old_text)
-            or read_records(bench_dir)[:-1] != old
-        ):
-            atomic_write_text(path, old_text)
-            raise FormatError(path, None, "earlier records changed during the append; restored")
+        try:
+            validate_record(record, path, 0)
+        except FormatError:  # only a refusal needs the record's index: count then
+            listing = yaml_log.read(path)
+            validate_record(record, path, len(listing.items) if listing else 0)
+            raise
+        mapping = to_mapping(record)
+        piece = yaml.dump([mapping], Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+        if yaml_log.count(piece) != 1 or parse_yaml(piece, path) != [mapping]:
+            raise FormatError(path, None, "the record does not read back as written; not appended")
+        yaml_log.append(path, size, tail, piece)
     return record
 
 
 __all__ = [
     "SCOREBOARD_NAME",
     "CaseEntry",
+    "RecordHead",
     "RunEntry",
     "Runtime",
     "ScoreRecord",
     "append_record",
+    "count_records",
+    "read_heads",
+    "read_record",
     "read_records",
     "record_from_rows",
+    "validate_head",
     "validate_record",
 ]

@@ -22,7 +22,7 @@ from engine.claims import exclusive_claim, is_claimed
 from engine.errors import FormatError, SkillsmithError
 from engine.events import Cancelled, Reporter, SessionLog, null_reporter
 from engine.runs import RunFolder, UnitKey
-from engine.scoreboard import ScoreRecord, read_records, record_from_rows
+from engine.scoreboard import ScoreRecord, count_records, read_record, record_from_rows
 from engine.views import list_session_logs, read_tail
 from engine.workspace import Workspace
 
@@ -207,15 +207,14 @@ def _rows_of(ws: Workspace, run_id: str) -> dict[UnitKey, dict[str, Any]]:
 
 def trace_record(ws: Workspace, bench_id: str, index: int = -1) -> RecordTrace:
     """Follow record ``index`` of a benchmark's scoreboard to its sessions, runs and rows."""
-    records = read_records(ws.benchmarks_dir / bench_id)
-    if not records:
+    count = count_records(ws.benchmarks_dir / bench_id)
+    if not count:
         raise SkillsmithError(f"{ws.benchmarks_dir / bench_id}: the scoreboard has no records")
     try:
-        record = records[index]
+        record = read_record(ws.benchmarks_dir / bench_id, index)
     except IndexError:
         raise SkillsmithError(
-            f"{ws.benchmarks_dir / bench_id}: no scoreboard record {index} "
-            f"(there are {len(records)})"
+            f"{ws.benchmarks_dir / bench_id}: no scoreboard record {index} (there are {count})"
         ) from None
     links: list[RunLink] = []
     tables: dict[str, dict[UnitKey, dict[str, Any]]] = {}

@@ -20,10 +20,10 @@ import secrets
 import shutil
 import tarfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -38,19 +38,36 @@ from engine.fsutil import (
     fsync_dir,
     staged_open,
 )
-from engine.schema import from_mapping
+from engine.schema import from_mapping, to_mapping
+from engine.skill import SkillDoc
 from engine.vault import ENV_SECRETS, MIN_SECRET_LEN, has_secret, read_secret, secret_names
-from engine.workspace import CONFIG_NAME, Workspace
+from engine.workspace import CONFIG_NAME, INTENT_JOURNAL, LOCK_NAME, RESTORE_JOURNAL, Workspace
 
 MANIFEST = ".skillsmith-snapshot.json"
 STATE_ITEMS = (CONFIG_NAME, "AGENTS.md", "skills", "history")
 _STATE_DIRS = ("skills", "history")
-RESTORE_JOURNAL = ".restore.json"
 RESTORE_LOG = "restores.jsonl"
 MAX_MEMBERS = 200_000
+MAX_HEADER_BYTES = 64 * 1024  # a GNU long name or a PAX header; real ones are a few hundred bytes
+MAX_HEADER_CHAIN = 8
+MAX_PATH_CHARS = 1024
+MAX_NAME_BYTES = 255  # the longest file name Linux and macOS filesystems take
+MAX_TRAILER_BYTES = 1024 * 1024  # tar pads its end to 10 KB records; more is not ours
+_EXTENSION_HEADERS = (
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+)
+_INTERNAL_NAMES = {INTENT_JOURNAL, RESTORE_JOURNAL, LOCK_NAME, ".pending_round.json"}
+# Agent settings that change nothing about which command runs or what it may see.
+_HARMLESS_AGENT_KEYS = {"model", "timeout_s", "max_output_bytes", "max_turns", "noise"}
 _NAME = re.compile(r"^v(\d+)(?:-(\d+))?\.tar\.gz$")
 _POINTER = re.compile(r"^history/[^/]+/(branches/[^/]+/)?current$")
 _POINTER_TARGET = re.compile(r"^v\d+$")
+_STAGE = re.compile(r"\.tmp-restore-[0-9a-f]{8}")
+_SKILL_FILE = re.compile(r"^(?:skills/[^/]+|history/[^/]+/(?:branches/[^/]+/)?v\d+)/SKILL\.md$")
 _CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".DS_Store"}
 _ANTHROPIC_KEY = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")  # fast: literal prefix
 _SHAPE_SCAN_BYTES = 64 * 1024  # skill-file sized (lint warns past 15 KB)
@@ -75,6 +92,7 @@ class _Archive:
 
     version: int
     top: set[str] = field(default_factory=set)
+    agent_change: str | None = None  # what it changes about the agent's command, if anything
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -145,9 +163,15 @@ def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
             raise SkillsmithError(f"{path}: only files and folders can be snapshotted")
 
     for item in STATE_ITEMS:
-        path = ws.root / item
+        path = live_item(ws, item)
         if path.exists() or path.is_symlink():
             yield from walk(path, item)
+
+
+def live_item(ws: Workspace, item: str) -> Path:
+    """Where a state item lives: a project's workspace keeps skills and AGENTS.md outside itself
+    (``paths`` in skillsmith.yaml), and the archive names them the same either way."""
+    return {"skills": ws.skills_dir, "AGENTS.md": ws.agents_md}.get(item, ws.root / item)
 
 
 def _secret_needles(ws: Workspace) -> list[bytes]:
@@ -222,22 +246,90 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 # -- validation ------------------------------------------------------------------------------------
-def _inspect(path: Path, member_cap: int, total_cap: int) -> _Archive:
-    """Check EVERY member of an archive; any problem refuses the whole archive in one line."""
+class _Refused(SkillsmithError):
+    """An archive that failed a check; raised from deep inside tarfile's header reader too."""
 
-    def refuse(name: str, problem: str) -> SkillsmithError:
-        return SkillsmithError(f"{path}: refused: member {name!r} {problem}; nothing was changed")
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
+
+
+def _refusal(path: Path, name: str, problem: str) -> _Refused:
+    return _Refused(f"{path}: refused: member {_clip(name)!r} {problem}; nothing was changed")
+
+
+class _CappedTarInfo(tarfile.TarInfo):
+    """A header reader that refuses oversized extension headers BEFORE reading them.
+
+    tarfile reads a GNU long-name or PAX header's whole payload into memory, so a 4 MB archive
+    can claim a 1 GB name; and it follows a chain of such headers by recursion.
+    """
+
+    def _proc_member(self, archive: Any) -> Any:
+        if self.type in _EXTENSION_HEADERS:
+            chain = getattr(archive, "_skillsmith_chain", 0) + 1
+            archive._skillsmith_chain = chain
+            where = Path(getattr(archive, "name", None) or "archive")
+            if self.size > MAX_HEADER_BYTES:
+                raise _refusal(
+                    where,
+                    self.name,
+                    f"is an extension header of {self.size} bytes (at most {MAX_HEADER_BYTES})",
+                )
+            if chain > MAX_HEADER_CHAIN:
+                raise _refusal(where, self.name, "starts a chain of too many extension headers")
+        else:
+            archive._skillsmith_chain = 0
+        return super()._proc_member(archive)  # type: ignore[misc]  # untyped in typeshed
+
+
+@contextlib.contextmanager
+def _open_archive(path: Path) -> Iterator[tuple[tarfile.TarFile, gzip.GzipFile]]:
+    """The archive's tar stream over its own gzip reader, so the gzip end can be checked."""
+    with (
+        path.open("rb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="rb") as gz,
+        tarfile.open(
+            name=str(path), fileobj=cast(Any, gz), mode="r:", tarinfo=_CappedTarInfo
+        ) as tar,
+    ):
+        yield tar, gz
+
+
+def _read_to_end(path: Path, gz: gzip.GzipFile) -> None:
+    """Read the gzip stream past the tar's end marker: the CRC and length are checked only there."""
+    extra = 0
+    while chunk := gz.read(1024 * 1024):
+        extra += len(chunk)
+        if extra > MAX_TRAILER_BYTES:
+            raise _Refused(
+                f"{path}: refused: more than {MAX_TRAILER_BYTES} bytes after the end of the "
+                "archive; nothing was changed"
+            )
+
+
+def _inspect(path: Path, member_cap: int, total_cap: int, live: Config | None = None) -> _Archive:
+    """Check EVERY member of an archive; any problem refuses the whole archive in one line.
+
+    What the archive would become is validated like a live workspace: its configuration, each
+    ``current`` pointer naming a version the archive holds, and every SKILL.md parsing.
+    """
+
+    def refuse(name: str, problem: str) -> _Refused:
+        return _refusal(path, name, problem)
 
     archive = _Archive(version=-1)
     kinds: dict[str, str] = {}
+    pointers: dict[str, str] = {}
     total = 0
     config: Config | None = None
     try:
-        with tarfile.open(path, "r:gz") as tar:
+        with _open_archive(path) as (tar, gz):
             for member in tar:
                 name = _member_name(member.name)
                 if name is None:
                     raise refuse(member.name, "has an absolute path or climbs out with '..'")
+                _check_name_length(name, refuse)
                 if name in kinds:
                     raise refuse(name, "appears twice")
                 if len(kinds) >= MAX_MEMBERS:
@@ -248,15 +340,18 @@ def _inspect(path: Path, member_cap: int, total_cap: int) -> _Archive:
                     raise refuse(name, f"is outside the agent state (allowed: {allowed})")
                 if top == MANIFEST and (name != MANIFEST or not member.isreg()):
                     raise refuse(name, "is not the snapshot's manifest file")
+                if any(_is_internal(part) for part in name.split("/")):
+                    raise refuse(name, "is an internal journal, lock or temp file")
                 if member.issym():
                     if not (_POINTER.match(name) and _POINTER_TARGET.match(member.linkname)):
-                        raise refuse(name, f"is a symbolic link to {member.linkname!r}")
+                        raise refuse(name, f"is a symbolic link to {_clip(member.linkname)!r}")
                     kinds[name] = "link"
+                    pointers[name] = member.linkname
                 elif member.islnk():
-                    raise refuse(name, f"is a hard link to {member.linkname!r}")
+                    raise refuse(name, f"is a hard link to {_clip(member.linkname)!r}")
                 elif member.isdir():
                     kinds[name] = "dir"
-                elif member.isreg():
+                elif member.isreg() and member.type != tarfile.GNUTYPE_SPARSE:
                     if member.size > member_cap:
                         raise refuse(name, f"is {member.size} bytes, over the cap of {member_cap}")
                     total += member.size
@@ -265,12 +360,18 @@ def _inspect(path: Path, member_cap: int, total_cap: int) -> _Archive:
                     kinds[name] = "file"
                     if name == CONFIG_NAME:
                         config = _read_config(tar, member, f"{path}:{CONFIG_NAME}")
+                    elif _POINTER.match(name):
+                        pointers[name] = _member_text(tar, member, path, name).strip()
+                    elif _SKILL_FILE.match(name):
+                        _check_skill(_member_text(tar, member, path, name), path, name)
                 elif member.ischr() or member.isblk():
                     raise refuse(name, "is a device file")
                 else:
                     raise refuse(name, "is a FIFO or another special file")
+            _read_to_end(path, gz)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise SkillsmithError(f"{path}: not a readable tar.gz snapshot ({exc})") from None
+        reason = _clip(str(exc) or type(exc).__name__, 160)
+        raise SkillsmithError(f"{path}: not a readable tar.gz snapshot ({reason})") from None
     for name, kind in kinds.items():
         parts = name.split("/")
         for depth in range(1, len(parts)):
@@ -281,13 +382,62 @@ def _inspect(path: Path, member_cap: int, total_cap: int) -> _Archive:
             raise refuse(name, "must be a regular file")
         if name in _STATE_DIRS and kind != "dir":
             raise refuse(name, "must be a folder")
+    for name, target in pointers.items():
+        version = f"{name.rsplit('/', 1)[0]}/{target}"
+        if not _POINTER_TARGET.match(target) or kinds.get(version) != "dir":
+            raise refuse(name, f"points at {_clip(target)!r}, a version the archive does not hold")
     if config is None:
         raise SkillsmithError(
             f"{path}: refused: no {CONFIG_NAME} inside, not a Skillsmith snapshot"
         )
     archive.version = config.version
+    archive.agent_change = _agent_change(live, config)
     archive.top = {name.split("/", 1)[0] for name in kinds}
     return archive
+
+
+def _check_name_length(name: str, refuse: Callable[[str, str], _Refused]) -> None:
+    if len(name) > MAX_PATH_CHARS:
+        raise refuse(name, f"has a path longer than {MAX_PATH_CHARS} characters")
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in name.split("/")):
+        raise refuse(name, f"has a path part longer than {MAX_NAME_BYTES} bytes")
+
+
+def _is_internal(basename: str) -> bool:
+    """Journals, locks and temp files belong to the workspace that wrote them, never to an archive:
+    a planted journal would be replayed by the next command."""
+    from engine.store import is_leftover
+
+    return basename in _INTERNAL_NAMES or is_leftover(basename)
+
+
+def _member_text(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, name: str) -> str:
+    src = tar.extractfile(member)
+    raw = src.read() if src is not None else b""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refusal(path, name, "is not UTF-8 text") from None
+
+
+def _check_skill(text: str, path: Path, name: str) -> None:
+    """A skill the store could not read back would make every later store command refuse."""
+    _doc, error = SkillDoc.parse_lenient(text, f"{path}:{name}")
+    if error is not None:
+        raise _Refused(f"refused: {_clip(str(error), 300)}; nothing was changed")
+
+
+def _agent_change(live: Config | None, restored: Config) -> str | None:
+    """What a restored configuration changes about the command that runs and what it sees."""
+    if live is None:
+        return None
+    old, new = to_mapping(live.agent), to_mapping(restored.agent)
+    changed = [
+        f"agent.{key} {old.get(key)!r} → {new.get(key)!r}"
+        for key in sorted(set(old) | set(new))
+        if key not in _HARMLESS_AGENT_KEYS and old.get(key) != new.get(key)
+    ]
+    return "; ".join(changed) or None
 
 
 def _member_name(raw: str) -> str | None:
@@ -316,23 +466,32 @@ def _caps(ws: Workspace) -> tuple[int, int]:
 
 
 # -- restore ---------------------------------------------------------------------------------------
-def restore(ws: Workspace, source: str | Path, *, yes: bool = False) -> Path:
+def restore(
+    ws: Workspace, source: str | Path, *, yes: bool = False, trust_agent_config: bool = False
+) -> Path:
     """Make the agent state equal to a snapshot; returns the snapshot of the state it replaced.
 
     ``source`` is a file or "vK" (the newest snapshot of version K). A version not newer than the
-    current one is refused unless ``yes``; vault/, runs/ and everything else outside the agent
-    state are left alone.
+    current one is refused unless ``yes``; a configuration that changes the agent's command or
+    what it may see is refused unless ``trust_agent_config`` (the next eval would run it); vault/,
+    runs/ and everything else outside the agent state are left alone.
     """
     with ws.lock("restore"):
         recover(ws)
         path = _resolve_source(ws, source)
-        archive = _inspect(path, *_caps(ws))
-        current = ws.load_config().version
+        live = ws.load_config()
+        archive = _inspect(path, *_caps(ws), live=live)
+        current = live.version
         if archive.version <= current and not yes:
             how = "older than" if archive.version < current else "the same as"
             raise SkillsmithError(
                 f"{path}: holds version {archive.version}, {how} the current version {current}; "
                 "pass --yes to restore it anyway"
+            )
+        if archive.agent_change is not None and not trust_agent_config:
+            raise SkillsmithError(
+                f"{path}: its {CONFIG_NAME} changes how the agent runs ({archive.agent_change}); "
+                "pass --trust-agent-config to restore it anyway"
             )
         stage = ws.root / f".tmp-restore-{secrets.token_hex(4)}"
         items = sorted(archive.top & set(STATE_ITEMS) | set(_STATE_DIRS))
@@ -366,6 +525,8 @@ def restore(ws: Workspace, source: str | Path, *, yes: bool = False) -> Path:
 
 def _resolve_source(ws: Workspace, source: str | Path) -> Path:
     text = str(source)
+    if len(text) > MAX_PATH_CHARS:
+        raise SkillsmithError(f"{_clip(text)}: no such snapshot file (the path is too long)")
     if re.fullmatch(r"v\d+", text) and not Path(text).exists():
         wanted = int(text[1:])
         matches = [s for s in list_snapshots(ws) if s.version == wanted]
@@ -383,7 +544,7 @@ def _extract(path: Path, dest: Path) -> None:
     """Unpack an inspected archive into ``dest`` (inside the workspace, so the swap is a rename)."""
     dest.mkdir(parents=True)
     folders = {dest}
-    with tarfile.open(path, "r:gz") as tar:
+    with _open_archive(path) as (tar, _gz):
         for member in tar:
             name = _member_name(member.name)
             if name is None or name == MANIFEST:
@@ -422,7 +583,7 @@ def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:
     new, old = stage / "new", stage / "old"
     old.mkdir(parents=True, exist_ok=True)
     for item in STATE_ITEMS:
-        src, live, kept = new / item, ws.root / item, old / item
+        src, live, kept = new / item, live_item(ws, item), old / item
         waiting = src.exists() or src.is_symlink()
         if item in items and not waiting:
             continue  # swapped before a crash
@@ -439,6 +600,8 @@ def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:
 # -- import ----------------------------------------------------------------------------------------
 def import_snapshot(ws: Workspace, path: Path) -> Path:
     """Copy a snapshot made elsewhere into ``snapshots/`` once it passes every restore check."""
+    if len(str(path)) > MAX_PATH_CHARS:
+        raise SkillsmithError(f"{_clip(str(path))}: no such snapshot file (the path is too long)")
     path = Path(path).expanduser().resolve()
     if not path.is_file():
         raise SkillsmithError(f"{path}: no such snapshot file")
@@ -485,11 +648,7 @@ def recover(ws: Workspace) -> None:
         return
     journal = ws.root / RESTORE_JOURNAL
     if journal.exists():
-        try:
-            intent = json.loads(journal.read_bytes())
-            stage, items = ws.root / intent["stage"], list(intent["items"])
-        except (ValueError, KeyError, TypeError):
-            raise FormatError(journal, "stage", "expected the restore journal's fields") from None
+        stage, items = _read_journal(ws, journal)
         if stage.is_dir():
             _swap(ws, stage, items)
         else:
@@ -500,3 +659,20 @@ def recover(ws: Workspace) -> None:
         else:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+
+
+def _read_journal(ws: Workspace, journal: Path) -> tuple[Path, list[str]]:
+    """The restore journal's stage and items, checked before anything is moved by them: the
+    stage must be one of our own temp folders at the top and the items agent-state names."""
+    try:
+        intent = json.loads(journal.read_bytes())
+        stage, items = intent["stage"], intent["items"]
+    except (ValueError, KeyError, TypeError):
+        raise FormatError(journal, "stage", "expected the restore journal's fields") from None
+    if not isinstance(stage, str) or not _STAGE.fullmatch(stage):
+        raise FormatError(
+            journal, "stage", "expected a .tmp-restore-<hex> folder at the top of the workspace"
+        )
+    if not isinstance(items, list) or not all(i in STATE_ITEMS for i in items):
+        raise FormatError(journal, "items", f"expected names among {', '.join(STATE_ITEMS)}")
+    return ws.root / stage, [str(i) for i in items]

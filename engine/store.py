@@ -1,10 +1,15 @@
-"""The version store of one skill: ``history/<name>/`` (DESIGN.md "Workspace layout").
+"""The version store of one skill: ``history/<name>/`` (docs/workspace.md).
 
-Every published text is kept as ``vN/`` forever; ``current`` names the active one and
-``skills/<name>/SKILL.md`` mirrors it. Rolling back only moves the pointer, so nothing is lost, and
-every move is written to ``edit_audit.jsonl`` so a skill that silently went v7 → v5 can always be
-explained. Branches (``branches/<b>/``) get their own versions and pointer but share the skill's
-taboo list, audit and timeline, so a lesson learnt on an experiment protects the main line too.
+Every published version is kept as ``vN/`` forever: the whole skill folder, SKILL.md at the top and
+every other file of the folder (references, scripts, assets, licence) under ``vN/files/`` with its
+bytes and permission bits. ``current`` names the active one and the live folder ``skills/<name>/``
+(in a project: ``.claude/skills/<name>/``) mirrors it, so publishing or rolling back changes the
+folder Claude Code loads. A version written before folders were kept has no ``files/``; its
+resources are then unknown and left as they are. Rolling back only moves the pointer, so nothing
+is lost, and every move is written to ``edit_audit.jsonl`` so a skill that silently went v7 → v5
+can always be explained. Branches (``branches/<b>/``) get their own versions and pointer but share
+the skill's taboo list, audit and timeline, so a lesson learnt on an experiment protects the main
+line too.
 
 Crash safety: a multi-file change (new version folder, pointer, active SKILL.md, workspace
 version, log lines) is first written down as an intent in ``.pending.json``; each step is
@@ -14,7 +19,6 @@ leaves the old state (intent not yet written) or, after recovery, the new one �
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -29,15 +33,24 @@ from engine.errors import FormatError, LockError, SkillsmithError
 from engine.events import utc_now
 from engine.fsutil import (
     append_jsonl,
-    atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     fsync_dir,
     read_jsonl,
 )
+from engine.skill import SKILL_FILE
+from engine.skill_folder import (
+    Resource,
+    Resources,
+    copy_resources,
+    file_diff,
+    folder_diff,
+    read_resources,
+    write_resources,
+)
 from engine.snapshots import needs_recovery, recover
 from engine.taboo import TabooEntry, TabooList, diff_hash, read_taboo, taboo_records
-from engine.workspace import Workspace
+from engine.workspace import INTENT_JOURNAL, Workspace
 
 __all__ = [
     "SkillStore",
@@ -52,7 +65,8 @@ __all__ = [
 ]
 
 VERSION_FILES = ("SKILL.md", "metrics.json", "gate_verdict.json", "patch.diff", "provenance.json")
-JOURNAL = ".pending.json"
+RESOURCES_DIR = "files"  # vN/files/: the skill folder's other files, paths kept
+JOURNAL = INTENT_JOURNAL
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _VERSION = re.compile(r"^v(\d+)$")
 
@@ -84,13 +98,7 @@ def version_number(version: str) -> int:
 
 def unified_diff(old: str, new: str) -> str:
     """The patch of one SKILL.md edit, in the ``--- a/SKILL.md`` form the patch filters expect."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), "a/SKILL.md", "b/SKILL.md"
-    )
-    out: list[str] = []
-    for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
+    return file_diff(SKILL_FILE, old.encode("utf-8"), new.encode("utf-8"))
 
 
 def read_text(path: Path) -> str:
@@ -207,6 +215,18 @@ class SkillStore:
             raise SkillsmithError(f"{self.dir}: no version {version} (have: {have})")
         return read_text(path)
 
+    def resources(self, version: str) -> dict[str, Resource] | None:
+        """The files beside SKILL.md in ``version`` (None: an old version that kept none)."""
+        self.read(version)
+        files = self.dir / version / RESOURCES_DIR
+        return read_resources(files) if files.is_dir() else None
+
+    def diff(self, old: str, new: str) -> str:
+        """The whole-folder patch from version ``old`` to ``new`` (SKILL.md first)."""
+        return folder_diff(
+            self.read(old), self.resources(old) or {}, self.read(new), self.resources(new) or {}
+        )
+
     def timeline(self) -> list[dict[str, Any]]:
         return read_jsonl(self.timeline_path)
 
@@ -240,7 +260,8 @@ class SkillStore:
             text = read_text(self.skill_file)
             return self._stage_version(
                 text,
-                why=f"adopted from skills/{self.name}/SKILL.md",
+                resources=read_resources(self.skill_file.parent),
+                why=f"adopted from {os.path.relpath(self.skill_file, self.ws.root)}",
                 parent=None,
                 metrics={},
                 gate_verdict={"verdict": "adopted", "gates": []},
@@ -258,28 +279,34 @@ class SkillStore:
         gate_verdict: dict[str, Any] | None = None,
         patch: str | None = None,
         provenance: dict[str, Any] | None = None,
+        resources: Resources | None = None,
     ) -> str:
-        """Make ``text`` the next version and point ``current`` at it; returns the new "vN".
+        """Make ``text`` (and ``resources``) the next version and point ``current`` at it.
 
-        On the main line this also replaces ``skills/<name>/SKILL.md`` and bumps the workspace
-        version; a branch is an experiment and leaves the active agent state alone.
+        ``resources`` is every file of the new folder beside SKILL.md; None keeps the parent's,
+        which is what an edit of SKILL.md alone means. On the main line this also rewrites the live
+        skill folder and bumps the workspace version; a branch is an experiment and leaves the
+        active agent state alone. Returns the new "vN".
         """
         with self.ws.lock(f"publish {self.name}"):
             self._recover()
             parent = self.ensure_adopted()
             old = self.read(parent) if parent is not None else ""
-            if parent is not None and old == text:
+            old_files = self._known_resources(parent)
+            new_files = dict(old_files if resources is None else resources)
+            if parent is not None and old == text and old_files == new_files:
                 raise SkillsmithError(
-                    f"{self.dir / parent}: nothing to publish, the text is identical to {parent}"
+                    f"{self.dir / parent}: nothing to publish, the folder is identical to {parent}"
                 )
-            self._refuse_drift(parent, text)
+            self._refuse_drift(parent, text, new_files)
             return self._stage_version(
                 text,
+                resources=new_files,
                 why=why,
                 parent=parent,
                 metrics=metrics or {},
                 gate_verdict=gate_verdict or {"verdict": "accepted", "gates": [], "reason": why},
-                patch=unified_diff(old, text) if patch is None else patch,
+                patch=folder_diff(old, old_files, text, new_files) if patch is None else patch,
                 provenance=provenance or {},
                 bump=self.branch is None,
             )
@@ -292,7 +319,7 @@ class SkillStore:
             self.read(version)
             if version == cur:
                 raise SkillsmithError(f"{self.dir / 'current'}: already at {version}")
-            self._refuse_drift(cur, None)
+            self._refuse_drift(cur, None, None)
             self._commit(
                 {"op": "rollback", "branch": self.branch, "from": cur, "to": version, "why": why}
             )
@@ -309,9 +336,7 @@ class SkillStore:
             if target.exists():
                 raise SkillsmithError(f"{target}: branch '{branch}' already exists")
             stage = self.root / "branches" / f".tmp-fork-{secrets.token_hex(4)}"
-            for fname in VERSION_FILES:
-                atomic_write_bytes(stage / base / fname, (self.dir / base / fname).read_bytes())
-            fsync_dir(stage / base)
+            self._copy_version(self.dir / base, stage / base)
             self._set_pointer(stage, base)
             source = self.branch or "main"
             self._commit(
@@ -336,21 +361,43 @@ class SkillStore:
             )
 
     # -- internals ---------------------------------------------------------------------------------
-    def _refuse_drift(self, cur: str | None, text: str | None) -> None:
-        """Hand edits to skills/<name>/SKILL.md are never overwritten without being kept first."""
+    def _known_resources(self, version: str | None) -> dict[str, Resource]:
+        """A version's resources; for an old version that kept none, the live folder's."""
+        found = self.resources(version) if version is not None else None
+        return read_resources(self.skill_file.parent) if found is None else found
+
+    def _refuse_drift(self, cur: str | None, text: str | None, files: Resources | None) -> None:
+        """Hand edits to the live skill folder are never overwritten without being kept first."""
         if self.branch is not None or cur is None or not self.skill_file.is_file():
             return
+        folder = self.skill_file.parent
         live = read_text(self.skill_file)
-        if live != self.read(cur) and live != text:
+        edited = self.skill_file if live != self.read(cur) and live != text else None
+        kept = self.resources(cur)
+        if edited is None and kept is not None:
+            now = read_resources(folder)
+            if now != kept and now != files:
+                changed = sorted(k for k in set(now) | set(kept) if now.get(k) != kept.get(k))
+                edited = folder / changed[0]
+        if edited is not None:
             raise SkillsmithError(
-                f"{self.skill_file}: edited by hand since {cur}; publish it first "
-                f"(skillsmith publish {self.name} {self.skill_file} --why …) so it is not lost"
+                f"{edited}: edited by hand since {cur}; publish it first "
+                f"(skillsmith publish {self.name} {folder} --why …) so it is not lost"
             )
+
+    @staticmethod
+    def _copy_version(src: Path, dst: Path) -> None:
+        for fname in VERSION_FILES:
+            atomic_write_text(dst / fname, read_text(src / fname))
+        if (src / RESOURCES_DIR).is_dir():
+            copy_resources(read_resources(src / RESOURCES_DIR), dst / RESOURCES_DIR)
+        fsync_dir(dst)
 
     def _stage_version(
         self,
         text: str,
         *,
+        resources: Resources,
         why: str,
         parent: str | None,
         metrics: dict[str, Any],
@@ -376,6 +423,7 @@ class SkillStore:
         atomic_write_json(stage / "gate_verdict.json", gate_verdict)
         atomic_write_text(stage / "patch.diff", patch)
         atomic_write_json(stage / "provenance.json", prov)
+        copy_resources(resources, stage / RESOURCES_DIR)
         fsync_dir(stage)
         intent: dict[str, Any] = {
             "op": "publish",
@@ -408,6 +456,22 @@ class SkillStore:
             )
             return entry
 
+    def remove_taboo(self, entry: TabooEntry, *, why: str) -> None:
+        """Take back one taboo entry: only an undone rejection does, so the list holds exactly
+        the rejections that still stand (an undone one must not block its patch)."""
+        with self.ws.lock(f"taboo {self.name}"):
+            self._recover()
+            if entry not in read_taboo(self.taboo_path):
+                return
+            self._commit(
+                {
+                    "op": "taboo_remove",
+                    "branch": self.branch,
+                    "why": why,
+                    "entry": taboo_records([entry])[0],
+                }
+            )
+
     def _commit(self, intent: dict[str, Any]) -> None:
         intent = {**intent, "op_id": secrets.token_hex(8), "when": utc_now()}
         journal = self.root / JOURNAL
@@ -429,9 +493,7 @@ class SkillStore:
         if op in ("publish", "rollback", "fork"):
             self._set_pointer(vdir, intent["to"])
             if branch is None:
-                text = read_text(vdir / intent["to"] / "SKILL.md")
-                if not self.skill_file.is_file() or read_text(self.skill_file) != text:
-                    atomic_write_text(self.skill_file, text)
+                self._mirror(vdir / intent["to"])
             if "workspace_version" in intent:
                 cfg = self.ws.load_config()
                 if cfg.version < intent["workspace_version"]:
@@ -446,8 +508,23 @@ class SkillStore:
             entry = TabooEntry(**intent["entry"])
             if entry not in entries:
                 atomic_write_json(self.taboo_path, taboo_records([*entries, entry]))
+        if op == "taboo_remove":
+            entries = read_taboo(self.taboo_path)
+            entry = TabooEntry(**intent["entry"])
+            if entry in entries:
+                kept = [e for e in entries if e != entry]
+                atomic_write_json(self.taboo_path, taboo_records(kept))
         line = {k: v for k, v in intent.items() if k not in ("stage", "target", "entry")}
         self._append_once(self.timeline_path, {**line, **intent.get("entry", {})})
+
+    def _mirror(self, version_dir: Path) -> None:
+        """Make the live skill folder equal to one version (resources first, SKILL.md last)."""
+        files = version_dir / RESOURCES_DIR
+        if files.is_dir():
+            write_resources(self.skill_file.parent, read_resources(files))
+        text = read_text(version_dir / "SKILL.md")
+        if not self.skill_file.is_file() or read_text(self.skill_file) != text:
+            atomic_write_text(self.skill_file, text)
 
     @staticmethod
     def _append_once(path: Path, record: dict[str, Any]) -> None:
@@ -497,7 +574,7 @@ class SkillStore:
         recover(self.ws)
         journal = self.root / JOURNAL
         if journal.exists():
-            intent = _read_json(journal)
+            intent = _checked_intent(journal, _read_json(journal))
             staged = "stage" not in intent or (self.root / intent["target"]).exists()
             if staged or (self.root / intent["stage"]).exists():
                 self._apply(intent)
@@ -505,6 +582,54 @@ class SkillStore:
             fsync_dir(self.root)
         for path in list(self._leftovers()):
             _remove(path)
+
+
+_STAGE = re.compile(
+    r"(?:branches/[A-Za-z0-9][A-Za-z0-9._-]{0,127}/)?\.tmp-publish-[0-9a-f]{8}"
+    r"|branches/\.tmp-fork-[0-9a-f]{8}"
+)
+_OPS = ("publish", "rollback", "fork", "taboo_append")
+
+
+def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
+    """Refuse a journal whose fields would move anything outside this skill's history folder.
+
+    The journal is replayed without a person looking, so it is read like untrusted input: a
+    planted ``"stage": "../../vault"`` must never become a rename.
+    """
+
+    def bad(field: str, expected: str) -> FormatError:
+        return FormatError(journal, field, expected + "; remove the file if you did not write it")
+
+    if not isinstance(intent, dict) or intent.get("op") not in _OPS:
+        raise bad("op", f"expected one of {', '.join(_OPS)}")
+    branch = intent.get("branch")
+    if branch is not None and (
+        not isinstance(branch, str) or not _NAME.match(branch) or ".." in branch
+    ):
+        raise bad("branch", "expected a branch name")
+    if intent["op"] != "taboo_append" and not (
+        isinstance(intent.get("to"), str) and _VERSION.match(intent["to"])
+    ):
+        raise bad("to", "expected a version vN")
+    if intent["op"] == "taboo_append":
+        try:
+            TabooEntry(**intent["entry"])
+        except (KeyError, TypeError):
+            raise bad("entry", "expected the taboo entry") from None
+    if "workspace_version" in intent and type(intent["workspace_version"]) is not int:
+        raise bad("workspace_version", "expected a whole number")
+    if "stage" in intent or "target" in intent:
+        stage = intent.get("stage")
+        if not isinstance(stage, str) or not _STAGE.fullmatch(stage):
+            raise bad("stage", "expected a .tmp-publish- or .tmp-fork- folder of this skill")
+        prefix = "" if branch is None else f"branches/{branch}/"
+        wanted = f"branches/{branch}" if intent["op"] == "fork" else f"{prefix}{intent['to']}"
+        if intent.get("target") != wanted:
+            raise bad("target", f"expected {wanted!r}")
+    if not isinstance(intent.get("op_id", ""), str) or not isinstance(intent.get("why", ""), str):
+        raise bad("op_id", "expected text")
+    return intent
 
 
 def stores_of(ws: Workspace) -> Iterator[SkillStore]:

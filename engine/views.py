@@ -20,7 +20,7 @@ from engine.errors import SkillsmithError
 from engine.metrics import metrics
 from engine.queue import Candidate, CandidateQueue
 from engine.runs import SESSIONS, RunFolder, UnitKey
-from engine.store import is_leftover
+from engine.store import SkillStore, is_leftover
 from engine.workspace import Workspace
 
 SESSION_SUFFIX = ".jsonl"
@@ -273,3 +273,28 @@ class CandidateCache:
             key=lambda v: (v.candidate.created_at, v.candidate.id),
         )
         return views, sorted(errors)
+
+
+def current_versions(ws: Workspace, skills: list[str]) -> dict[str, str]:
+    """Each skill's current version for a header; a skill not yet in history is at v0 (its
+    first use records it so), one whose history cannot be read shows "?"."""
+    found: dict[str, str] = {}
+    for name in skills:
+        try:
+            found[name] = SkillStore(ws, name).current() or "v0"
+        except SkillsmithError:
+            found[name] = "?"
+    return found
+
+
+def compact_count(n: int) -> str:
+    """A count in at most five characters that never drops digits silently: 2689124 → 2.69M."""
+    if abs(n) < 1000:
+        return str(n)
+    value = float(n)
+    for suffix in ("k", "M", "G"):
+        value /= 1000
+        text = f"{value:.3g}"
+        if abs(float(text)) < 1000:  # 999999 rounds up to "1e+03": say 1M instead
+            return text + suffix
+    return f"{value / 1000:,.0f}T"

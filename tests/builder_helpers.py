@@ -71,13 +71,19 @@ def clone(source: Path, dest: Path) -> Any:
     return Workspace.at(dest)
 
 
-def use_counting_agent(ws: Any) -> None:
-    """Make this file the workspace's target agent (kind ``command``)."""
+def use_counting_agent(ws: Any, count: Path) -> Path:
+    """Make this file the workspace's target agent (kind ``command``), counting into ``count``.
+
+    The count folder is the one place outside its run folder the sandbox lets it write.
+    """
+    count.mkdir(parents=True, exist_ok=True)
     cfg = ws.load_config()
     cfg.agent.kind = "command"
     cfg.agent.command = [sys.executable, str(Path(__file__).resolve())]
     cfg.agent.env_allow = [COUNT_ENV, DELAY_ENV, CRASH_ENV]
+    cfg.agent.writable_paths = [str(count)]
     ws.save_config(cfg)
+    return count
 
 
 def launches(count_dir: Path) -> list[str]:

@@ -5,6 +5,8 @@ Also a pytest plugin (tests/conftest.py): the ``count_dir`` fixture.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -48,6 +50,9 @@ def command_workspace(
     cfg.agent.timeout_s = timeout_s
     cfg.agent.max_output_bytes = max_output_bytes
     cfg.agent.env_allow = list(env_allow)
+    count_dir = os.environ.get(COUNT_ENV)
+    if COUNT_ENV in env_allow and count_dir:  # the scripted agent logs its launches there
+        cfg.agent.writable_paths = [count_dir]
     ws.save_config(cfg)
     return ws
 
@@ -84,6 +89,34 @@ def mode_benchmark(
 def launches(count_dir: Path) -> list[str]:
     path = count_dir / "launches"
     return path.read_text().splitlines() if path.exists() else []
+
+
+def require_bwrap() -> None:
+    """Sandbox tests need bubblewrap: skipped without it, failed under SKILLSMITH_REQUIRE_E2E=1."""
+    if shutil.which("bwrap") is not None:
+        return
+    if os.environ.get("SKILLSMITH_REQUIRE_E2E") == "1":
+        pytest.fail("bubblewrap (bwrap) is not installed and SKILLSMITH_REQUIRE_E2E=1")
+    pytest.skip("bubblewrap (bwrap) is not installed")
+
+
+def running(marker: str) -> list[int]:
+    """Host pids of live processes whose command line holds ``marker``.
+
+    A sandboxed agent reports pids of its own PID namespace, which mean nothing out here; its
+    command line (the script path, a token) is what finds it from outside.
+    """
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
 
 
 def alive(pid: int) -> bool:

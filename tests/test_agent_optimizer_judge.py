@@ -48,14 +48,12 @@ def test_a_malformed_judge_reply_is_rerequested_and_the_agent_is_not_rerun(
     ws = Workspace.at(copy_demo(tmp_path / "ws"))
     _pool_with_judged_positives(ws)
     build_benchmark(ws, BENCH, source="pool", cases=len(POOL), pilot_iterations=1, jobs=2)
-    counting(ws)
+    count = counting(ws, tmp_path / "count")
     cfg = ws.load_config()
     cfg.models.judge = ModelConfig(
         provider="anthropic", model="claude-haiku-4-5", timeout_s=10.0, max_retries=0
     )
     ws.save_config(cfg)
-    count = tmp_path / "count"
-    count.mkdir()
     monkeypatch.setenv(COUNT_ENV, str(count))
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)

@@ -47,9 +47,7 @@ def test_a_killed_round_resumes_with_the_same_candidate_and_runs_only_missing_un
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws = Workspace.at(built_demo(tmp_path / "ws", cases=4))
-    use_counting_agent(ws)
-    count = tmp_path / "count"
-    count.mkdir()
+    count = use_counting_agent(ws, tmp_path / "count")
     env = {**os.environ, COUNT_ENV: str(count), DELAY_ENV: "0.3"}
     monkeypatch.setenv(COUNT_ENV, str(count))
     cli = [sys.executable, "-m", "engine.cli", "optimize-agent", "-w", str(ws.root)]

@@ -206,9 +206,7 @@ def test_an_execution_failure_reruns_only_the_failed_units(
     base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws = clone(base, tmp_path / "ws")
-    use_counting_agent(ws)
-    count = tmp_path / "count"
-    count.mkdir()
+    count = use_counting_agent(ws, tmp_path / "count")
     monkeypatch.setenv("SKILLSMITH_TEST_COUNT_DIR", str(count))
     monkeypatch.setenv(CRASH_ENV, "resize.js:once")  # cmdi-js-execfile's file crashes once
     result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
@@ -225,9 +223,7 @@ def test_an_evaluation_that_keeps_failing_is_invalid_and_not_a_round(
     base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws = clone(base, tmp_path / "ws")
-    use_counting_agent(ws)
-    count = tmp_path / "count"
-    count.mkdir()
+    count = use_counting_agent(ws, tmp_path / "count")
     monkeypatch.setenv("SKILLSMITH_TEST_COUNT_DIR", str(count))
     monkeypatch.setenv(CRASH_ENV, "resize.js:always")
     proposals = iter([True])

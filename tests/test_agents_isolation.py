@@ -5,17 +5,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
 
 from engine.agents import RoomSpec, SkillFiles, build_room, remove_room, room_env, scratch_root
+from engine.cli import main
 from engine.errors import SkillsmithError
 from engine.runner import run_evaluation
 from engine.vault import write_secret
 from engine.workspace import Workspace
 from tests.bench_helpers import write_benchmark, write_case
-from tests.runner_helpers import ADVERSARIAL, LABELS, add_skill, command_workspace
+from tests.runner_helpers import (
+    ADVERSARIAL,
+    AGENTS,
+    LABELS,
+    add_skill,
+    command_workspace,
+    require_bwrap,
+    running,
+)
 
 RUBRIC_SECRET = "the injection sits in handler dot py near the cursor call"
 VAULT_SECRET = "vault-value-5b7e1c9d2a"
@@ -86,6 +97,59 @@ def test_adversarial_agent_finds_no_rubric_vault_workspace_or_key(
             assert VAULT_SECRET not in text and API_KEY not in text
     key_digest = hashlib.sha256(API_KEY.encode()).hexdigest()
     assert key_digest not in (result.run_dir / "results.jsonl").read_text()
+
+
+def test_probe_agent_at_four_jobs_reaches_nothing_outside_its_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_bwrap()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    monkeypatch.setenv("SKILLSMITH_WORKSPACE", str(tmp_path / "ws"))
+    token = f"probe-{uuid.uuid4().hex}"
+    ws = command_workspace(tmp_path / "ws", AGENTS / "probe_agent.py", env_allow=())
+    write_secret(ws, "anthropic_api_key", VAULT_SECRET)
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    for case_id in ("one", "two", "three", "four"):
+        write_case(
+            root,
+            case_id,
+            {"expected": "vulnerable", "notes": RUBRIC_SECRET},
+            files={"handler.py": "cursor.execute(q)\n", "token.txt": token + "\n"},
+        )
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # run folders of its own
+
+    result = run_evaluation(ws, "b", jobs=4)
+
+    # the sleeping, setsid-ed grandchildren ended with their units, not some time later
+    assert running(token) == []
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": False}
+    # no answer was flipped by a sibling: every unit kept its own (wrong) label
+    assert [r["pass_fail"] for r in result.rows] == ["fail"] * 4
+    for row in result.rows:
+        report = _report(result.run_dir / row["session_file"])
+        dump = json.dumps(report)
+        for secret in (RUBRIC_SECRET, VAULT_SECRET, API_KEY, str(ws.root), "SKILLSMITH_WORKSPACE"):
+            assert secret not in dump, f"leaked {secret!r}"
+        assert report["found"] == {}
+        assert report["siblings"] == [] and report["overwritten"] == []
+        assert report["guesses"] == dict.fromkeys(report["guesses"])  # all None: nothing there
+        views = report["views"]
+        assert isinstance(views, dict)
+        # its /proc shows its own namespace only: itself and its grandchild, no parent (ppid 0)
+        assert report["sleeper_running"] is True  # the grandchild was alive when it reported
+        assert report["ppid"] == 0 and views["0"]["cmdline"] is None
+        others = [v["cmdline"] for pid, v in views.items() if pid != "0"]
+        assert len(others) == 2 and all("probe_agent.py" in c or token in c for c in others)
+        writes = report["writes"]
+        assert isinstance(writes, dict) and writes
+        for target in writes:
+            assert not Path(target).exists(), f"wrote {target} outside its run folder"
+    # nothing with the token was left anywhere the harness can see
+    leftovers = [p for p in (*tmp_path.rglob("*"), *Path("/tmp").iterdir()) if token in p.name]
+    assert leftovers == []
+    assert list(scratch_root(ws.root).iterdir()) == []  # every unit folder was removed
 
 
 def test_room_holds_exactly_the_statement_prompt_agents_md_and_skills(tmp_path: Path) -> None:
@@ -161,7 +225,6 @@ def test_environment_is_built_from_the_allow_list(tmp_path: Path) -> None:
 def test_scratch_root_inside_the_workspace_is_refused(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(workspace.root / "tmp"))
     with pytest.raises(SkillsmithError, match="inside the workspace"):
@@ -183,3 +246,41 @@ def test_room_removal_survives_an_agent_that_locked_its_files(tmp_path: Path) ->
     remove_room(room)
     assert not room.exists()
     assert outside.is_dir() and (outside.stat().st_mode & 0o777) == 0o755
+
+
+def test_without_bubblewrap_evaluation_refuses_unless_sandbox_none_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = command_workspace(tmp_path / "ws", ADVERSARIAL, env_allow=())
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    write_case(root, "one", {"expected": "safe"}, files={"handler.py": "x = 1\n"})
+    bare = tmp_path / "bin"  # a PATH on which there is no bwrap
+    bare.mkdir()
+    monkeypatch.setenv("PATH", str(bare))
+
+    assert main(["eval", "b", "-w", str(ws.root)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "bubblewrap" in err and "agent.sandbox: none" in err
+    assert not ws.runs_dir.exists() or list(ws.runs_dir.iterdir()) == []
+
+    cfg = ws.load_config()
+    cfg.agent.sandbox = "none"  # an explicit choice to run unconfined
+    ws.save_config(cfg)
+    result = run_evaluation(ws, "b")
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["agent"]["sandbox"] == {"kind": "none", "network": True}
+    assert [r["pass_fail"] for r in result.rows] == ["pass"]
+
+
+def test_a_statement_named_prompt_md_is_refused_before_any_run_folder_or_log(
+    tmp_path: Path,
+) -> None:
+    ws = command_workspace(tmp_path / "ws", ADVERSARIAL, env_allow=())
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    write_case(root, "one", {"expected": "safe"}, files={"PROMPT.md": "mine\n"})
+    before = sorted(p.relative_to(ws.root) for p in ws.root.rglob("*"))
+
+    with pytest.raises(SkillsmithError, match=r"PROMPT\.md.*may not be named"):
+        run_evaluation(ws, "b")
+    assert sorted(p.relative_to(ws.root) for p in ws.root.rglob("*")) == before

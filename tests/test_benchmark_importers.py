@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from engine import importers
 from engine.benchmark import load_benchmark
 from engine.cli import main
 from engine.errors import FormatError, SkillsmithError
@@ -196,7 +200,8 @@ def test_skill_creator_evals_round_trip(workspace: Workspace, tmp_path: Path) ->
     assert [c.id for c in bench.cases] == ["eval-1", "eval-2"] and bench.labels == []
     one = bench.case("eval-1")
     assert one.prompt() == "Summarise the sales file by region.\n"
-    assert (one.statement_dir / "sales.csv").read_text().startswith("region,total")
+    # The file keeps the path the skill folder gives it (evals/files/sales.csv).
+    assert (one.statement_dir / "evals/files/sales.csv").read_text().startswith("region,total")
     assert [c.criteria for c in one.rubric.checks] == EVALS[0]["expectations"]
     assert bench.case("eval-2").rubric.checks[0].criteria == "Greets"
 
@@ -214,7 +219,10 @@ def test_skill_creator_evals_round_trip(workspace: Workspace, tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("evals", "message"),
     [
-        ([{"id": 1, "prompt": "x", "expectations": ["y"], "colour": 1}], r"'evals\[0\]\.colour'"),
+        (
+            [{"id": 1, "prompt": 7, "expectations": ["y"]}],
+            r"evals\.json:6: field 'evals\[0\]\.prompt'",
+        ),
         ([{"id": 1, "prompt": "x"}], r"'evals\[0\]': expected expectations"),
         ([{"id": 1, "prompt": "x", "expectations": ["y"], "files": ["no.csv"]}], r"files\[0\]"),
         ([{"id": 1, "prompt": "x", "expectations": ["y"]}] * 2, r"'evals\[1\]\.id': expected a"),
@@ -269,10 +277,15 @@ def test_csv_cases_without_labels(workspace: Workspace, tmp_path: Path) -> None:
         ("a.csv", "input,answer\nx,y\n", r"a\.csv:1: field 'expected': missing column"),
         ("a.csv", "input,expected\nx,y\nz,\n", r"a\.csv:3: field 'expected': expected a non-empty"),
         ("a.jsonl", '{"input": "x", "expected": "y"}\n{"input": "z"\n', r"a\.jsonl:2: line is not"),
-        ("a.jsonl", '{"input": "x", "expected": "y", "lbl": 1}\n', r"a\.jsonl:1: field 'lbl'"),
+        ("a.jsonl", '{"input": "x", "expected": "y", "files": 1}\n', r"a\.jsonl:1: field 'files'"),
+        ("a.csv", 'input,expected\n"open quote,y\n', r"a\.csv:2: malformed CSV"),
         ("a.jsonl", '{"id": "a b", "input": "x", "expected": "y"}\n', r"a\.jsonl:1: field 'id'"),
         # The leak check runs on the staged benchmark: the answer is in the question.
-        ("a.jsonl", '{"input": "Is Paris the capital?", "expected": "Paris"}\n', r"leak|appears"),
+        (
+            "a.jsonl",
+            '{"input": "Is Paris the capital?", "expected": "Paris"}\n',
+            r"a\.jsonl:1: .*appears",
+        ),
     ],
 )
 def test_bad_case_files_write_nothing(
@@ -306,3 +319,163 @@ def test_import_command(
     assert main(["import", "cases", str(src), "--bench", "b1", "-w", ws]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "already exists" in err
+
+
+DATA = Path(__file__).parent / "data" / "importers"
+
+
+def test_csv_multiline_cells_and_input_files(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = DATA / "cases" / "support.csv"
+    code = main(["import", "cases", str(src), "--bench", "support", "-w", str(workspace.root)])
+    assert code == 0
+    warning = capsys.readouterr().err
+    assert warning == (
+        f"skillsmith: warning: {src}:2: field 'refund-1.owner': unknown key (2 times), "
+        "kept aside in benchmarks/support/import-extras.yaml\n"
+    )
+    bench = load_benchmark(workspace.benchmarks_dir / "support")
+    one, two = bench.case("refund-1"), bench.case("refund-2")
+    # The quoted cell keeps its line breaks and its blank line (CRLF read as text: LF).
+    assert one.prompt_path.read_bytes().startswith(
+        b"Read the ticket and the orders table.\n\nHow much was the customer charged"
+    )
+    statement = sorted(p.relative_to(one.statement_dir).as_posix()
+                       for p in one.statement_dir.rglob("*") if p.is_file())  # fmt: skip
+    assert statement == ["inputs/orders.csv", "inputs/ticket.txt", "prompt.md"]
+    assert (one.statement_dir / "inputs" / "ticket.txt").read_bytes() == (
+        DATA / "cases" / "inputs" / "ticket.txt"
+    ).read_bytes()
+    # A folder per case: its contents become the statement, so the prompt's path exists.
+    assert "task/Refund.java" in two.prompt()
+    assert (two.statement_dir / "task" / "Refund.java").is_file()
+    extras = yaml.safe_load((bench.root / "import-extras.yaml").read_text())
+    assert extras["unknown_keys"] == {"refund-1.owner": "alice", "refund-2.owner": "bob"}
+    assert grade(bench, one, "240").passed and not grade(bench, one, "120").passed
+
+    # An error after a multi-line cell names the line the record starts on (6, not 3).
+    broken = tmp_path / "cases" / "support.csv"
+    shutil.copytree(DATA / "cases", broken.parent)
+    broken.write_bytes(src.read_bytes().replace(b",twice,", b",,"))
+    with pytest.raises(FormatError, match=r"support\.csv:6: field 'expected'"):
+        import_cases(workspace, broken, bench="again")
+
+
+def _case_file(tmp_path: Path, files: Any) -> Path:
+    (tmp_path / "set").mkdir()
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "anthropic_api_key").write_text("sk-ant-not-for-agents")
+    src = tmp_path / "set" / "cases.jsonl"
+    src.write_text(_jsonl([{"input": "q1", "expected": "safe"},
+                           {"input": "q2", "expected": "safe", "files": files}]))  # fmt: skip
+    return src
+
+
+@pytest.mark.parametrize(
+    ("files", "kind"),
+    [
+        (["/etc/passwd"], "evals"),
+        (["../../vault/anthropic_api_key"], "evals"),
+        (["evals/files/../../../vault/anthropic_api_key"], "evals"),
+        (["link.txt"], "evals"),
+        ("/etc/passwd", "cases"),
+        (["../vault/anthropic_api_key"], "cases"),
+    ],
+)
+def test_input_files_outside_their_folder_are_refused(
+    workspace: Workspace, tmp_path: Path, files: Any, kind: str
+) -> None:
+    if kind == "evals":
+        path = _evals(tmp_path / "skill", [{"id": 1, "prompt": "x", "expectations": ["y"]},
+                                           {"id": 2, "prompt": "x", "expectations": ["y"],
+                                            "files": files}])  # fmt: skip
+        (tmp_path / "vault").mkdir()
+        (tmp_path / "vault" / "anthropic_api_key").write_text("sk-ant-not-for-agents")
+        (path.parent / "link.txt").symlink_to(tmp_path / "vault" / "anthropic_api_key")
+        where = r"evals\.json:1[0-9]: field 'evals\[1\]\.files\[0\]'"
+    else:
+        path = _case_file(tmp_path, files)
+        where = r"cases\.jsonl:2: field 'files\[0\]'"
+    name = files if isinstance(files, str) else files[0]
+    before = tree_state(workspace.root)
+    with pytest.raises(FormatError, match=rf"{where}: '{re.escape(name)}' lies outside") as err:
+        (import_evals if kind == "evals" else import_cases)(workspace, path, bench="b")
+    assert "\n" not in str(err.value)
+    assert tree_state(workspace.root) == before
+
+
+def test_real_evals_file_keeps_paths_and_sets_unknown_keys_aside(workspace: Workspace) -> None:
+    src = DATA / "pdf-skill" / "evals" / "evals.json"
+    result = import_evals(workspace, src, bench="pdf")
+    assert result.warnings == [
+        f"{src}:3: field 'version': unknown key, kept aside in benchmarks/pdf/import-extras.yaml",
+        f"{src}:7: field 'evals[0].category': unknown key (2 times), kept aside in "
+        "benchmarks/pdf/import-extras.yaml",
+        f"{src}:19: field 'evals[1].must_have': unknown key, kept aside in "
+        "benchmarks/pdf/import-extras.yaml",
+    ]
+    bench = load_benchmark(result.path)
+    one, two = bench.case("eval-1"), bench.case("eval-2")
+    # The prompt's own path names a file of the statement, as it did in the skill folder.
+    assert "evals/files/report.pdf" in one.prompt()
+    report = one.statement_dir / "evals" / "files" / "report.pdf"
+    assert report.read_bytes() == (src.parent / "files" / "report.pdf").read_bytes()
+    # Two files called data.csv in different folders both arrive, each at its own path.
+    q1 = two.statement_dir / "evals" / "files" / "q1" / "data.csv"
+    q2 = two.statement_dir / "files" / "q2" / "data.csv"
+    assert q1.read_text() != q2.read_text()
+    assert q2.read_bytes() == (src.parent / "files" / "q2" / "data.csv").read_bytes()
+    extras = yaml.safe_load((bench.root / "import-extras.yaml").read_text())["unknown_keys"]
+    assert extras == {"version": "1.2", "evals[0].category": "extraction",
+                      "evals[1].category": "merge", "evals[1].must_have": ["row ids"]}  # fmt: skip
+
+
+def test_leak_error_names_the_source_line_not_the_staging_copy(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    src = tmp_path / "labels.jsonl"
+    src.write_text(_jsonl([{"input": "q", "expected": "safe"},
+                           {"input": "Is Paris the capital?", "expected": "Paris"}]))  # fmt: skip
+    with pytest.raises(FormatError) as err:
+        import_cases(workspace, src, bench="x")
+    assert str(err.value).startswith(f"{src}:2: field 'expected': private rubric text 'paris'")
+    assert ".import-" not in str(err.value) and err.value.path == src and err.value.line == 2
+
+
+def _zip_of_zeros(path: Path, size: int) -> None:
+    chunk = bytes(1 << 20)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf, zf.open("results.jsonl", "w") as f:
+        for _ in range(size >> 20):
+            f.write(chunk)
+
+
+def test_zip_bomb_and_duplicates_are_refused_before_unpacking(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bomb = tmp_path / "bomb.zip"
+    _zip_of_zeros(bomb, 64 << 20)  # the cap reads the directory: any size is refused as fast
+    assert bomb.stat().st_size < 2 << 20
+    with pytest.raises(FormatError, match=r"bomb\.zip: field 'results\.jsonl': compression ratio"):
+        import_run(workspace, bomb, run_id="r1")
+
+    src = _export(tmp_path / "export")
+    twice = tmp_path / "twice.zip"
+    with zipfile.ZipFile(twice, "w") as zf, pytest.warns(UserWarning, match="Duplicate name"):
+        zf.write(src / "results.jsonl", "results.jsonl")
+        zf.writestr("results.jsonl", _jsonl(ARTICLE_ROWS[:1]))
+    with pytest.raises(FormatError, match=r"twice\.zip: field 'results\.jsonl': duplicate zip"):
+        import_run(workspace, twice, run_id="r2")
+
+    many = tmp_path / "many.zip"
+    with zipfile.ZipFile(many, "w") as zf:
+        for file in sorted(src.rglob("*")):
+            zf.write(file, file.relative_to(src))
+    monkeypatch.setattr(importers, "MAX_ZIP_MEMBERS", 3)
+    with pytest.raises(FormatError, match=r"many\.zip: zip holds 6 members \(at most 3\)"):
+        import_run(workspace, many, run_id="r3")
+    monkeypatch.setattr(importers, "MAX_ZIP_MEMBERS", 100)
+    monkeypatch.setattr(importers, "MAX_ZIP_BYTES", 100)
+    with pytest.raises(FormatError, match=r"many\.zip: zip inflates to more than"):
+        import_run(workspace, many, run_id="r3")
+    assert list(workspace.runs_dir.iterdir()) == []

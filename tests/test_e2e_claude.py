@@ -134,6 +134,8 @@ def test_claude_code_evaluation_through_the_real_cli(
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
     assert manifest["agent"]["kind"] == "claude-code"
     assert manifest["agent"]["command"] == [CLAUDE_BIN]
+    # sealed like every agent, but with the network it needs to reach the Messages API
+    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": True}
     # the key reached the server (it answered) but nothing in the run folder holds it
     assert all(r.has_credentials for r in messages_server.message_requests)
     for path in result.run_dir.rglob("*"):

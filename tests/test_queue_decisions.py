@@ -118,7 +118,7 @@ def test_approve_publishes_snapshots_and_undo_rolls_back(workspace: Workspace) -
     assert queue.approve(cid) == "v2"
 
 
-def test_reject_adds_taboo_and_undo_keeps_it(workspace: Workspace) -> None:
+def test_reject_adds_taboo_and_undo_takes_it_back(workspace: Workspace) -> None:
     queue, store = _queue(workspace)
     cid = _submit(queue)
     manual = _submit(queue, text=V0 + "x\n", patch="+x\n", rule_id=None, status="pending_eval")
@@ -136,12 +136,29 @@ def test_reject_adds_taboo_and_undo_keeps_it(workspace: Workspace) -> None:
     with pytest.raises(SkillsmithError, match="is already rejected"):
         queue.reject(cid, why="again")
 
-    assert "rejection of" in queue.undo_last()
+    assert "its taboo entry is removed" in queue.undo_last()
     assert queue.get(manual).status == "pending_eval"  # back to where it was, reason cleared
     assert queue.get(manual).reason is None
-    assert len(store.taboo().entries()) == 2  # the taboo list never shrinks
+    # the undone rejection no longer blocks its patch; the other rejection still stands
+    assert [e.rule_id for e in store.taboo().entries()] == ["premature_conclusion"]
+    assert not store.taboo().contains("manual", "+x\n")
     undo = [t for t in store.timeline() if t["op"] == "undo"]
-    assert undo[-1]["taboo_kept"] is True and undo[-1]["candidate"] == manual
+    assert undo[-1]["taboo_kept"] is False and undo[-1]["candidate"] == manual
+    assert [t["why"] for t in store.timeline() if t["op"] == "taboo_remove"] == [
+        f"undo reject {queue.decisions()[1]['id']}"
+    ]
+
+
+def test_undoing_a_rejection_keeps_a_taboo_entry_it_did_not_add(workspace: Workspace) -> None:
+    """Two candidates with the same patch: the first rejection adds the entry, the second finds
+    it; undoing the second must leave the first's lesson in place."""
+    queue, store = _queue(workspace)
+    first, second = _submit(queue), _submit(queue)
+    queue.reject(first, why="regressed")
+    queue.reject(second, why="same patch again")
+    assert "was on the taboo list before and stays" in queue.undo_last()
+    assert queue.get(second).status == "pending_approval"
+    assert [e.reason for e in store.taboo().entries()] == ["regressed"]
 
 
 def test_changed_on_disk_and_stale_candidates_are_refused(workspace: Workspace) -> None:
@@ -225,13 +242,14 @@ def test_a_refusal_half_way_leaves_no_pending_decision(workspace: Workspace) -> 
     store.publish("edited by hand\n", why="keep the hand edit")
     second = _submit(queue, text=V1, parent_version="v1")
     (workspace.vault_dir / "token").write_text("vault-secret-value-42")
-    (workspace.skills_dir / "audit" / "notes.md").write_text("vault-secret-value-42")
+    # (in AGENTS.md: a file added to the skill folder would be a hand edit of the skill)
+    workspace.agents_md.write_text("vault-secret-value-42")
     with pytest.raises(SkillsmithError, match="holds a secret"):
         queue.approve(second)
     assert (workspace.candidates_dir / ".pending.json").exists()
     assert store.current() == "v2" and queue.get(second).status == "published"
     assert CandidateQueue(workspace).decisions() == []  # opening it retried, still refused
-    (workspace.skills_dir / "audit" / "notes.md").unlink()
+    workspace.agents_md.unlink()
     assert [d["candidate"] for d in CandidateQueue(workspace).decisions()] == [second]
     assert not (workspace.candidates_dir / ".pending.json").exists()
     assert [s.note for s in list_snapshots(workspace)] == [f"audit v2: approved {second}"]

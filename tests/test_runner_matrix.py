@@ -17,11 +17,12 @@ from engine.runner import make_plan, run_evaluation
 from engine.scoreboard import read_records
 from engine.store import SkillStore
 from tests.runner_helpers import (
+    SCRIPTED,
     add_skill,
-    alive,
     command_workspace,
     launches,
     mode_benchmark,
+    running,
 )
 
 VULN = "query = eval(request.args['q'])\n"
@@ -70,8 +71,8 @@ def test_broken_agents_become_invalid_units_while_the_rest_completes(
         assert by_case[case_id]["score"] == 0.0
     # the hanging agent's grandchild (it ignores SIGTERM) did not survive the timeout
     stderr = (result.run_dir / "raw" / "hang.0.stderr.txt").read_text()
-    grandchild = int(re.search(r"grandchild pid (\d+)", stderr).group(1))  # type: ignore[union-attr]
-    assert not alive(grandchild)
+    assert re.search(r"grandchild pid (\d+)", stderr)  # it was started
+    assert running(str(SCRIPTED)) == []
     # invalid units are not failures: quality figures use the 3 valid units only
     assert result.metrics.invalid == 5 and result.metrics.valid == 3
     assert result.metrics.pass_rate == pytest.approx(2 / 3)
@@ -192,7 +193,7 @@ def test_only_the_chosen_cases_run(tmp_path: Path, count_dir: Path) -> None:
     assert len(launches(count_dir)) == 2
 
 
-def test_a_statement_the_harness_cannot_lay_out_fails_the_run_with_one_line(
+def test_a_statement_the_harness_cannot_lay_out_is_refused_before_the_run_starts(
     tmp_path: Path, count_dir: Path
 ) -> None:
     ws = command_workspace(tmp_path / "ws")
@@ -200,7 +201,6 @@ def test_a_statement_the_harness_cannot_lay_out_fails_the_run_with_one_line(
     (root / "ok" / "statement" / "AGENTS.md").write_text("the statement's own AGENTS.md\n")
     with pytest.raises(SkillsmithError, match=r"statement/AGENTS\.md: a statement file may not"):
         run_evaluation(ws, "b")
-    (run_dir,) = ws.runs_dir.iterdir()
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["status"] == "failed" and manifest["counts"]["missing"] == 1
+    assert not ws.runs_dir.exists() or list(ws.runs_dir.iterdir()) == []  # no run folder
+    assert not ws.sessions_dir.exists() or list(ws.sessions_dir.rglob("*.jsonl")) == []
     assert launches(count_dir) == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,15 @@ import yaml
 
 from engine.errors import FormatError, LockError
 from engine.schema import to_mapping
-from engine.scoreboard import Runtime, append_record, read_records, record_from_rows
+from engine.scoreboard import (
+    Runtime,
+    append_record,
+    count_records,
+    read_heads,
+    read_record,
+    read_records,
+    record_from_rows,
+)
 from engine.workspace import Workspace
 
 RUNTIME = Runtime(provider="offline", model="demo-agent")
@@ -132,8 +142,12 @@ def test_read_validates_every_record(tmp_path: Path, edit: Any, message: str) ->
         fh.write(yaml.safe_dump([broken], sort_keys=False))
     with pytest.raises(FormatError, match=message):
         read_records(tmp_path)
+    # An append validates only its own record: the cost of an evaluation must not grow with
+    # the history, so the broken record stays for the readers to name.
+    append_record(tmp_path, _record(summary_title="after"))
     with pytest.raises(FormatError, match=message):
-        append_record(tmp_path, _record())
+        read_records(tmp_path)
+    assert yaml.safe_load(path.read_text())[2]["summary_title"] == "after"
 
 
 def test_malformed_yaml_names_the_line(tmp_path: Path) -> None:
@@ -170,3 +184,58 @@ def test_append_takes_the_workspace_lock(
         holder.wait()
     append_record(bench, _record())
     assert len(read_records(bench)) == 1
+
+
+def test_heads_and_single_records_skip_the_rest(tmp_path: Path) -> None:
+    records = [append_record(tmp_path, _record(summary_title=f"r{n}")) for n in range(3)]
+    path = tmp_path / "scoreboard.yaml"
+    # Break the per-run rows of record 0 only: a headline view and record 2 never read them.
+    text = path.read_text()
+    path.write_text(text.replace("duration_ms: 1000", "duration_ms: [oops", 1))
+    heads = read_heads(tmp_path)
+    assert [h.summary_title for h in heads] == ["r0", "r1", "r2"]
+    assert (heads[0].score, heads[0].run_id) == (records[0].score, "run-1")
+    assert not hasattr(heads[0], "cases")
+    assert read_record(tmp_path, -1) == records[2] and count_records(tmp_path) == 3
+    with pytest.raises(FormatError, match=r"scoreboard.yaml:\d+: invalid YAML"):
+        read_record(tmp_path, 0)
+    with pytest.raises(IndexError):
+        read_record(tmp_path, 3)
+
+
+def test_cases_are_written_after_the_headline(tmp_path: Path) -> None:
+    append_record(tmp_path, _record())
+    keys = list(yaml.safe_load((tmp_path / "scoreboard.yaml").read_text())[0])
+    assert keys[0] == "timestamp" and keys[-1] == "cases"
+
+
+def test_an_interrupted_append_reads_as_before_and_is_finished_next_time(tmp_path: Path) -> None:
+    append_record(tmp_path, _record(summary_title="first"))
+    path = tmp_path / "scoreboard.yaml"
+    before = path.read_bytes()
+    # A crash after the intent was written and half the new record appended.
+    piece = yaml.safe_dump([to_mapping(_record(summary_title="lost"))], sort_keys=False)
+    (tmp_path / ".scoreboard.yaml.append").write_text(
+        json.dumps({"size": len(before), "tail": _tail(before), "piece": piece})
+    )
+    with path.open("a") as fh:
+        fh.write(piece[: len(piece) // 2])
+    assert [r.summary_title for r in read_records(tmp_path)] == ["first"]
+    append_record(tmp_path, _record(summary_title="next"))
+    assert [r.summary_title for r in read_records(tmp_path)] == ["first", "lost", "next"]
+    assert path.read_bytes().startswith(before)
+    assert not (tmp_path / ".scoreboard.yaml.append").exists()
+
+
+def test_a_stale_intent_for_a_replaced_file_is_dropped(tmp_path: Path) -> None:
+    append_record(tmp_path, _record(summary_title="first"))
+    (tmp_path / ".scoreboard.yaml.append").write_text(
+        json.dumps({"size": 3, "tail": _tail(b"abc"), "piece": "- broken\n"})
+    )
+    assert [r.summary_title for r in read_records(tmp_path)] == ["first"]
+    append_record(tmp_path, _record(summary_title="next"))
+    assert [r.summary_title for r in read_records(tmp_path)] == ["first", "next"]
+
+
+def _tail(data: bytes) -> str:
+    return hashlib.blake2b(data[-65536:], digest_size=16).hexdigest()

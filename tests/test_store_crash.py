@@ -18,7 +18,7 @@ from pathlib import Path
 
 from engine.queue import CandidateQueue
 from engine.snapshots import create_snapshot, list_snapshots
-from engine.store import VERSION_FILES, SkillStore
+from engine.store import RESOURCES_DIR, VERSION_FILES, SkillStore
 from engine.workspace import Workspace
 from tests.store_helpers import REPO, leftovers, make_skill, state, tar_members, untar
 
@@ -64,7 +64,9 @@ def _check_store(ws: Workspace) -> str:
     assert current is not None
     versions = store.versions()
     for info in versions:
-        assert sorted(p.name for p in info.path.iterdir()) == sorted(VERSION_FILES), info.path
+        assert sorted(p.name for p in info.path.iterdir()) == sorted(
+            [*VERSION_FILES, RESOURCES_DIR]
+        ), info.path
         for name in ("metrics.json", "gate_verdict.json", "provenance.json"):
             json.loads((info.path / name).read_text())
     assert ws.skill_path("big").read_bytes() == (store.dir / current / "SKILL.md").read_bytes()

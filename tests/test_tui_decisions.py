@@ -116,18 +116,34 @@ async def test_r_then_escape_changes_nothing(tmp_path: Path) -> None:
         assert not (ws.history_dir / SKILL / "taboo.json").exists()
 
 
-async def test_a_is_disabled_on_a_candidate_waiting_for_evidence(tmp_path: Path) -> None:
+async def test_a_on_a_candidate_waiting_for_evidence_says_why_it_cannot(tmp_path: Path) -> None:
     ws = build_workspace(tmp_path / "ws")
     held = next(c.id for c in CandidateQueue(ws).list() if c.status == "pending_eval")
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await select(pilot, held)
-        assert app.check_action("approve", ()) is None  # shown, dimmed
         await pilot.press("a")
         await settle(pilot)
         assert status_on_disk(ws, held) == "pending_eval"
         assert SkillStore(ws, SKILL).current() == "v1"
+        assert f"Cannot approve: {held} waits for evidence" in toasts(pilot)[-1]
+
+
+async def test_r_on_a_published_candidate_says_why_it_cannot(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    first, _ = pending(ws)
+    CandidateQueue(ws).approve(first)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select(pilot, first)
+        await pilot.press("r")
+        await settle(pilot)
+        assert not isinstance(app.screen, ReasonScreen)  # no reason asked for a no-op
+        assert status_on_disk(ws, first) == "published"
+        assert f"Cannot reject: {first} is already published" in toasts(pilot)[-1]
+        assert "b in 6 Skills & history rolls the skill back" in toasts(pilot)[-1]
 
 
 async def test_space_marks_and_X_rejects_the_marked_after_confirming(tmp_path: Path) -> None:

@@ -77,11 +77,20 @@ async def test_b_rolls_the_selected_skill_back_to_the_selected_version(tmp_path:
         await settle(pilot)
         pane = app.query_one(SkillsPane)
         assert pane.selected_skill is not None and pane.selected_skill.name == SKILL
-        assert pane.selected_version == "v1"  # the cursor starts on the current version
-        await pilot.press("l", "j")  # to the versions list, one down: v0
-        await settle(pilot)
+        # the cursor starts on the version before the current one, the usual rollback target
         assert pane.selected_version == "v0"
+        await pilot.press("l", "b")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)  # b asks first, and says what it does
+        title = str(app.screen.query_one(".dialog-title").render())
+        assert title == f"Roll {SKILL} back from v1 to v0?"
+        assert "z undoes this (back to v1)" in str(app.screen.query_one(".dialog-body").render())
+        await pilot.press("n")
+        await settle(pilot)
+        assert store.current() == "v1"  # no: nothing happened
         await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("y")
         await settle(pilot)
         assert store.current() == "v0"
         assert ws.skill_path(SKILL).read_text() == v0
@@ -90,6 +99,11 @@ async def test_b_rolls_the_selected_skill_back_to_the_selected_version(tmp_path:
         # The pane reloaded: v0 is now the current one and b no longer applies to it.
         assert pane.selected_skill is not None and pane.selected_skill.current == "v0"
         assert app.check_action("rollback", ()) is None
+        # z takes the rollback back, not some older decision
+        await pilot.press("z")
+        await settle(pilot)
+        assert store.current() == "v1"
+        assert any(f"Undid the rollback: {SKILL} is back at v1" in t for t in toasts(pilot))
 
 
 async def test_history_pane_shows_timeline_taboo_and_snapshots(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from engine.config import AgentConfig
 from engine.events import Event
 from engine.scoreboard import read_records
 from engine.workspace import Workspace
-from tests.tui_pilot import SIZE, settle, toasts, user_config_home, wait_until
+from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home, wait_until
 from tests.tui_workspace import BENCH, CASES, build_workspace, demo_cases
 from tui.app import make_app
 from tui.dialogs import ErrorScreen
@@ -56,8 +56,7 @@ async def test_e_evaluates_with_progress_and_the_panes_show_the_run(tmp_path: Pa
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE, message_hook=hook) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
+        await confirm(pilot, "e")
         assert app.query_one(JobBar).running or events
         await settle(pilot, timeout=120)
         assert not app.query_one(JobBar).running
@@ -103,7 +102,7 @@ async def test_v_runs_one_evolution_round(tmp_path: Path) -> None:
         kinds = [json.loads(line)["kind"] for line in log.read_text().splitlines()]
         assert kinds[0] == "started" and kinds[-1] == "finished"
         assert (ws.experiments_dir / log.stem / "summary.json").is_file()
-        assert any(t.startswith("Evolution round on security-audit") for t in toasts(pilot))
+        assert any(t.startswith("Evolve round 1 on security-audit") for t in toasts(pilot))
 
 
 async def test_o_runs_the_optimiser_which_refuses_a_small_benchmark(tmp_path: Path) -> None:
@@ -128,7 +127,7 @@ async def test_c_cancels_a_running_evaluation(tmp_path: Path) -> None:
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("e")
+        await confirm(pilot, "e")
         await wait_until(pilot, lambda: manifest_status(ws) is not None, what="the run to start")
         assert app.check_action("cancel_job", ()) is True
         assert app.check_action("evaluate", ()) is None  # one job at a time
@@ -159,7 +158,7 @@ async def test_q_during_a_job_stops_it_promptly(tmp_path: Path) -> None:
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("e")
+        await confirm(pilot, "e")
         await wait_until(pilot, lambda: bool(agent_processes(marker)), what="the agents")
         await pilot.press("q")
     # The agents sleep for a minute: only the cancel token can end the job well before that.

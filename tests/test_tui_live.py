@@ -72,8 +72,8 @@ async def test_a_publish_from_the_cli_updates_history_and_status(tmp_path: Path)
         )
         await wait_until(
             pilot,
-            lambda: "workspace v2" in str(app.query_one("#status").render()),
-            what="the status line to show the new workspace version",
+            lambda: f"{SKILL} v2 · workspace state v2" in str(app.query_one("#status").render()),
+            what="the status line to show the skill's new version",
         )
 
 

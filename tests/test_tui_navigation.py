@@ -25,26 +25,28 @@ def focused_id(app: SkillsmithApp) -> str | None:
     return app.focused.id if app.focused is not None else None
 
 
-async def test_number_keys_and_tab_move_between_the_six_panes(tmp_path: Path) -> None:
+async def test_number_keys_and_tab_move_between_the_eight_panes(tmp_path: Path) -> None:
     app = make_app(build_workspace(tmp_path / "ws"), watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         expected = {
+            "0": "overview-pane",
             "1": "queue",
             "2": "diff-view",
             "3": "gates-pane",
             "4": "session-list",
             "5": "score-records",
             "6": "skill-list",
+            "7": "activity-list",
         }
         for key, widget_id in expected.items():
             await pilot.press(key)
             await settle(pilot)
             assert focused_id(app) == widget_id, key
-        await pilot.press("tab")  # from 6 wraps to 1
+        await pilot.press("tab")  # from 7 wraps to 0, the overview
         await settle(pilot)
-        assert focused_id(app) == "queue"
-        await pilot.press("tab", "tab")
+        assert focused_id(app) == "overview-pane"
+        await pilot.press("tab", "tab", "tab")
         await settle(pilot)
         assert focused_id(app) == "gates-pane"
         await pilot.press("shift+tab")

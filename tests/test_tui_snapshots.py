@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 
 from tests.tui_pilot import SIZE, settle, user_config_home
 from tests.tui_workspace import build_fixed_workspace
+from tui.activity import ActivityLog
 from tui.app import SkillsmithApp, make_app
 
 __all__ = ["user_config_home"]
@@ -38,7 +39,7 @@ def keys(*presses: str) -> Callable[[Pilot[None]], Awaitable[None]]:
 
 
 def test_main_screen_dark(snap_compare: Snap, tmp_path: Path) -> None:
-    """Queue, unified diff of the first candidate, footer — dark theme."""
+    """The first screen: the queue and the overview (skills, benchmarks, next action)."""
     app = fixed_app(tmp_path, "dark")
     assert snap_compare(app, terminal_size=SIZE, run_before=keys())
 
@@ -82,3 +83,55 @@ def test_restore_confirmation(snap_compare: Snap, tmp_path: Path) -> None:
 def test_restore_confirmation_light(snap_compare: Snap, tmp_path: Path) -> None:
     app = fixed_app(tmp_path, "light")
     assert snap_compare(app, terminal_size=SIZE, run_before=keys("S", "enter"))
+
+
+def fixed_clock_app(tmp_path: Path, theme: str) -> SkillsmithApp:
+    """The fixed workspace with a fixed clock for the activity log's times."""
+    app = fixed_app(tmp_path, theme)
+    app.activity = ActivityLog(clock=lambda: "09:30:00")
+    return app
+
+
+def quiet(*presses: str) -> Callable[[Pilot[None]], Awaitable[None]]:
+    """``keys`` and then no toasts: their vanishing is timing, not layout."""
+    before = keys(*presses)
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await before(pilot)
+        pilot.app.clear_notifications()
+        await settle(pilot)
+
+    return run_before
+
+
+def test_activity_log(snap_compare: Snap, tmp_path: Path) -> None:
+    """An approval, then a refusal (a held candidate), kept in the activity log after the toasts."""
+    app = fixed_clock_app(tmp_path, "dark")
+    assert snap_compare(app, terminal_size=SIZE, run_before=quiet("a", "G", "a", "7"))
+
+
+def test_activity_log_light(snap_compare: Snap, tmp_path: Path) -> None:
+    app = fixed_clock_app(tmp_path, "light")
+    assert snap_compare(app, terminal_size=SIZE, run_before=quiet("a", "G", "a", "7"))
+
+
+def test_evaluate_confirmation(snap_compare: Snap, tmp_path: Path) -> None:
+    """e says the evaluation's size and asks before it starts."""
+    app = fixed_app(tmp_path, "dark")
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("e"))
+
+
+def test_evaluate_confirmation_light(snap_compare: Snap, tmp_path: Path) -> None:
+    app = fixed_app(tmp_path, "light")
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("e"))
+
+
+def test_rollback_confirmation(snap_compare: Snap, tmp_path: Path) -> None:
+    """After an approval, b in Skills & history offers the version before current, and asks."""
+    app = fixed_clock_app(tmp_path, "dark")
+    assert snap_compare(app, terminal_size=SIZE, run_before=quiet("a", "6", "l", "b"))
+
+
+def test_rollback_confirmation_light(snap_compare: Snap, tmp_path: Path) -> None:
+    app = fixed_clock_app(tmp_path, "light")
+    assert snap_compare(app, terminal_size=SIZE, run_before=quiet("a", "6", "l", "b"))

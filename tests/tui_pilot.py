@@ -65,3 +65,14 @@ async def wait_until(
 def toasts(pilot: Pilot[None]) -> list[str]:
     """The notifications shown so far (Pilot hides toasts but the app records them)."""
     return [str(n.message) for n in pilot.app._notifications]
+
+
+async def confirm(pilot: Pilot[None], key: str) -> None:
+    """Press a key that asks first (``e``, ``b``), check it asked, and answer yes."""
+    from tui.dialogs import ConfirmScreen
+
+    await pilot.press(key)
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, ConfirmScreen), f"{key} did not ask first"
+    await pilot.press("y")
+    await pilot.pause()

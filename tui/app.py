@@ -29,19 +29,23 @@ from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, CancelToken, Event
+from engine.overview import evaluation_size
 from engine.queue import CandidateQueue
 from engine.snapshots import create_snapshot, restore
 from engine.store import SkillStore, unified_diff
-from engine.views import CandidateCache, benchmark_ids
+from engine.views import CandidateCache, benchmark_ids, current_versions
 from engine.workspace import Workspace
 from themes.palette import DEFAULT_THEME, STYLESHEET, THEMES, resolve_theme_name, variable_defaults
+from tui.activity import ActivityLog, ActivityPane, Kind, Link
 from tui.dialogs import ConfirmScreen, ErrorScreen, ReasonScreen
 from tui.diff_pane import DiffPane
 from tui.gates_pane import GatesPane
 from tui.help_screen import HelpScreen, KeyGroup
-from tui.jobs import Job, JobBar, JobEnded, JobEvent
+from tui.jobs import Job, JobBar, JobEnded, JobEvent, JobOutcome
 from tui.keys import APP_BINDINGS
 from tui.navigation import SCROLL_BINDINGS, TABLE_BINDINGS, ListsPane
+from tui.outcomes import evolve_outcome
+from tui.overview_pane import OverviewPane
 from tui.queue_pane import DECIDED_STATUSES, OPEN_STATUSES, QueueEntry, QueuePane
 from tui.scoreboard_pane import ScoreboardPane
 from tui.sessions_pane import SessionsPane
@@ -53,16 +57,30 @@ from tui.watch import Area, WorkspaceFilter, areas_of
 
 # Pane number → (tab id or None for the queue, selector of the widget that takes focus).
 PANES: dict[int, tuple[str | None, str]] = {
+    0: ("tab-overview", "#overview-pane"),
     1: (None, "#queue"),
     2: ("tab-diff", "#diff-view"),
     3: ("tab-gates", "#gates-pane"),
     4: ("tab-sessions", "#session-list"),
     5: ("tab-scoreboard", "#score-records"),
     6: ("tab-skills", "#skill-list"),
+    7: ("tab-activity", "#activity-list"),
 }
+LazyPane = SessionsPane | ScoreboardPane | SkillsPane | ActivityPane
 WATCH_DEBOUNCE_MS = 300
 WATCH_STEP_MS = 30
 DECISION_WHY = "approved in the workbench"
+
+
+@dataclass(frozen=True)
+class Move:
+    """A change the workbench made that ``z`` can take back (decisions undo through the queue's
+    own log; a rollback and a restore through what this records)."""
+
+    kind: str  # decision | rollback | restore
+    skill: str = ""
+    frm: str = ""  # the version rolled back from, or the snapshot taken before a restore
+    to: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +91,7 @@ class WorkspaceFacts:
     benchmarks: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     has_decisions: bool = False
+    skill_versions: dict[str, str] = field(default_factory=dict)
 
 
 class QueueLoaded(Message):
@@ -91,6 +110,16 @@ class PatchLoaded(Message):
         self.entry = entry
         self.patch = patch
         self.error = error
+
+
+class EvalSized(Message):
+    """The size of the evaluation ``e`` would start (or why it cannot start)."""
+
+    def __init__(self, bench: str, text: str, ok: bool) -> None:
+        super().__init__()
+        self.bench = bench
+        self.text = text
+        self.ok = ok
 
 
 class EngineDone(Message):
@@ -135,6 +164,7 @@ class SkillsmithApp(App[None]):
         self.workspace = workspace
         self.watching = watch
         self.facts = WorkspaceFacts()
+        self.activity = ActivityLog()
         self._user_config = load_user_config()
         self._keymap = dict(workspace.load_config().keymap)
         for definition in THEMES.values():
@@ -147,6 +177,8 @@ class SkillsmithApp(App[None]):
         self._candidates = CandidateCache(workspace)
         self._queue_error: str | None = None
         self._shown_patch: tuple[str, str] | None = None
+        self._round_gates: tuple[str, list[dict[str, Any]]] | None = None
+        self._moves: list[Move] = []
         self._mounted = False
         self.set_keymap(self._keymap)
 
@@ -171,7 +203,9 @@ class SkillsmithApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="status", markup=False)
         yield QueuePane(id="queue-pane")
-        with TabbedContent(id="detail-tabs", initial="tab-diff"):
+        with TabbedContent(id="detail-tabs", initial="tab-overview"):
+            with TabPane("0 Overview", id="tab-overview"):
+                yield OverviewPane(self.workspace, id="overview-pane")
             with TabPane("2 Diff", id="tab-diff"):
                 yield DiffPane(id="diff-pane")
             with TabPane("3 Gates", id="tab-gates"):
@@ -180,6 +214,7 @@ class SkillsmithApp(App[None]):
             yield TabPane("4 Sessions", id="tab-sessions")
             yield TabPane("5 Scoreboard", id="tab-scoreboard")
             yield TabPane("6 Skills & history", id="tab-skills")
+            yield TabPane("7 Activity", id="tab-activity")
         yield JobBar(id="jobbar")
         yield Footer(compact=True)
 
@@ -196,6 +231,10 @@ class SkillsmithApp(App[None]):
         return self.query_one(DiffPane)
 
     @property
+    def overview_pane(self) -> OverviewPane:
+        return self.query_one(OverviewPane)
+
+    @property
     def skills_pane(self) -> SkillsPane | None:
         """The Skills & history pane, once it has been opened."""
         return self.query_one_optional(SkillsPane)
@@ -210,10 +249,11 @@ class SkillsmithApp(App[None]):
 
     async def _open_tab(self, tab: str) -> None:
         """Compose a lazy pane the first time its tab is shown, and load it."""
-        lazy: dict[str, Callable[[], SessionsPane | ScoreboardPane | SkillsPane]] = {
+        lazy: dict[str, Callable[[], LazyPane]] = {
             "tab-sessions": lambda: SessionsPane(self.workspace, id="sessions-pane"),
             "tab-scoreboard": lambda: ScoreboardPane(self.workspace, id="scoreboard-pane"),
             "tab-skills": lambda: SkillsPane(self.workspace, id="skills-pane"),
+            "tab-activity": lambda: ActivityPane(self.activity, id="activity-pane"),
         }
         make = lazy.get(tab)
         if make is None:
@@ -222,7 +262,8 @@ class SkillsmithApp(App[None]):
         if not tab_pane.children:
             pane = make()
             await tab_pane.mount(pane)
-            pane.reload()
+            if not isinstance(pane, ActivityPane):
+                pane.reload()
 
     def on_mount(self) -> None:
         self._mounted = True
@@ -230,6 +271,7 @@ class SkillsmithApp(App[None]):
         self.queue_pane.table.focus()
         self._update_status()
         self._load_queue()
+        self.overview_pane.reload()
         if self.watching:
             # Setting up inotify on a big workspace takes a while: not before the first paint.
             self.call_after_refresh(self._watch)
@@ -249,14 +291,45 @@ class SkillsmithApp(App[None]):
                 timeout=10,
             )
 
+    # -- notifications: every toast also goes to the activity log ----------------------------
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        kinds: dict[str, Kind] = {"information": "info", "warning": "warning", "error": "error"}
+        self.activity.add(kinds.get(severity, "info"), f"{title}: {message}" if title else message)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def report(
+        self,
+        kind: Kind,
+        text: str,
+        link: Link | None = None,
+        *,
+        timeout: float = 10,
+    ) -> None:
+        """A job outcome: a toast now, and an activity entry with its link for later."""
+        self.activity.add(kind, text, link)
+        severity: SeverityLevel = "error" if kind == "error" else "information"
+        if kind in ("rejected", "warning"):
+            severity = "warning"
+        super().notify(text, severity=severity, timeout=timeout, markup=False)
+
     # -- status line ---------------------------------------------------------------------------
     def _update_status(self) -> None:
         entries = self.queue_pane.entries
         open_count = sum(e.is_open for e in entries)
         version = "?" if self.facts.version is None else f"v{self.facts.version}"
         watch = "watching" if self.watching else "not watching"
+        skills = ", ".join(f"{n} {v}" for n, v in sorted(self.facts.skill_versions.items()))
         self.query_one("#status", Static).update(
-            f"skillsmith · {self.workspace.root.name} · workspace {version} · "
+            f"skillsmith · {self.workspace.root.name} · {skills or 'no skills'} · "
+            f"workspace state {version} · "
             f"{open_count} open candidate{'s' if open_count != 1 else ''} · {watch}"
         )
 
@@ -273,11 +346,13 @@ class SkillsmithApp(App[None]):
             version: int | None = self.workspace.load_config().version
         except SkillsmithError:
             version = None
+        skills = self.workspace.skill_names()
         facts = WorkspaceFacts(
             version=version,
             benchmarks=benchmark_ids(self.workspace),
-            skills=self.workspace.skill_names(),
+            skills=skills,
             has_decisions=decided,
+            skill_versions=current_versions(self.workspace, skills),
         )
         if not worker.is_cancelled:
             self.post_message(QueueLoaded(entries, facts, error))
@@ -317,7 +392,10 @@ class SkillsmithApp(App[None]):
                 else ("No candidates in the queue.")
             )
             self.diff_pane.show_message(empty)
-            gates.show_message(empty)
+            if self._round_gates is not None:  # a rejected round left no candidate to select
+                gates.show_gates(*self._round_gates)
+            else:
+                gates.show_message(empty)
             return
         c = entry.candidate
         gates.show_gates(f"{c.id} · {c.skill} · {c.status}", entry.gates)
@@ -384,6 +462,8 @@ class SkillsmithApp(App[None]):
         areas = set(areas)
         if areas & {"queue", "config", "skills", "scoreboard"}:
             self._load_queue()
+        if areas & {"queue", "config", "skills", "scoreboard", "sessions"}:
+            self.overview_pane.reload()
         skills, sessions, scoreboard = self.skills_pane, self.sessions_pane, self.scoreboard_pane
         if areas & {"skills", "snapshots"} and skills is not None and skills.loaded:
             skills.reload()
@@ -434,15 +514,17 @@ class SkillsmithApp(App[None]):
         selected = self.queue_pane.selected
         status = str(selected.candidate.status) if selected is not None else None
         job_running = self._job_token is not None
-        if action == "approve":
-            return status == "pending_approval"
-        if action in ("reject", "mark"):
+        if action in ("approve", "reject"):
+            return selected is not None  # on a decided candidate the key says why it can't
+        if action == "mark":
             return status in OPEN_STATUSES
         if action in ("approve_marked", "reject_marked"):
             return bool(self.queue_pane.marked)
         if action == "undo":
-            return self.facts.has_decisions or any(
-                str(e.candidate.status) in DECIDED_STATUSES for e in self.queue_pane.entries
+            return (
+                bool(self._moves)
+                or self.facts.has_decisions
+                or any(str(e.candidate.status) in DECIDED_STATUSES for e in self.queue_pane.entries)
             )
         if action == "evaluate":
             return bool(self.facts.benchmarks) and not job_running
@@ -492,9 +574,32 @@ class SkillsmithApp(App[None]):
             self.notify(message.text, severity=severity, timeout=message.timeout, markup=False)
         self.reload_areas(message.areas)
 
+    def _refuse_decision(self, entry: QueueEntry, verb: str) -> bool:
+        """Say why ``verb`` does not apply to this candidate (True: it does not)."""
+        c = entry.candidate
+        status = str(c.status)
+        ok = status == "pending_approval" if verb == "approve" else status in OPEN_STATUSES
+        if ok:
+            return False
+        why = {
+            "published": f"{c.id} is already published; to take it back, z undoes the last "
+            "decision, or b in 6 Skills & history rolls the skill back",
+            "approved": f"{c.id} is already approved; z undoes the last decision",
+            "rejected": f"{c.id} is already rejected; z undoes the last decision",
+            "pending_eval": f"{c.id} waits for evidence (not every gate passed): it cannot be "
+            "approved yet; r rejects it",
+            "proposed": f"{c.id} is only proposed: its gates have not run, so it cannot be "
+            "approved yet; r rejects it",
+        }.get(status, f"{c.id} is {status}: it cannot be {verb}d")
+        self.notify(f"Cannot {verb}: {why}.", severity="warning", markup=False)
+        return True
+
+    def _moved(self, move: Move) -> None:
+        self._moves.append(move)
+
     def action_approve(self) -> None:
         entry = self.queue_pane.selected
-        if entry is None:
+        if entry is None or self._refuse_decision(entry, "approve"):
             return
         c = entry.candidate
 
@@ -502,13 +607,14 @@ class SkillsmithApp(App[None]):
             version = CandidateQueue(self.workspace).approve(
                 c.id, expected_hash=str(c.content_hash), why=DECISION_WHY
             )
+            self._moved(Move("decision"))
             return f"Approved {c.id}: {c.skill} is now {version}, snapshot taken. z undoes."
 
         self.engine_call(approve, {"queue", "skills", "snapshots"}, timeout=10)
 
     def action_reject(self) -> None:
         entry = self.queue_pane.selected
-        if entry is None:
+        if entry is None or self._refuse_decision(entry, "reject"):
             return
         c = entry.candidate
 
@@ -520,6 +626,7 @@ class SkillsmithApp(App[None]):
                 CandidateQueue(self.workspace).reject(
                     c.id, why=reason, expected_hash=str(c.content_hash)
                 )
+                self._moved(Move("decision"))
                 return f"Rejected {c.id}; its patch is on {c.skill}'s taboo list. z undoes."
 
             self.engine_call(reject, {"queue", "skills"}, timeout=10)
@@ -530,8 +637,27 @@ class SkillsmithApp(App[None]):
         )
 
     def action_undo(self) -> None:
+        """Undo this session's last move (a rollback, a restore), else the last decision."""
+        move = self._moves[-1] if self._moves else Move("decision")
+
         def undo() -> str:
-            return CandidateQueue(self.workspace).undo_last().capitalize()
+            if move.kind == "rollback":
+                store = SkillStore(self.workspace, move.skill)
+                if store.current() != move.to:
+                    raise SkillsmithError(
+                        f"cannot undo the rollback of {move.skill}: it moved from {move.to} to "
+                        f"{store.current()} since"
+                    )
+                store.rollback(move.frm, why=f"undid the rollback to {move.to} in the workbench")
+                text = f"Undid the rollback: {move.skill} is back at {move.frm}."
+            elif move.kind == "restore":
+                restore(self.workspace, self.workspace.snapshots_dir / move.frm, yes=True)
+                text = f"Undid the restore: the workspace is back as it was ({move.frm})."
+            else:
+                text = CandidateQueue(self.workspace).undo_last().capitalize()
+            if self._moves:
+                self._moves.pop()
+            return text
 
         self.engine_call(undo, {"queue", "skills", "snapshots"}, timeout=10)
 
@@ -619,7 +745,8 @@ class SkillsmithApp(App[None]):
 
         def run() -> str:
             before = restore(self.workspace, snapshot.path, yes=True)
-            return f"Restored {snapshot.path.name}; the state before it is {before.name}."
+            self._moved(Move("restore", frm=before.name))
+            return f"Restored {snapshot.path.name}; the state before it is {before.name}; z undoes."
 
         self.engine_call(run, {"queue", "skills", "snapshots", "config", "scoreboard"}, timeout=10)
 
@@ -633,9 +760,24 @@ class SkillsmithApp(App[None]):
             SkillStore(self.workspace, skill).rollback(
                 version, why=f"rolled back in the workbench from {current}"
             )
-            return f"Rolled {skill} back to {version} (was {current}); nothing was deleted."
+            if current is not None:
+                self._moved(Move("rollback", skill=skill, frm=current, to=version))
+            return (
+                f"Rolled {skill} back to {version} (was {current}); nothing was deleted. z undoes."
+            )
 
-        self.engine_call(rollback, {"skills", "queue"})
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.engine_call(rollback, {"skills", "queue"})
+
+        body = (
+            f"skills/{skill}/SKILL.md becomes {version}. {current} and every other version stay "
+            f"in history; z undoes this (back to {current})."
+        )
+        self.push_screen(
+            ConfirmScreen(f"Roll {skill} back from {current} to {version}?", body, yes="Roll back"),
+            confirmed,
+        )
 
     # -- jobs ----------------------------------------------------------------------------------
     def _job_bench(self) -> str | None:
@@ -660,15 +802,49 @@ class SkillsmithApp(App[None]):
         bench = self._job_bench()
         if bench is None:
             return
+        self._size_evaluation(bench)
 
-        def evaluate(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+    @work(thread=True, exclusive=True, group="eval-size", exit_on_error=False)
+    def _size_evaluation(self, bench: str) -> None:
+        try:
+            text, ok = evaluation_size(self.workspace, bench).describe(), True
+        except SkillsmithError as exc:
+            text, ok = str(exc), False
+        self.post_message(EvalSized(bench, text, ok))
+
+    @on(EvalSized)
+    def _eval_sized(self, message: EvalSized) -> None:
+        if self._closing_view():
+            return
+        if not message.ok:
+            title = f"Evaluate {message.bench} failed"
+            self.activity.add("error", f"{title}: {message.text}")
+            self.push_screen(ErrorScreen(title, message.text))
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._start_evaluation(message.bench)
+
+        body = f"{message.text}\nc cancels it; finished units are kept and the same key resumes."
+        self.push_screen(
+            ConfirmScreen(f"Evaluate {message.bench}?", body, yes="Evaluate", focus_yes=True),
+            confirmed,
+        )
+
+    def _start_evaluation(self, bench: str) -> None:
+
+        def evaluate(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
             from engine.runner import run_evaluation  # job modules load on first use
 
             result = run_evaluation(self.workspace, bench, reporter=reporter, cancel=cancel)
             m = result.metrics
             rate = "–" if m.pass_rate is None else f"{m.pass_rate:.0%}"
             f1 = "" if m.f1 is None else f", F1 {m.f1:.2f}"
-            return f"Evaluated {bench}: run {result.run_id}, pass rate {rate}{f1}"
+            return JobOutcome(
+                f"Evaluated {bench}: run {result.run_id}, pass rate {rate}{f1}",
+                link=Link("run", result.run_id),
+            )
 
         self.start_job(Job(f"Evaluate {bench}", evaluate))
 
@@ -677,13 +853,12 @@ class SkillsmithApp(App[None]):
         if bench is None or skill is None:
             return
 
-        def one_round(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+        def one_round(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
             from engine.evolve import EvolveOptions, evolve  # imports the model SDK: lazily
 
             options = EvolveOptions(skill=skill, bench=bench, rounds=1)
             result = evolve(self.workspace, options, reporter=reporter, cancel=cancel)
-            moved = f"{result.start_version}→{result.final_version}"
-            return f"Evolution round on {skill}: {moved}, stopped: {result.stop_reason}"
+            return evolve_outcome(self.workspace.root, result)
 
         self.start_job(Job(f"Evolve {skill} on {bench}", one_round))
 
@@ -692,12 +867,17 @@ class SkillsmithApp(App[None]):
         if bench is None or skill is None:
             return
 
-        def optimise(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
+        def optimise(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
             from engine.optimize import optimize  # imports gepa and the model SDK: lazily
 
             result = optimize(self.workspace, skill, bench, reporter=reporter, cancel=cancel)
-            queued = f"; queued {result.candidate}" if result.candidate else ""
-            return f"Optimisation of {skill}: {result.status} ({result.reason}){queued}"
+            text = f"Optimisation of {skill}: {result.status} ({result.reason})"
+            if result.candidate:
+                return JobOutcome(
+                    f"{text}; queued {result.candidate} — press 1, then a.",
+                    link=Link("candidate", result.candidate),
+                )
+            return JobOutcome(text, "warning")
 
         self.start_job(Job(f"Optimise {skill} on {bench}", optimise))
 
@@ -707,6 +887,7 @@ class SkillsmithApp(App[None]):
             return
         self._job_token = CancelToken()
         self.query_one(JobBar).start(job.title)
+        self.overview_pane.set_job(job.title)
         self.refresh_bindings()
         self._run_job(job, self._job_token)
 
@@ -716,7 +897,9 @@ class SkillsmithApp(App[None]):
             self.post_message(JobEvent(event))
 
         try:
-            ended = JobEnded(job.title, job.run(reporter=report, cancel=token))
+            done = job.run(reporter=report, cancel=token)
+            outcome = done if isinstance(done, JobOutcome) else JobOutcome(done)
+            ended = JobEnded(job.title, outcome.summary, outcome=outcome)
         except Cancelled:
             ended = JobEnded(
                 job.title, f"{job.title}: cancelled; finished work is kept.", cancelled=True
@@ -740,12 +923,21 @@ class SkillsmithApp(App[None]):
             return
         self._job_token = None
         self.query_one(JobBar).stop()
+        self.overview_pane.set_job(None)
         self.refresh_bindings()
         if message.error is not None:
             title = f"{message.title} crashed" if message.crashed else f"{message.title} failed"
+            self.activity.add("error", f"{title}: {message.error}")
             self.push_screen(ErrorScreen(title, message.error))
+            self.overview_pane.set_last(f"{title}: {message.error}")
         else:
-            self.notify(message.summary, timeout=10, markup=False)
+            outcome = message.outcome
+            self.report(outcome.kind, outcome.summary, outcome.link)
+            self.overview_pane.set_last(outcome.summary)
+            if outcome.gates is not None:
+                self._round_gates = (outcome.gates_title, outcome.gates)
+                if self.queue_pane.selected is None:
+                    self.query_one(GatesPane).show_gates(*self._round_gates)
         self.reload_areas({"queue", "skills", "sessions", "scoreboard"})
 
     def action_cancel_job(self) -> None:
@@ -780,19 +972,29 @@ class SkillsmithApp(App[None]):
         return 1
 
     async def action_next_pane(self) -> None:
-        await self.action_pane(self._current_pane() % len(PANES) + 1)
+        order = sorted(PANES)
+        await self.action_pane(order[(order.index(self._current_pane()) + 1) % len(order)])
 
     async def action_previous_pane(self) -> None:
-        await self.action_pane((self._current_pane() - 2) % len(PANES) + 1)
+        order = sorted(PANES)
+        await self.action_pane(order[(order.index(self._current_pane()) - 1) % len(order)])
 
     def action_filter(self) -> None:
         self.queue_pane.start_filter()
 
+    def _show_diff_tab(self) -> None:
+        """Diff keys act on the diff: bring it up when another tab (the overview) is showing."""
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != "tab-diff":
+            tabs.active = "tab-diff"
+
     def action_diff_mode(self) -> None:
+        self._show_diff_tab()
         self.diff_pane.toggle_mode()
 
     def action_diff_scroll(self, lines: int) -> None:
-        self.diff_pane.view.scroll_relative(y=lines, animate=False)
+        self._show_diff_tab()
+        self.call_after_refresh(self.diff_pane.view.scroll_relative, y=lines, animate=False)
 
     def action_refresh(self) -> None:
         self.reload_areas({"queue", "skills", "sessions", "scoreboard", "snapshots", "config"})
@@ -800,6 +1002,20 @@ class SkillsmithApp(App[None]):
     @on(DataTable.RowSelected, "#queue")
     async def _queue_enter(self, event: DataTable.RowSelected) -> None:
         await self.action_pane(2)
+
+    @on(ActivityPane.Follow)
+    async def _follow_link(self, message: ActivityPane.Follow) -> None:
+        """Enter on an activity entry: the candidate in the queue, or the session's events."""
+        link = message.link
+        if link.kind == "candidate":
+            await self.action_pane(1)
+            self.queue_pane.table.move_to_key(link.id)
+            await self.action_pane(3)
+            return
+        await self.action_pane(4)
+        sessions = self.sessions_pane
+        if sessions is not None:
+            sessions.show_session(link.id)  # an evaluation's session is named after its run
 
     @on(SessionsPane.OpenTranscript)
     def _open_transcript(self, message: SessionsPane.OpenTranscript) -> None:
@@ -825,6 +1041,7 @@ class SkillsmithApp(App[None]):
             KeyGroup("Sessions and skills panes", ListsPane.BINDINGS),
             KeyGroup("Queue filter", QueuePane.BINDINGS),
             KeyGroup("Scoreboard", ScoreboardPane.BINDINGS),
+            KeyGroup("Activity log", ActivityPane.BINDINGS),
             KeyGroup("Snapshots screen", SnapshotsScreen.BINDINGS),
             KeyGroup("Dialogs", [*ConfirmScreen.BINDINGS[:2], *ReasonScreen.BINDINGS]),
         ]

@@ -20,14 +20,28 @@ from textual.message import Message
 from textual.widgets import Label, ProgressBar
 
 from engine.events import Event
+from tui.activity import Kind, Link
 
-JobFunction = Callable[..., str]
-"""``fn(reporter, cancel) -> one-line summary`` (see :class:`Job`)."""
+JobFunction = Callable[..., "str | JobOutcome"]
+"""``fn(reporter, cancel) -> summary`` (see :class:`Job`)."""
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """How a job ended, beyond its one line: what it links to, and the gates of a round that
+    was rejected (shown in the Gates pane, since no candidate carries them)."""
+
+    summary: str
+    kind: Kind = "result"
+    link: Link | None = None
+    gates: list[dict[str, Any]] | None = None
+    gates_title: str = ""
 
 
 @dataclass(frozen=True)
 class Job:
-    """What to run: ``run(reporter=…, cancel=…)`` returns the line shown when it finishes."""
+    """What to run: ``run(reporter=…, cancel=…)`` returns the line (or the outcome) shown when
+    it finishes."""
 
     title: str
     run: JobFunction
@@ -73,10 +87,12 @@ class JobEnded(Message):
         cancelled: bool = False,
         error: str | None = None,
         crashed: bool = False,
+        outcome: JobOutcome | None = None,
     ) -> None:
         super().__init__()
         self.title = title
         self.summary = summary
+        self.outcome = outcome or JobOutcome(summary, "warning" if cancelled else "result")
         self.cancelled = cancelled
         self.error = error
         self.crashed = crashed

@@ -31,12 +31,14 @@ APP_BINDINGS: list[BindingType] = [
     Binding(
         "shift+tab", "previous_pane", "Previous pane", id="previous_pane", show=False, priority=True
     ),
+    Binding("0", "pane(0)", "Overview", id="pane_0", show=False),
     Binding("1", "pane(1)", "Queue", id="pane_1", show=False),
     Binding("2", "pane(2)", "Diff", id="pane_2", show=False),
     Binding("3", "pane(3)", "Gates", id="pane_3", show=False),
     Binding("4", "pane(4)", "Sessions", id="pane_4", show=False),
     Binding("5", "pane(5)", "Scoreboard", id="pane_5", show=False),
     Binding("6", "pane(6)", "Skills & history", id="pane_6", show=False),
+    Binding("7", "pane(7)", "Activity log", id="pane_7", show=False),
     Binding("R", "refresh", "Reload", id="refresh", show=False),
     Binding("c", "cancel_job", "Cancel job", id="cancel_job"),
     Binding("question_mark,f1", "help", "Help", id="help"),

@@ -1,8 +1,10 @@
 """Scoreboard: every evaluation of a benchmark as a bar over time and a row in a table.
 
-Records come from ``engine.scoreboard.read_records``. Pass rate and tokens are not part of a
-record (PenguinHarness' scoreboard keeps scores, cost and duration), so they are read from the
-runs' results only when the user asks for them (``m``), keeping the pane cheap to open.
+Records come from ``engine.scoreboard.read_heads``: their headlines only, so opening the pane
+never parses the per-run rows of a long history. Pass rate and tokens are not part of a record
+(PenguinHarness' scoreboard keeps scores, cost and duration), so a second worker reads them
+from each run's results.jsonl right after the records are shown: the table paints at once and
+its two columns fill in. Large counts are shortened (2.69M), never cut.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError
-from engine.scoreboard import ScoreRecord, read_records
-from engine.views import RunFigures, benchmark_ids, run_figures
+from engine.scoreboard import RecordHead, read_heads
+from engine.views import RunFigures, benchmark_ids, compact_count, run_figures
 from engine.workspace import Workspace
 from tui.navigation import VimTable
 from tui.score_chart import ScoreChart
@@ -28,9 +31,15 @@ Metric = Literal["score", "pass rate", "tokens"]
 METRICS: tuple[Metric, ...] = ("score", "pass rate", "tokens")
 
 
-def versions_of(record: ScoreRecord) -> str:
-    """Which skill versions produced a record: ``name@vN`` for each skill under test."""
-    return ", ".join(f"{name}@{version}" for name, version in sorted(record.skills.items()))
+def versions_of(record: RecordHead) -> str:
+    """Which skill versions produced a record: ``name@vN`` for each skill it ran with (a
+    baseline without skills says so, rather than looking unrecorded)."""
+    shown = ", ".join(f"{name}@{version}" for name, version in sorted(record.skills.items()))
+    if shown:
+        return shown
+    if record.variant == "baseline":
+        return "no skill (baseline)"
+    return "versions not recorded"
 
 
 class ScoreboardPane(Vertical):
@@ -53,7 +62,7 @@ class ScoreboardPane(Vertical):
             self,
             benchmarks: list[str],
             bench: str | None,
-            records: list[ScoreRecord],
+            records: list[RecordHead],
             error: str | None,
         ) -> None:
             super().__init__()
@@ -73,7 +82,7 @@ class ScoreboardPane(Vertical):
         self.workspace = workspace
         self.benchmarks: list[str] = []
         self.bench: str | None = None
-        self.records: list[ScoreRecord] = []
+        self.records: list[RecordHead] = []
         self.figures: list[RunFigures | None] | None = None
         self.metric: Metric = "score"
         self.loaded = False
@@ -102,18 +111,18 @@ class ScoreboardPane(Vertical):
     def _load(self, wanted: str | None) -> None:
         benchmarks = benchmark_ids(self.workspace)
         bench = wanted if wanted in benchmarks else (benchmarks[0] if benchmarks else None)
-        records: list[ScoreRecord] = []
+        records: list[RecordHead] = []
         error = None
         if bench is not None:
             try:
-                records = read_records(self.workspace.benchmarks_dir / bench)
+                records = read_heads(self.workspace.benchmarks_dir / bench)
             except SkillsmithError as exc:
                 error = str(exc)
         if not get_current_worker().is_cancelled:
             self.post_message(self._Loaded(benchmarks, bench, records, error))
 
     @work(thread=True, exclusive=True, group="scoreboard-figures", exit_on_error=False)
-    def _load_figures(self, bench: str, records: list[ScoreRecord]) -> None:
+    def _load_figures(self, bench: str, records: list[RecordHead]) -> None:
         figures: list[RunFigures | None] = []
         for record in records:
             if get_current_worker().is_cancelled:
@@ -146,13 +155,13 @@ class ScoreboardPane(Vertical):
             table.add_row(
                 str(index + 1),
                 record.timestamp,
-                versions_of(record),
+                Content(versions_of(record)),
                 f"{record.score:.2f}",
                 "…",
                 "…",
                 "–" if record.cost is None else f"{record.cost:.4f}",
                 str(record.duration_ms),
-                record.summary_title,
+                Content(record.summary_title),  # "[skill]" is text, not markup
                 key=str(index),
             )
         if previous is not None and not changed_bench:
@@ -161,7 +170,8 @@ class ScoreboardPane(Vertical):
             table.move_cursor(row=len(self.records) - 1, animate=False)
         if message.error:
             self.query_one("#score-caption", Static).update(message.error)
-        if self.metric != "score":
+        self._fill_figures()  # the last figures stand until the fresh ones arrive
+        if self.records:
             self._load_figures(self.bench or "", self.records)
         self._plot()
 
@@ -170,13 +180,18 @@ class ScoreboardPane(Vertical):
         if message.bench != self.bench or len(message.figures) != len(self.records):
             return
         self.figures = message.figures
+        self._fill_figures()
+        self._plot()
+
+    def _fill_figures(self) -> None:
+        if self.figures is None:
+            return
         table = self.query_one(VimTable)
-        for index, found in enumerate(message.figures):
+        for index, found in enumerate(self.figures):
             rate = "–" if found is None or found.pass_rate is None else f"{found.pass_rate:.2%}"
-            tokens = "–" if found is None else str(found.tokens)
+            tokens = "–" if found is None else compact_count(found.tokens)
             table.update_cell(str(index), "pass_rate", rate)
             table.update_cell(str(index), "tokens", tokens)
-        self._plot()
 
     # -- drawing -------------------------------------------------------------------------------
     def _plot(self) -> None:
@@ -211,10 +226,12 @@ class ScoreboardPane(Vertical):
         index = int(key)
         chart.highlighted = index
         record = self.records[index]
-        versions = versions_of(record) or "versions not recorded"
+        versions = versions_of(record)
         run = f" · run {record.run_id}" if record.run_id else ""
+        found = self.figures[index] if self.figures and index < len(self.figures) else None
+        tokens = f" · tokens {found.tokens:,}" if found is not None else ""
         self.query_one("#score-caption", Static).update(
-            f"#{index + 1} {record.timestamp} · {versions} · score {record.score:.2f}{run}"
+            f"#{index + 1} {record.timestamp} · {versions} · score {record.score:.2f}{tokens}{run}"
         )
 
     @on(DataTable.RowHighlighted, "#score-records")

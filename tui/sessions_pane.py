@@ -211,6 +211,13 @@ class SessionsPane(ListsPane, Horizontal):
             key=key,
         )
 
+    def show_session(self, session_id: str) -> None:
+        """Put the cursor on one session (an activity entry's link) and show its events."""
+        table = self.query_one("#session-list", VimTable)
+        table.move_to_key(session_id)
+        table.focus()
+        self._follow(session_id)
+
     # -- interaction ---------------------------------------------------------------------------
     @on(DataTable.RowHighlighted, "#session-list")
     def _session_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -75,6 +75,16 @@ def load_history(ws: Workspace) -> HistorySnapshot:
     return HistorySnapshot(skills, snapshots, snapshot_error, version)
 
 
+def rollback_default(skill: SkillHistory) -> str | None:
+    """Where the version cursor starts: the version before the current one, the usual target of
+    a rollback (starting on the oldest made one keypress drop every later version)."""
+    names = [v.version for v in skill.versions]
+    if skill.current not in names:
+        return skill.current
+    index = names.index(skill.current)
+    return names[index - 1] if index > 0 else skill.current
+
+
 def human_size(n: int) -> str:
     if n < 1024:
         return f"{n} B"
@@ -229,7 +239,7 @@ class SkillsPane(ListsPane, Horizontal):
                     key=info.version,
                 )
             same_skill = skill.name == self._shown_skill
-            versions.move_to_key(previous if same_skill and previous else skill.current)
+            versions.move_to_key(previous if same_skill and previous else rollback_default(skill))
         self._shown_skill = skill.name if skill is not None else None
         self.query_one("#skill-detail-body", Static).update(render_details(skill, self.history))
 

@@ -59,7 +59,14 @@ from engine.llm import LLM, make_llm
 from engine.patches import taboo_rule
 from engine.runner import RunResult, agent_runtime, run_evaluation
 from engine.runs import RunFolder
-from engine.scoreboard import ScoreRecord, append_record, read_records, record_from_rows
+from engine.scoreboard import (
+    ScoreRecord,
+    append_record,
+    count_records,
+    read_heads,
+    read_record,
+    record_from_rows,
+)
 from engine.sessions import ends_logged, hold, is_held, start_session, verify_record
 from engine.snapshots import create_snapshot, restore
 from engine.store import SkillStore, read_text
@@ -308,16 +315,17 @@ class _Optimizer:
                 cfg.version = attempt.version_before + 1
                 self.ws.save_config(cfg)
             attempt.version_after = self.ws.load_config().version
-        records = read_records(bench_root)
         done = [
-            i for i, r in enumerate(records) if r.kind == ACCEPTED and r.run_id == attempt.run_id
+            i
+            for i, r in enumerate(read_heads(bench_root))
+            if r.kind == ACCEPTED and r.run_id == attempt.run_id
         ]
         if done:
-            index, record = done[0], records[done[0]]
+            index, record = done[0], read_record(bench_root, done[0])
         else:
             record = self._record(attempt, candidate)
             append_record(bench_root, record)
-            index = len(read_records(bench_root)) - 1
+            index = count_records(bench_root) - 1
         mismatches = verify_record(self.ws, record)
         if mismatches:
             raise SkillsmithError(
@@ -478,10 +486,11 @@ def _start_reference(ws: Workspace, baseline: FormalBaseline, version: int) -> R
     A later session continues from the best state earlier sessions kept, so it compares with
     that state's record; without one (the state changed by hand) it compares with the baseline.
     """
-    records = read_records(baseline.bench.root)
-    for index in range(len(records) - 1, -1, -1):
-        record = records[index]
-        if record.kind == ACCEPTED and record.version == version:
+    heads = read_heads(baseline.bench.root)
+    for index in range(len(heads) - 1, -1, -1):
+        head = heads[index]
+        if head.kind == ACCEPTED and head.version == version:
+            record = read_record(baseline.bench.root, index)
             return _reference(record, index, version, f"record [{index}]")
     base = baseline.record
     return _reference(

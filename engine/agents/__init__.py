@@ -7,10 +7,12 @@ from engine.agents.isolation import (
     RoomSpec,
     SkillFiles,
     build_room,
+    check_statement,
     compose_prompt,
     remove_room,
     room_env,
     scratch_root,
+    sweep_rooms,
 )
 from engine.agents.kinds import Agent, AgentOutcome, make_agent
 from engine.agents.process import ProcessResult, run_process, survivors
@@ -26,6 +28,7 @@ __all__ = [
     "RoomSpec",
     "SkillFiles",
     "build_room",
+    "check_statement",
     "compose_prompt",
     "make_agent",
     "parse_claude_stream",
@@ -35,4 +38,5 @@ __all__ = [
     "run_process",
     "scratch_root",
     "survivors",
+    "sweep_rooms",
 ]

@@ -12,18 +12,27 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import SkillsmithError
+from engine.fsutil import hold, stale_hold
 
 PROMPT_FILE = "PROMPT.md"
 ANSWER_FILE = "answer.txt"
 HOME_DIR = ".home"
 TMP_DIR = ".tmp"
 BASE_ENV_ALLOW = ("PATH", "LANG", "TERM", "TZ")
+ROOM_PREFIX = "unit-"
+_held: dict[Path, int] = {}  # room → the open, flocked fd that marks it in use
+_held_lock = threading.Lock()
 _RESERVED = {PROMPT_FILE, "AGENTS.md", ANSWER_FILE, HOME_DIR, TMP_DIR, "skills", ".claude"}
+# The private half of a case, wherever someone put it: a benchmark's rubric folder or file, and a
+# skill's own eval set (skill-creator keeps expected answers in <skill>/evals/). Never copied.
+RUBRIC_NAMES = frozenset({"rubric", "rubric.yaml"})
+SKILL_EVALS = "evals"
 
 
 @dataclass(frozen=True)
@@ -58,25 +67,37 @@ def scratch_root(workspace_root: Path) -> Path:
     return root
 
 
+def check_statement(statement_dir: Path) -> None:
+    """Refuse a statement holding a name the harness writes into the run folder itself.
+
+    The runner asks before it creates a run folder or a session log, so a refusal leaves
+    nothing behind.
+    """
+    for item in sorted(statement_dir.iterdir()):
+        if item.name in _RESERVED:
+            raise SkillsmithError(
+                f"{item}: a statement file may not be named {item.name!r} "
+                "(the harness writes it into the run folder)"
+            )
+
+
 def build_room(spec: RoomSpec, root: Path) -> Path:
     """Create a fresh run directory under ``root`` holding exactly what ``spec`` names."""
+    check_statement(spec.statement_dir)
     root.mkdir(parents=True, exist_ok=True)
-    room = Path(tempfile.mkdtemp(prefix="unit-", dir=root))
+    room = Path(tempfile.mkdtemp(prefix=ROOM_PREFIX, dir=root))
+    with _held_lock:
+        _held[room] = hold(room)  # marks it in use for sweep_rooms in every other process
     try:
         for item in sorted(spec.statement_dir.iterdir()):
-            if item.name in _RESERVED:
-                raise SkillsmithError(
-                    f"{item}: a statement file may not be named {item.name!r} "
-                    "(the harness writes it into the run folder)"
-                )
-            _copy(item, room / item.name, spec.statement_dir.resolve())
+            _copy(item, room / item.name, spec.statement_dir.resolve(), item.name)
         (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
         if spec.agents_md is not None:
             (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
         for skill in spec.skills:
             target = room / spec.skills_subdir / skill.name
             if skill.folder is not None and skill.folder.is_dir():
-                _copy(skill.folder, target, skill.folder.resolve())
+                _copy(skill.folder, target, skill.folder.resolve(), "", SKILL_EVALS)
             target.mkdir(parents=True, exist_ok=True)
             (target / "SKILL.md").write_bytes(skill.text.encode("utf-8"))
         (room / HOME_DIR).mkdir()
@@ -87,19 +108,24 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
     return room
 
 
-def _copy(src: Path, dst: Path, base: Path) -> None:
+def _copy(src: Path, dst: Path, base: Path, rel: str, private_top: str | None = None) -> None:
     """Copy a file or tree; symlinks are followed only when they stay inside ``base``.
 
-    A statement or skill folder linking to ``../../vault`` must not smuggle secrets in.
+    A statement or skill folder linking to ``../../vault`` must not smuggle secrets in, and no
+    rubric (nor ``private_top``, a folder at the top of ``base``) is copied at any depth. Modes are
+    kept, so a skill's scripts stay executable.
     """
     if src.is_symlink() and not _inside(src.resolve(), base):
         return
+    if src.name in RUBRIC_NAMES or (private_top is not None and rel == private_top):
+        return
     if not src.is_dir():
         shutil.copyfile(src, dst)
+        shutil.copymode(src, dst)
         return
     dst.mkdir(parents=True, exist_ok=True)
     for child in sorted(src.iterdir()):
-        _copy(child, dst / child.name, base)
+        _copy(child, dst / child.name, base, f"{rel}/{child.name}".lstrip("/"), private_top)
 
 
 def _inside(path: Path, base: Path) -> bool:
@@ -117,6 +143,27 @@ def remove_room(room: Path) -> None:
                 with contextlib.suppress(OSError):
                     os.chmod(full, 0o700)
     shutil.rmtree(room, ignore_errors=True)
+    with _held_lock:
+        fd = _held.pop(room, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def sweep_rooms(root: Path) -> list[Path]:
+    """Remove the run folders killed evaluations left under the scratch root; return them.
+
+    Evaluations of other workspaces share the scratch root, so a folder goes only when nobody
+    holds its lock (a live unit always does, see build_room).
+    """
+    swept = []
+    for room in sorted(root.glob(f"{ROOM_PREFIX}*")):
+        if room.is_symlink() or not room.is_dir():
+            continue
+        with contextlib.suppress(OSError), stale_hold(room) as stale:
+            if stale:
+                remove_room(room)
+                swept.append(room)
+    return swept
 
 
 def room_env(

@@ -21,6 +21,7 @@ from typing import Any
 
 from engine.agents.isolation import ANSWER_FILE, room_env
 from engine.agents.process import ProcessResult, run_process
+from engine.agents.sandbox import NO_SANDBOX, Sandbox, make_sandbox
 from engine.agents.sessions import (
     OutputError,
     ParsedSession,
@@ -28,7 +29,7 @@ from engine.agents.sessions import (
     parse_claude_stream,
     parse_session_jsonl,
 )
-from engine.config import AgentConfig
+from engine.config import AgentConfig, check_agent_command
 from engine.errors import SkillsmithError
 from engine.grading import answer_of
 from engine.vault import anthropic_api_key, redact, remember_vault
@@ -79,6 +80,7 @@ class Agent:
     grace_s: float = GRACE_S
     noise: float = 0.0  # the demo agent's slip level (agent.noise); other kinds ignore it
     secret_env: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    sandbox: Sandbox = NO_SANDBOX
 
     def argv(self, prompt: str) -> list[str]:
         if self.kind != "claude-code":
@@ -101,6 +103,7 @@ class Agent:
             "max_turns": self.max_turns,  # every kind gets it (SKILLSMITH_MAX_TURNS)
             "noise": self.noise if self.kind == "demo" else None,
             "allowed_tools": list(self.allowed_tools) if self.kind == "claude-code" else None,
+            "sandbox": self.sandbox.describe(),
         }
 
     def run(
@@ -137,6 +140,7 @@ class Agent:
                 max_output_bytes=self.max_output_bytes,
                 grace_s=self.grace_s,
                 should_stop=should_stop,
+                sandbox=self.sandbox,
             )
         except OSError as exc:
             return _invalid(f"agent could not start: {exc.strerror or exc}", exit_code=None)
@@ -241,7 +245,10 @@ def _exit_problem(exit_code: int | None, stderr: str) -> str | None:
 
 
 def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
-    """The agent ``skillsmith.yaml`` configures, with what its kind needs resolved."""
+    """The agent ``skillsmith.yaml`` configures, with what its kind needs resolved.
+
+    Refuses (one line) when the sandbox it asks for cannot run here.
+    """
     cfg = cfg or ws.load_config().agent
     remember_vault(ws)  # whatever an agent echoes from a vault value gets masked before storing
     common: dict[str, Any] = {
@@ -251,26 +258,33 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         "model": cfg.model,
     }
     if cfg.kind == "demo":
-        command = (sys.executable, "-m", "engine.demo.agent")
-        return Agent(
-            kind="demo", command=command, skills_subdir="skills", noise=cfg.noise, **common
-        )
-    if cfg.kind == "command":
+        command: tuple[str, ...] = (sys.executable, "-m", "engine.demo.agent")
+        extra: dict[str, Any] = {"skills_subdir": "skills", "noise": cfg.noise}
+    elif cfg.kind == "command":
         if not cfg.command:
             raise SkillsmithError(
                 f"{ws.config_path}: field 'agent.command': expected the agent's command line "
                 "(a non-empty list) for agent kind 'command'"
             )
-        return Agent(kind="command", command=tuple(cfg.command), skills_subdir="skills", **common)
-    return Agent(
-        kind="claude-code",
-        command=_claude_command(ws, cfg),
-        skills_subdir=".claude/skills",
-        max_turns=cfg.max_turns,
-        allowed_tools=tuple(cfg.allowed_tools),
-        secret_env=_claude_env(ws),
-        **common,
+        check_agent_command(cfg, ws.config_path)
+        command, extra = tuple(cfg.command), {"skills_subdir": "skills"}
+    else:
+        command = _claude_command(ws, cfg)
+        extra = {
+            "skills_subdir": ".claude/skills",
+            "max_turns": cfg.max_turns,
+            "allowed_tools": tuple(cfg.allowed_tools),
+            "secret_env": _claude_env(ws),
+        }
+    sandbox = make_sandbox(
+        cfg.sandbox,
+        network=cfg.kind == "claude-code" if cfg.network is None else cfg.network,
+        command=command,
+        workspace=ws.root,
+        read_only=cfg.read_only_paths,
+        writable=cfg.writable_paths,
     )
+    return Agent(kind=cfg.kind, command=command, sandbox=sandbox, **extra, **common)
 
 
 def _claude_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:
@@ -281,6 +295,7 @@ def _claude_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:
             raise SkillsmithError(f"${CLAUDE_BIN_ENV}={chosen}: no such file (the claude CLI)")
         return (chosen,)
     if cfg.command:
+        check_agent_command(cfg, ws.config_path)
         return tuple(cfg.command)
     found = shutil.which("claude")
     if found is None:

@@ -17,7 +17,14 @@ from engine.benchmark import Benchmark, load_benchmark
 from engine.errors import SkillsmithError
 from engine.runner import bench_fingerprint
 from engine.runs import RunFolder
-from engine.scoreboard import SCOREBOARD_NAME, Runtime, ScoreRecord, read_records, record_from_rows
+from engine.scoreboard import (
+    SCOREBOARD_NAME,
+    Runtime,
+    ScoreRecord,
+    read_heads,
+    read_record,
+    record_from_rows,
+)
 from engine.sessions import verify_record
 from engine.workspace import Workspace
 
@@ -56,21 +63,21 @@ def skills_of_run(manifest: dict[str, Any]) -> dict[str, str]:
 
 
 def has_formal_baseline(ws: Workspace, bench_id: str) -> bool:
-    records = read_records(ws.benchmarks_dir / bench_id)
-    return any(r.kind == FORMAL_BASELINE for r in records)
+    return any(r.kind == FORMAL_BASELINE for r in read_heads(ws.benchmarks_dir / bench_id))
 
 
 def formal_baseline(ws: Workspace, bench_id: str) -> FormalBaseline:
     """The benchmark's first complete Formal Baseline, checked against its run; else refuse."""
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     where = bench.root / SCOREBOARD_NAME
-    found = [(i, r) for i, r in enumerate(read_records(bench.root)) if r.kind == FORMAL_BASELINE]
+    found = [i for i, r in enumerate(read_heads(bench.root)) if r.kind == FORMAL_BASELINE]
     if not found:
         raise SkillsmithError(
             f"{where}: no Formal Baseline record; build the benchmark first "
             f"(skillsmith build {bench_id})"
         )
-    index, record = found[0]
+    index = found[0]
+    record = read_record(bench.root, index)
     missing = sorted({c.id for c in bench.cases} - {c.case_id for c in record.cases})
     if missing:
         raise SkillsmithError(

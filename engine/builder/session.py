@@ -84,7 +84,7 @@ from engine.runs import RunFolder
 from engine.scoreboard import (
     SCOREBOARD_NAME,
     append_record,
-    read_records,
+    count_records,
     record_from_rows,
 )
 from engine.sessions import ends_logged, hold, is_held, start_session, verify_record
@@ -510,7 +510,7 @@ class _Build:
                 f"{self.root / SCOREBOARD_NAME}: the Formal Baseline does not match run "
                 f"{best.run_id}: {mismatches[0]}"
             )
-        index = len(read_records(self.root)) - 1
+        index = count_records(self.root) - 1
         self.log.emit(
             "message",
             stage="formal_baseline",

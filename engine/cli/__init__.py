@@ -1,7 +1,11 @@
 """The headless command line (DESIGN.md "Command line").
 
 Each command family lives in its own module of this package and exposes
-``register(sub, common)``; ``main`` discovers them, so adding a command never edits this file.
+``register(sub, common)``. Start-up must not pay for every command (their modules pull in GEPA,
+the Anthropic SDK, curation…), so ``COMMANDS`` names each command's module and help line, and
+only the module of the command being run is imported; ``--help`` lists the table. A module
+that is not in the table yet still works — it is found by its ``def register(`` and imported
+eagerly — and a test asks for its line in the table.
 Exit codes: 0 success, 1 refused or failed operation, 2 bad usage; errors are one line.
 """
 
@@ -12,7 +16,7 @@ import importlib
 import json
 import pkgutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,45 @@ from engine.errors import SkillsmithError
 from engine.workspace import Workspace, resolve
 
 OpenTui = Callable[[Workspace, argparse.Namespace], int]
+
+# command → (module in this package, the help line ``--help`` shows for it)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("workspace_cmd", "create an empty workspace"),
+    "demo": (
+        "demo_cmd",
+        "copy the bundled demo workspace (security-audit skill, vuln-detect benchmark)",
+    ),
+    "eval": ("eval_cmd", "run the Case × runs evaluation matrix"),
+    "compare": ("compare_cmd", "per-case fixed / newly broken / flaky, metric deltas"),
+    "queue": ("queue_cmd", "list candidates; approve / reject / undo"),
+    "history": ("store_cmd", "versions, current pointer and timeline of a skill"),
+    "publish": ("store_cmd", "make FILE the next version of a skill"),
+    "rollback": ("store_cmd", "point current at vK; nothing is deleted"),
+    "fork": ("store_cmd", "start a branch sharing the taboo list"),
+    "snapshot": ("snapshot_cmd", "write snapshots/v<version>.tar.gz of the agent state"),
+    "restore": ("snapshot_cmd", "restore the agent state from FILE or vK"),
+    "skill": ("skill_cmd", "lint and render SKILL.md files"),
+    "evolve": ("evolve_cmd", "outcome-driven evolution rounds for one skill"),
+    "optimize": ("optimize_cmd", "GEPA over description / when_to_use / steps / pitfalls"),
+    "optimize-agent": (
+        "optimize_agent_cmd",
+        "improve AGENTS.md, skills and agent settings round by round against a benchmark",
+    ),
+    "build": ("build_cmd", "design a benchmark: draft, pilot, freeze, Formal Baseline"),
+    "review": ("review_cmd", "online learning: review new lines of finished sessions"),
+    "curate": ("curate_cmd", "skill usage, overlap and staleness; merge/archive"),
+    "tune-description": (
+        "triggers_cmd",
+        "tune a skill's description on should / should-not trigger queries",
+    ),
+    "diagnose": ("diagnose_cmd", "trace summaries, rule hits, root causes, ground-truth suspicion"),
+    "import": (
+        "import_cmd",
+        "import a run export, skill-creator evals.json, or a JSONL/CSV of cases",
+    ),
+}
+# options of the top-level parser that take a value (to find the command in argv)
+_VALUED = {"-w", "--workspace", "--theme"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,7 +110,35 @@ def wants_json(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "json", False))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def unlisted_modules() -> Iterator[str]:
+    """Command modules of this package that ``COMMANDS`` does not name (found by their source,
+    without importing them)."""
+    listed = {module for module, _ in COMMANDS.values()}
+    package = Path(__file__).parent
+    for info in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
+        if info.name in listed:
+            continue
+        source = package / f"{info.name}.py"
+        if source.is_file() and "def register(" in source.read_text(encoding="utf-8"):
+            yield info.name
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (the first argument that is not a top-level option)."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--":
+            return next(args, None)
+        if arg in _VALUED:
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full options of the command ``argv`` runs (all commands when
+    ``argv`` is None) and only a name and help line for the others."""
     common = common_parser()
     parser = _Parser(
         prog="skillsmith",
@@ -76,18 +147,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--theme", help="TUI colour theme (persisted in the user config)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    package = Path(__file__).parent
-    for info in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        register = getattr(module, "register", None)
+    wanted = command_of(argv) if argv is not None else None
+    modules = list(unlisted_modules())
+    if argv is None:
+        modules += sorted({module for module, _ in COMMANDS.values()})
+    elif wanted in COMMANDS:
+        modules.append(COMMANDS[wanted][0])
+    for name in dict.fromkeys(modules):
+        register = getattr(importlib.import_module(f"{__name__}.{name}"), "register", None)
         if register is not None:
             register(sub, common)
+    for command, (_, help_line) in COMMANDS.items():
+        if command not in sub.choices:
+            sub.add_parser(command, help=help_line, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, open_tui: OpenTui | None = None) -> int:
     """Run one command; the TUI package supplies ``open_tui`` (the engine never imports it)."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.open_tui = open_tui
     try:

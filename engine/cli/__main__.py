@@ -1,4 +1,4 @@
 from engine.cli import run
 
-if __name__ == "__main__":  # build_parser imports every module here; only `-m` may run
+if __name__ == "__main__":  # importing this module must not start the CLI
     run()

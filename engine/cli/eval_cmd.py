@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.cli.progress import progress_bar, unit_counts
+from engine.cli.progress import progress_bar, resume_line, unit_counts
+from engine.demo import demo_agent_notice
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, Event
 from engine.metrics import Metrics, Spread
@@ -80,6 +81,9 @@ def _eval(args: argparse.Namespace) -> int:
     if args.resume is not None and not (ws.runs_dir / args.resume / "manifest.json").is_file():
         raise SkillsmithError(f"--resume {args.resume}: no run folder {ws.runs_dir / args.resume}")
     case_ids = [c.strip() for group in args.cases for c in group.split(",") if c.strip()]
+    notice = demo_agent_notice(ws, args.bench)
+    if notice:
+        sys.stderr.write(notice + "\n")
     console = Console(stderr=True)
     started: dict[str, Any] = {}
     progress = progress_bar(console, transient=wants_json(args))
@@ -90,6 +94,9 @@ def _eval(args: argparse.Namespace) -> int:
         progress.update(task, **unit_counts(event))
         if event.kind == "started":
             started.update(data)
+            if data.get("resumed"):
+                line = resume_line(data)
+                progress.console.print(line, markup=False, highlight=False)
         elif event.kind == "case_finished":
             mark = {"pass": "[green]pass", "fail": "[red]fail"}.get(
                 data["pass_fail"], "[yellow]invalid"
@@ -135,6 +142,12 @@ def _eval(args: argparse.Namespace) -> int:
         )
     else:
         _print_results(result, args.bench)
+    if result.rows and not result.metrics.valid:
+        # An evaluation that measured nothing must not look like a success to a script.
+        reasons = result.metrics.invalid_reasons
+        top = max(reasons, key=lambda r: reasons[r]) if reasons else "unknown"
+        sys.stderr.write(f"skillsmith: error: run {result.run_id}: no valid unit ({top})\n")
+        return 1
     return 0
 
 

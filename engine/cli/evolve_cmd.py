@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
+from engine.demo import demo_agent_notice
 from engine.errors import UsageError
 from engine.events import Cancelled, Event
 
@@ -51,6 +52,9 @@ def _evolve(args: argparse.Namespace) -> int:
     from engine.evolve import EvolveOptions, checkpoint, evolve
 
     ws = workspace_of(args)
+    notice = demo_agent_notice(ws, args.bench)
+    if notice:
+        sys.stderr.write(notice + "\n")
     console = Console(stderr=True)
     progress = Progress(
         TextColumn("[bold]{task.description}"),

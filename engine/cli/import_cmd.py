@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description=(
             "KIND run: a results.jsonl + sessions/ (+ manifest.json) export, folder or .zip, "
             "into runs/. KIND evals: skill-creator's evals/evals.json into benchmarks/ID. "
-            "KIND cases: a .jsonl or .csv of (input, expected) into benchmarks/ID."
+            "KIND cases: a .jsonl or .csv of (input, expected) into benchmarks/ID; optional "
+            "columns id, type, critical, split, files (input files, ';'-separated, kept at "
+            "their relative paths) and folder (a folder whose contents become the case's "
+            "files), both relative to the case file. Unknown keys are kept aside in "
+            "benchmarks/ID/import-extras.yaml with a warning."
         ),
     )
     p.add_argument(
@@ -54,6 +59,8 @@ def _import(args: argparse.Namespace) -> int:
             ws, args.path, bench=args.bench, labels=labels, runs=args.runs, seed=args.seed
         )
         what = "cases"
+    for warning in result.warnings:
+        print(f"skillsmith: warning: {warning}", file=sys.stderr)
     if wants_json(args):
         print_json(result.to_dict())
     else:

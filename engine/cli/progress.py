@@ -122,3 +122,9 @@ def describe(kind: str, data: dict[str, Any]) -> str | None:
 def interrupted(what: str, how: str) -> int:
     sys.stderr.write(f"skillsmith: {what} interrupted; finished units are kept; {how}\n")
     return 130
+
+
+def resume_line(started: dict[str, Any]) -> str:
+    """An evaluation that picks up an interrupted run says so, and how far it already got."""
+    done = int(started["total"]) - int(started["todo"])
+    return f"resuming run {started['run_id']} at {done}/{started['total']}"

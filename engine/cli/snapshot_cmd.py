@@ -28,6 +28,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--yes", action="store_true", help="restore even a version not newer than the current one"
     )
+    p.add_argument(
+        "--trust-agent-config",
+        action="store_true",
+        help="restore even a skillsmith.yaml that changes the agent's command or environment",
+    )
     p.set_defaults(func=_restore)
 
 
@@ -74,7 +79,7 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 def _restore(args: argparse.Namespace) -> int:
     ws = _open(args)
-    before = restore(ws, args.source, yes=args.yes)
+    before = restore(ws, args.source, yes=args.yes, trust_agent_config=args.trust_agent_config)
     version = ws.load_config().version
     if wants_json(args):
         print_json({"version": version, "pre_restore": str(before)})

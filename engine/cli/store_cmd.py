@@ -9,6 +9,8 @@ from typing import Any
 from engine.cli import print_json, wants_json, workspace_of
 from engine.errors import SkillsmithError
 from engine.schema import to_mapping
+from engine.skill import SKILL_FILE, resolve_skill_file
+from engine.skill_folder import read_resources
 from engine.store import SkillStore, read_text
 
 
@@ -20,9 +22,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--branch", help="show a branch instead of the main line")
     p.set_defaults(func=_history)
 
-    p = sub.add_parser("publish", parents=[common], help="make FILE the next version of a skill")
+    p = sub.add_parser(
+        "publish", parents=[common], help="make a folder (or a SKILL.md text) the next version"
+    )
     p.add_argument("skill")
-    p.add_argument("file", type=Path, help="the new SKILL.md text")
+    p.add_argument(
+        "file",
+        type=Path,
+        help="a skill folder, or the SKILL.md of a folder named SKILL: the whole folder becomes "
+        "the version; any other file is a new SKILL.md text and keeps the other files",
+    )
     p.add_argument("--why", required=True, help="reason, kept in the audit log")
     p.add_argument("--branch", help="publish on a branch (leaves the active skill alone)")
     p.set_defaults(func=_publish)
@@ -101,14 +110,23 @@ def _describe(row: dict[str, Any]) -> str:
 def _publish(args: argparse.Namespace) -> int:
     store = _store(args, args.branch)
     path: Path = args.file
+    # A folder is the whole new version; so is the SKILL.md of a folder named for the skill
+    # (.claude/skills/pdf/SKILL.md). Any other file is only a new text: a loose SKILL.md in
+    # /tmp must not make everything beside it part of the skill.
+    inside = path.name == SKILL_FILE and path.resolve().parent.name == store.name
+    folder = path if path.is_dir() else path.parent if inside else None
+    file = resolve_skill_file(path)
     try:
-        text = read_text(path)
+        text = read_text(file)
     except FileNotFoundError:
-        raise SkillsmithError(f"{path}: no such file") from None
+        raise SkillsmithError(f"{file}: no such file") from None
     except UnicodeDecodeError:
-        raise SkillsmithError(f"{path}: expected UTF-8 text") from None
+        raise SkillsmithError(f"{file}: expected UTF-8 text") from None
     version = store.publish(
-        text, why=args.why, provenance={"source": "manual", "file": str(path.resolve())}
+        text,
+        why=args.why,
+        provenance={"source": "manual", "file": str(file.resolve())},
+        resources=None if folder is None else read_resources(folder),
     )
     if wants_json(args):
         print_json({"skill": store.name, "branch": store.branch, "version": version})

@@ -27,6 +27,20 @@ def demo_source() -> Traversable:
     return files(__name__) / "workspace"
 
 
+def demo_agent_notice(ws: Workspace, bench_id: str) -> str | None:
+    """One line when the offline demo agent is about to "answer" tasks it cannot understand.
+
+    The demo agent follows the security-audit skill on the bundled benchmarks only; on anything
+    else its VERDICT lines mean nothing, so an adopted project must never be scored by it quietly.
+    """
+    if ws.load_config().agent.kind != "demo" or (demo_source() / "benchmarks" / bench_id).is_dir():
+        return None
+    return (
+        f"warning: {ws.config_path}: agent.kind is demo, the offline demo agent, which only "
+        f"answers the bundled demo benchmarks; set agent.kind: claude-code to evaluate {bench_id}"
+    )
+
+
 def copy_demo(dest: Path | str) -> Path:
     """Copy the demo workspace to ``dest`` (a new or empty folder) and return its path.
 

@@ -1,0 +1,3 @@
+public class Refund {
+  void apply(Order o) { o.refund(); o.refund(); }
+}

@@ -1,0 +1,157 @@
+"""The engine/TUI split and the lean start, checked on the real interpreter.
+
+A static import graph cannot tell a module-level import from one deferred into the function
+that needs it, so each check runs in a fresh subprocess and reads ``sys.modules`` afterwards:
+the only proof that a deferral defers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINE = ROOT / "engine"
+
+# The engine is headless: a loop, the CLI or a CI job imports it without a terminal UI.
+NOT_IN_ENGINE = ("tui", "themes", "textual")
+# What a quick command must not pay for: the optimiser, the model SDK, the workbench.
+NOT_AT_START = ("gepa", "anthropic", "textual", "tui.app")
+
+
+def engine_modules() -> list[str]:
+    """Every module of the engine (the demo workspace's sample code is data, not engine)."""
+    names = []
+    for path in sorted(ENGINE.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        if "workspace" in rel.parts[:3] and rel.parts[:2] == ("engine", "demo"):
+            continue
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        if parts[-1] == "__main__":
+            continue
+        names.append(".".join(parts))
+    return names
+
+
+def loaded_after(code: str) -> set[str]:
+    """The names in ``sys.modules`` once ``code`` ran in a fresh interpreter (SystemExit, as
+    from ``--help``, still reports)."""
+    script = (
+        "import sys\n"
+        "try:\n" + "".join(f"    {line}\n" for line in code.splitlines()) + "except SystemExit:\n"
+        "    pass\n"
+        "sys.__stdout__.write('\\n@@' + ','.join(sorted(sys.modules)) + '\\n')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    marker = [line for line in proc.stdout.splitlines() if line.startswith("@@")]
+    assert marker, f"{code!r} did not finish: {proc.stderr.strip()[-400:]}"
+    return set(marker[-1][2:].split(","))
+
+
+def leaked(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(
+        name for name in forbidden if any(m == name or m.startswith(name + ".") for m in modules)
+    )
+
+
+# Run in one fresh interpreter: the third-party libraries the engine builds on are imported
+# once (and must themselves load nothing forbidden), then each engine module is imported in a
+# forked child of its own, whose sys.modules starts from that clean state.
+_EACH_IN_A_CHILD = """
+import json, os, sys
+forbidden, modules = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+import anthropic, gepa, platformdirs, rich.console, unidiff, watchfiles, yaml
+
+def leaked():
+    return [f for f in forbidden if any(m == f or m.startswith(f + ".") for m in sys.modules)]
+
+print(json.dumps({"(third-party libraries)": leaked()}), flush=True)
+for module in modules:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            __import__(module)
+            found = leaked()
+        except BaseException as exc:
+            found = ["failed: " + repr(exc)[:200]]
+        os.write(write, json.dumps({module: found}).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        print(fh.read(), flush=True)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_no_engine_module_loads_the_tui() -> None:
+    modules = engine_modules()
+    proc = subprocess.run(
+        [sys.executable, "-c", _EACH_IN_A_CHILD, json.dumps(NOT_IN_ENGINE), json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    found: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        found.update(json.loads(line))
+    assert set(found) == {"(third-party libraries)", *modules}, proc.stderr[-400:]
+    offenders = {module: names for module, names in found.items() if names}
+    assert not offenders, f"engine modules that load {NOT_IN_ENGINE}: {offenders}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "runs"),
+    [(["--help"], None), (["queue", "--help"], "queue_cmd"), (["queue"], "queue_cmd")],
+)
+def test_quick_commands_load_only_what_they_run(
+    argv: list[str], runs: str | None, tmp_path: Path
+) -> None:
+    from engine.cli import COMMANDS
+
+    code = (
+        f"sys.argv = ['skillsmith', '-w', {str(tmp_path)!r}, *{argv!r}]\n"
+        "from engine.workspace import Workspace\n"
+        f"Workspace.init({str(tmp_path)!r})\n"
+        "import tui.launch\n"
+        "tui.launch.main()"
+    )
+    modules = loaded_after(code)
+    assert "tui.launch" in modules
+    assert not leaked(modules, NOT_AT_START), (
+        f"skillsmith {argv} loaded {leaked(modules, NOT_AT_START)}"
+    )
+    commands = {f"engine.cli.{module}" for module, _ in COMMANDS.values()}
+    expected = {f"engine.cli.{runs}"} if runs else set()
+    assert commands & modules == expected
+
+
+def test_the_command_table_names_what_each_module_registers() -> None:
+    """``--help`` shows the table without importing the modules, so it must say what they do."""
+    import argparse
+    import importlib
+
+    from engine.cli import COMMANDS, common_parser, unlisted_modules
+
+    assert list(unlisted_modules()) == []
+    registered: dict[str, tuple[str, str]] = {}
+    for module in sorted({module for module, _ in COMMANDS.values()}):
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"engine.cli.{module}").register(sub, common_parser())
+        for action in sub._choices_actions:
+            registered[action.dest] = (module, str(action.help))
+    assert registered == COMMANDS

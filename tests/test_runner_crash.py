@@ -1,0 +1,153 @@
+"""SIGKILL in the middle of a write, then the next command: nothing refuses, nothing is left.
+
+The writers are killed for real (a child process inside ``atomic_open`` or holding a unit folder,
+then SIGKILL), so the leftovers are exactly what a crash leaves: an unlocked temp file, an
+unlocked ``unit-*`` folder.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine.agents import RoomSpec, build_room, remove_room, scratch_root, sweep_rooms
+from engine.benchmark import load_benchmark
+from engine.fsutil import STALE_AFTER_S, atomic_open, is_temp_file, sweep_temp_files
+from engine.runner import bench_fingerprint, run_evaluation
+from engine.scoreboard import read_records
+from engine.workspace import Workspace
+from tests.runner_helpers import command_workspace, mode_benchmark
+
+SAFE = "q = int(x)\n"
+
+
+def _killed_inside(code: str) -> None:
+    """Run ``code`` in a child until it prints ``ready``, then SIGKILL it."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+
+
+def _kill_while_writing(path: Path) -> Path:
+    """A writer killed after its temp file holds data but before the rename; its temp file."""
+    _killed_inside(
+        f"""
+        import time
+        from pathlib import Path
+        from engine.fsutil import atomic_open
+        with atomic_open(Path({str(path)!r})) as fh:
+            fh.write(b"half a file")
+            fh.flush()
+            print("ready", flush=True)
+            time.sleep(60)
+        """
+    )
+    (temp,) = [p for p in path.parent.iterdir() if p.name.startswith(f".{path.name}.")]
+    return temp
+
+
+def _age(path: Path) -> None:
+    """Make a leftover look as old as a crash that happened a while ago."""
+    old = os.stat(path).st_mtime - 10 * STALE_AFTER_S
+    os.utime(path, (old, old))
+
+
+def _workspace(tmp_path: Path, count_dir: Path) -> Path:
+    ws = command_workspace(tmp_path / "ws")
+    return mode_benchmark(ws, {"a": ("answer", SAFE, "safe"), "b": ("answer", SAFE, "safe")})
+
+
+def test_a_scoreboard_write_killed_midway_changes_no_fingerprint_and_is_swept(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    bench_root = _workspace(tmp_path, count_dir)
+    ws = Workspace.at(tmp_path / "ws")
+    first = run_evaluation(ws, "b", run_id="r1")
+    scoreboard = bench_root / "scoreboard.yaml"
+    before = scoreboard.read_bytes()
+    fingerprint = bench_fingerprint(load_benchmark(bench_root))
+
+    temp = _kill_while_writing(scoreboard)
+
+    assert scoreboard.read_bytes() == before  # the old file, whole
+    assert bench_fingerprint(load_benchmark(bench_root)) == fingerprint
+    # the same evaluation (an evolve resumes by run id) is still "the same inputs"
+    again = run_evaluation(ws, "b", run_id="r1")
+    assert again.launched == 0 and again.run_id == first.run_id
+    assert temp.exists()  # too fresh to be called abandoned yet
+    _age(temp)
+    run_evaluation(ws, "b", run_id="r1")
+    assert not temp.exists()
+    assert len(read_records(bench_root)) == 1
+
+
+def test_a_manifest_replacement_killed_midway_is_swept_by_the_next_run(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    _workspace(tmp_path, count_dir)
+    ws = Workspace.at(tmp_path / "ws")
+    first = run_evaluation(ws, "b", run_id="r1")
+    manifest = first.run_dir / "manifest.json"
+    old = manifest.read_bytes()
+    temp = _kill_while_writing(manifest)
+    assert manifest.read_bytes() == old
+    _age(temp)
+
+    other = run_evaluation(ws, "b", run_id="r2")  # any later run of the workspace sweeps it
+
+    assert not temp.exists()
+    assert other.status == "finished"
+    assert [p for p in first.run_dir.iterdir() if is_temp_file(p.name)] == []
+
+
+def test_a_temp_file_still_being_written_is_never_swept(tmp_path: Path) -> None:
+    target = tmp_path / "scoreboard.yaml"
+    with atomic_open(target) as fh:
+        fh.write(b"in progress")
+        (temp,) = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        _age(temp)
+        assert sweep_temp_files(tmp_path) == []  # its writer holds the lock
+    assert target.read_bytes() == b"in progress"
+    assert [p.name for p in tmp_path.iterdir()] == ["scoreboard.yaml"]
+
+
+def test_unit_folders_of_a_killed_evaluation_are_swept_and_live_ones_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    statement = tmp_path / "statement"
+    statement.mkdir()
+    (statement / "prompt.md").write_text("x\n")
+    root = scratch_root(tmp_path / "ws")
+    _killed_inside(
+        f"""
+        import time
+        from pathlib import Path
+        from engine.agents import RoomSpec, build_room
+        spec = RoomSpec(Path({str(statement)!r}), "# Task\\n", (), "skills")
+        build_room(spec, Path({str(root)!r}))
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    )
+    (dead,) = list(root.iterdir())
+    live = build_room(RoomSpec(statement, "# Task\n", (), "skills"), root)
+    try:
+        _age(dead)
+        _age(live)
+        assert sweep_rooms(root) == [dead]
+        assert not dead.exists() and (live / "PROMPT.md").is_file()
+    finally:
+        remove_room(live)

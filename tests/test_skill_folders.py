@@ -1,0 +1,130 @@
+"""Skills are folders: publish, rollback, fork, diff, snapshot and restore carry every file of a
+skill folder byte for byte, with its permission bits (a real skill: mcp-builder)."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from engine.errors import SkillsmithError
+from engine.skill_folder import Resource, folder_changes, read_resources
+from engine.snapshots import create_snapshot, restore
+from engine.store import SkillStore
+from engine.workspace import Workspace
+from tests.store_helpers import run, tree
+
+MCP_BUILDER = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"
+SCRIPT = "scripts/evaluation.py"
+
+
+def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file below ``folder``: its bytes and permission bits."""
+    return {
+        p.relative_to(folder).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _adopt_mcp_builder(ws: Workspace) -> tuple[SkillStore, dict[str, tuple[bytes, int]]]:
+    live = ws.skills_dir / "mcp-builder"
+    shutil.copytree(MCP_BUILDER, live)
+    (live / SCRIPT).chmod(0o755)  # a script the skill runs: it must stay executable
+    original = _files(live)
+    store = SkillStore(ws, "mcp-builder")
+    assert store.ensure_adopted() == "v0"
+    return store, original
+
+
+def test_every_version_is_the_whole_folder(workspace: Workspace) -> None:
+    store, original = _adopt_mcp_builder(workspace)
+    live = workspace.skills_dir / "mcp-builder"
+    v0 = store.resources("v0")
+    assert v0 is not None and set(v0) == set(original) - {"SKILL.md"}
+    assert v0[SCRIPT].mode == 0o755 and v0["LICENSE.txt"].data == original["LICENSE.txt"][0]
+
+    # a SKILL.md-only edit keeps every other file; its patch is exactly the SKILL.md diff
+    text = original["SKILL.md"][0].decode() + "\n## Checklist\n\n- run the evaluation\n"
+    assert store.publish(text, why="checklist") == "v1"
+    assert store.resources("v1") == v0
+    patch = (store.dir / "v1" / "patch.diff").read_text()
+    assert patch.startswith("--- a/SKILL.md\n+++ b/SKILL.md\n") and "+- run the evaluation" in patch
+
+    # a folder publish: one reference edited, one file added, one removed, a mode changed
+    files = dict(v0)
+    ref = "reference/mcp_best_practices.md"
+    files[ref] = Resource(files[ref].data + b"\nPrefer small tools.\n", files[ref].mode)
+    files["assets/logo.bin"] = Resource(bytes(range(256)), 0o644)
+    del files["scripts/requirements.txt"]
+    files["scripts/connections.py"] = Resource(files["scripts/connections.py"].data, 0o755)
+    assert store.publish(text, why="folder edit", resources=files) == "v2"
+    assert read_resources(live) == files
+    assert not (live / "scripts/requirements.txt").exists()
+    kinds = {c.path: c.kind for c in folder_changes(text, v0, text, files)}
+    assert kinds == {
+        ref: "modified",
+        "assets/logo.bin": "added",
+        "scripts/requirements.txt": "removed",
+        "scripts/connections.py": "mode",
+    }
+    diff = store.diff("v1", "v2")
+    assert f"--- a/{ref}\n+++ b/{ref}\n" in diff and "+Prefer small tools." in diff
+    assert "Binary files a/assets/logo.bin and b/assets/logo.bin differ" in diff
+    assert "--- a/scripts/requirements.txt\n+++ /dev/null" in diff
+
+    # rollback brings back the original bytes and modes of the whole folder
+    store.rollback("v0", why="back to the adopted folder")
+    assert _files(live) == original
+    assert not (live / "assets").exists()  # a folder the version lacks is gone too
+
+
+def test_fork_snapshot_and_restore_carry_the_folder(workspace: Workspace) -> None:
+    store, original = _adopt_mcp_builder(workspace)
+    branch = store.fork("exp")
+    assert branch.resources("v0") == store.resources("v0")
+    snap = create_snapshot(workspace, "adopted")
+    live = workspace.skills_dir / "mcp-builder"
+
+    files = read_resources(live)
+    files["reference/new.md"] = Resource(b"# new\n", 0o644)
+    store.publish(original["SKILL.md"][0].decode() + "x\n", why="change", resources=files)
+    assert (live / "reference/new.md").is_file()
+    restore(workspace, snap, yes=True)
+    assert _files(live) == original
+    assert SkillStore(workspace, "mcp-builder").current() == "v0"
+
+
+def test_a_hand_edit_of_any_file_is_never_overwritten(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, original = _adopt_mcp_builder(workspace)
+    live = workspace.skills_dir / "mcp-builder"
+    (live / "reference/evaluation.md").write_bytes(b"rewritten by hand\n")
+    with pytest.raises(SkillsmithError, match=r"evaluation\.md: edited by hand since v0"):
+        store.publish("---\nname: mcp-builder\n---\n", why="would lose the hand edit")
+    assert (live / "reference/evaluation.md").read_bytes() == b"rewritten by hand\n"
+
+    # publishing the folder (or the SKILL.md inside it) from the command line keeps the edit
+    done = run(workspace, capsys, "publish", "mcp-builder", str(live / "SKILL.md"), "--why", "keep")
+    assert done.returncode == 0, done.stderr
+    kept = store.resources("v1")
+    assert kept is not None and kept["reference/evaluation.md"].data == b"rewritten by hand\n"
+    assert kept[SCRIPT].mode == 0o755
+    done = run(workspace, capsys, "rollback", "mcp-builder", "v0", "--why", "undo")
+    assert done.returncode == 0, done.stderr
+    assert _files(live) == original
+
+
+def test_a_folder_with_a_link_outside_is_refused(workspace: Workspace, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private\n")
+    live = workspace.skills_dir / "leaky"
+    live.mkdir(parents=True)
+    (live / "SKILL.md").write_text("---\nname: leaky\n---\n")
+    (live / "notes.md").symlink_to(secret)
+    with pytest.raises(SkillsmithError, match=r"notes\.md: links outside its skill folder"):
+        SkillStore(workspace, "leaky").ensure_adopted()
+    assert "history/leaky/v0" not in tree(workspace.root)

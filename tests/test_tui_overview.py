@@ -1,0 +1,159 @@
+"""The first screen (overview), the activity log, the confirmations in front of long jobs, and
+the figures the panes format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.evolve.checkpoint import RoundRecord
+from engine.overview import evaluation_size, load_overview
+from engine.queue import CandidateQueue
+from engine.scoreboard import RecordHead, Runtime
+from engine.views import compact_count
+from engine.workspace import Workspace
+from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home
+from tests.tui_workspace import BENCH, CASES, SKILL, build_workspace
+from tui.activity import ActivityPane, Link
+from tui.app import make_app
+from tui.dialogs import ConfirmScreen
+from tui.gates_pane import GatesPane
+from tui.outcomes import evolve_outcome
+from tui.scoreboard_pane import versions_of
+
+__all__ = ["user_config_home"]
+
+
+def without_candidates(ws: Workspace) -> Workspace:
+    queue = CandidateQueue(ws)
+    for candidate in queue.list():
+        queue.reject(candidate.id, why="not part of this test")
+    return ws
+
+
+def text_of(app: object, selector: str) -> str:
+    return str(app.query_one(selector).render())  # type: ignore[attr-defined]
+
+
+def test_the_next_action_follows_the_state_of_the_work(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    view = load_overview(ws)
+    assert [(s.name, s.version) for s in view.skills] == [(SKILL, "v1")]
+    assert [b.name for b in view.benchmarks] == [BENCH]
+    assert view.next_action().text.startswith("2 candidates await your decision — press 1")
+    without_candidates(ws)
+    action = load_overview(ws).next_action()
+    assert (action.text, action.key) == (f"{BENCH}: no evaluation yet — press e", "e")
+
+
+def test_an_evaluation_says_its_size_before_it_starts(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    size = evaluation_size(ws, BENCH)
+    assert (size.units, size.cases, size.runs, size.resume_run) == (len(CASES), len(CASES), 1, None)
+    assert size.describe() == f"2 units (2 cases × 1 run(s)) on {SKILL} v1."
+
+
+def test_large_counts_are_shortened_never_cut() -> None:
+    shown = [compact_count(n) for n in (0, 999, 1000, 12345, 268_912, 2_689_124, 999_999)]
+    assert shown == ["0", "999", "1k", "12.3k", "269k", "2.69M", "1M"]
+
+
+def test_every_scoreboard_row_names_its_versions() -> None:
+    def record(variant: str, skills: dict[str, str]) -> RecordHead:
+        return RecordHead(
+            "2026-01-01", Runtime("demo", "demo"), "t", "s", 50.0, None, 1, "run-1", variant, skills
+        )  # fmt: skip
+
+    assert versions_of(record("skill", {SKILL: "v2"})) == f"{SKILL}@v2"
+    assert versions_of(record("baseline", {})) == "no skill (baseline)"
+
+
+def test_a_rejected_round_names_its_gate_and_keeps_its_verdicts(tmp_path: Path) -> None:
+    from engine.evolve import EvolveResult
+
+    folder = tmp_path / "experiments" / "evolve-1" / "round-01"
+    folder.mkdir(parents=True)
+    gates = [{"gate": "guardrail", "verdict": "fail", "reasons": ["2 cases regressed"]}]
+    (folder / "gates.json").write_text(json.dumps(gates))
+    reason = "gate rejected: guardrail: 2 cases regressed"
+    rejected = RoundRecord(
+        1, "v0", "rejected", reason, 1.0, 1.0, folder=str(folder.relative_to(tmp_path))
+    )
+    result = EvolveResult(
+        "evolve-1", SKILL, BENCH, 7, "offline", False, "max_rounds", [rejected],
+        [], "v0", "v0", None, None, "",
+    )  # fmt: skip
+    outcome = evolve_outcome(tmp_path, result)
+    assert outcome.kind == "rejected" and outcome.gates == gates
+    assert outcome.link == Link("session", "evolve-1")
+    assert f"Evolve round 1 on {SKILL} v0: rejected — {reason}. Nothing was queued" in (
+        outcome.summary
+    )
+
+
+async def test_first_screen_e_confirms_and_the_outcome_stays(tmp_path: Path) -> None:
+    ws = without_candidates(build_workspace(tmp_path / "ws"))
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = text_of(app, "#overview-body")
+        assert SKILL in first and BENCH in first
+        assert f"Next: {BENCH}: no evaluation yet — press e" in first
+        assert f"{SKILL} v1" in text_of(app, "#status")
+
+        await pilot.press("e")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "2 units (2 cases × 1 run(s))" in text_of(app.screen, ".dialog-body")
+        await pilot.press("n")
+        await settle(pilot)
+        assert not ws.runs_dir.exists() or not any(ws.runs_dir.iterdir())  # no: nothing ran
+
+        await confirm(pilot, "e")
+        await settle(pilot, timeout=120)
+        (run,) = ws.runs_dir.iterdir()
+        body = text_of(app, "#overview-body")
+        assert f"Last outcome: Evaluated {BENCH}: run {run.name}" in body
+        assert "press v for an evolve round" in body  # evaluated: the next step moves on
+
+        await pilot.press("7")
+        await settle(pilot)
+        pane = app.query_one(ActivityPane)
+        (result,) = [e for e in pane.shown if e.kind == "result"]
+        assert result.link == Link("run", run.name)
+        await pilot.press("slash")
+        await pilot.press(*"no-such-thing")
+        await settle(pilot)
+        assert pane.shown == []
+        await pilot.press("escape")
+        await settle(pilot)
+        assert any(e.link == Link("run", run.name) for e in pane.shown)
+        await pilot.press("enter")  # follows the link: the run's session events
+        await settle(pilot)
+        assert app.sessions_pane is not None and app.sessions_pane.shown_session == run.name
+
+
+async def test_the_gates_pane_shows_a_rejected_round(tmp_path: Path) -> None:
+    """The job outcome of a rejected round reaches the Gates pane and the activity log."""
+    from tui.jobs import JobEnded, JobOutcome
+
+    ws = without_candidates(build_workspace(tmp_path / "ws"))
+    app = make_app(ws, watch=False)
+    gates = [{"gate": "guardrail", "verdict": "fail", "reasons": ["2 cases regressed"]}]
+    outcome = JobOutcome(
+        "Evolve round 1: rejected — gate rejected: guardrail", "rejected",
+        Link("session", "evolve-1"), gates, "evolve round 1 · rejected (no candidate)",
+    )  # fmt: skip
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.queue_pane.start_filter()
+        await pilot.press(*"zzz", "enter")  # nothing matches: no candidate is selected
+        await settle(pilot)
+        app.post_message(JobEnded("Evolve", outcome.summary, outcome=outcome))
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        shown = text_of(app.query_one(GatesPane), "#gates-body")
+        assert "guardrail" in shown and "2 cases regressed" in shown
+        assert any("rejected — gate rejected: guardrail" in t for t in toasts(pilot))
+        assert app.activity.entries[-1].kind == "rejected"

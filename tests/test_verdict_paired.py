@@ -1,0 +1,208 @@
+"""compare_paired, compare_f1 and decide against worked cases whose answers are known.
+
+Expected p-values come from the textbook formula (the exact binomial tail of McNemar's test is
+a sum of binomial coefficients over 2^n) or from scipy's independent two-sample-free routines
+(``ttest_rel`` on the per-case means), never from the module under test.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from scipy import stats
+
+from engine.verdict import compare_f1, compare_paired, decide, deciding_cases, look_alphas, pair
+
+
+def rows(outcomes: dict[str, list[str]], **extra: Any) -> list[dict[str, Any]]:
+    """Result rows: ``{"c1": ["pass", "fail"]}`` = case c1, run 0 passed, run 1 failed."""
+    return [
+        {"case_id": case, "run_index": i, "variant": "skill", "pass_fail": pf, **extra}
+        for case, runs in outcomes.items()
+        for i, pf in enumerate(runs)
+    ]
+
+
+def test_all_tied_data_is_inconclusive_with_no_change() -> None:
+    same = rows({f"c{i}": ["pass", "pass"] for i in range(5)} | {"f": ["fail", "fail"]})
+    v = compare_paired(same, same)
+    assert (v.decision, v.delta, v.ci_low, v.ci_high, v.p_value) == ("inconclusive", 0, 0, 0, 1)
+    assert v.n_cases == 6 and v.n_runs == 2
+    assert v.more is None  # no run count turns a zero difference into a decision
+
+
+def test_one_case_uses_the_exact_run_test() -> None:
+    # 4 runs failing before, 4 passing after: McNemar exact, 4 discordant pairs all one way,
+    # one-sided p = (1/2)^4 = 0.0625 — not enough at alpha 0.05 however large the change.
+    v = compare_paired(rows({"c": ["fail"] * 4}), rows({"c": ["pass"] * 4}), alternative="greater")
+    assert v.test == "mcnemar-exact"
+    assert v.p_value == pytest.approx(1 / 16)
+    assert v.decision == "inconclusive" and v.delta == 1.0
+    assert v.more is not None and v.more >= 1
+    two = compare_paired(rows({"c": ["fail"] * 4}), rows({"c": ["pass"] * 4}))
+    assert two.p_value == pytest.approx(2 / 16)
+
+
+def test_only_invalid_runs_measure_nothing() -> None:
+    bad = rows({"c1": ["invalid", "invalid"], "c2": ["invalid"]})
+    good = rows({"c1": ["pass", "pass"], "c2": ["pass"]})
+    for v in (compare_paired(bad, good), compare_paired(good, bad), compare_paired(bad, bad)):
+        assert v.decision == "inconclusive"
+        assert (v.n_cases, v.n_runs, v.p_value) == (0, 0, 1.0)
+        assert (v.ci_low, v.ci_high) == (-1.0, 1.0)
+    assert "0 paired cases" in compare_paired(bad, bad).line()
+
+
+def test_invalid_runs_are_dropped_from_a_case() -> None:
+    before = rows({"c": ["fail", "invalid", "fail"]})
+    after = rows({"c": ["pass", "pass", "invalid"]})
+    paired = pair(before, after)
+    assert paired.runs["c"] == [(0.0, 1.0)]  # only run 0 is valid on both sides
+    assert paired.before_means["c"] == 0.0 and paired.after_means["c"] == 1.0
+
+
+def test_clear_improvement_on_targeted_runs() -> None:
+    # 10 cases × 2 runs fail before; after, 12 of the 20 runs pass and none got worse.
+    before = rows({f"c{i}": ["fail", "fail"] for i in range(10)})
+    after = rows({f"c{i}": ["pass", "pass"] if i < 6 else ["fail", "fail"] for i in range(10)})
+    v = compare_paired(before, after, test="runs", alternative="greater")
+    assert v.decision == "better"
+    assert v.p_value == pytest.approx(0.5**12)  # all 12 discordant pairs went one way
+    assert v.delta == pytest.approx(12 / 20)
+    # the interval: Clopper–Pearson lower bound of 12/12 is 0.05^(1/12), scaled to 12 of 20
+    assert v.ci_low == pytest.approx((2 * 0.05 ** (1 / 12) - 1) * 12 / 20)
+    assert v.ci_high == pytest.approx(12 / 20)
+    assert v.line().startswith("+60.0 pts [")
+    assert "better (10 paired cases, 2 runs)" in v.line()
+
+
+def test_clear_regression_across_cases_matches_a_paired_t_test() -> None:
+    before = rows({f"c{i}": ["pass", "pass"] for i in range(20)})
+    after_runs = {f"c{i}": (["fail", "fail"] if i < 8 else ["fail", "pass"]) for i in range(12)}
+    after_runs |= {f"c{i}": ["pass", "pass"] for i in range(12, 20)}
+    after = rows(after_runs)
+    v = compare_paired(before, after)
+    means_b = [1.0] * 20
+    means_a = [0.0] * 8 + [0.5] * 4 + [1.0] * 8
+    expected = stats.ttest_rel(means_a, means_b)
+    assert v.test == "paired-t" and v.decision == "worse"
+    assert v.delta == pytest.approx(sum(a - b for a, b in zip(means_a, means_b, strict=True)) / 20)
+    assert v.p_value == pytest.approx(float(expected.pvalue))
+    ci = expected.confidence_interval(0.95)
+    assert (v.ci_low, v.ci_high) == (pytest.approx(ci.low), pytest.approx(ci.high))
+
+
+def test_non_inferiority_margin() -> None:
+    # a 1-in-40 chance flip is "not worse than −10 points" with confidence, not "better"
+    before = rows({f"c{i}": ["pass", "pass"] for i in range(20)})
+    after = rows({f"c{i}": ["pass", "pass"] if i else ["pass", "fail"] for i in range(20)})
+    plain = compare_paired(before, after, test="runs", alternative="greater")
+    assert plain.decision == "inconclusive"
+    loose = compare_paired(before, after, test="runs", alternative="greater", threshold=-0.10)
+    assert loose.decision == "better" and loose.ci_low > -0.10
+    assert "better than -10.0 pts" in loose.line()
+
+
+def test_runs_pair_on_seed_when_both_sides_drew_the_same_seeds() -> None:
+    before = [
+        {"case_id": "c", "run_index": 0, "seed": 11, "pass_fail": "pass"},
+        {"case_id": "c", "run_index": 1, "seed": 22, "pass_fail": "fail"},
+    ]
+    after = [
+        {"case_id": "c", "run_index": 0, "seed": 22, "pass_fail": "fail"},
+        {"case_id": "c", "run_index": 1, "seed": 11, "pass_fail": "pass"},
+    ]
+    assert sorted(pair(before, after).runs["c"]) == [(0.0, 0.0), (1.0, 1.0)]
+    v = compare_paired(before, after, test="runs")
+    assert v.delta == 0 and v.p_value == 1.0
+    other = [{**r, "seed": r["seed"] + 1} for r in after]  # different seeds: run_index pairs
+    assert sorted(pair(before, other).runs["c"]) == [(0.0, 1.0), (1.0, 0.0)]
+
+
+def test_cases_filter_and_score_measure() -> None:
+    before = [
+        {"case_id": "a", "run_index": 0, "pass_fail": "fail", "score": 0.25},
+        {"case_id": "b", "run_index": 0, "pass_fail": "fail", "score": 0.5},
+    ]
+    after = [
+        {"case_id": "a", "run_index": 0, "pass_fail": "fail", "score": 0.75},
+        {"case_id": "b", "run_index": 0, "pass_fail": "pass", "score": 0.5},
+    ]
+    v = compare_paired(before, after, cases=["a"], measure="score", test="runs")
+    assert v.n_cases == 1 and v.delta == pytest.approx(0.5)
+    assert v.measure == "score" and v.line().startswith("score +50.0 pts")
+
+
+def labelled(outcomes: dict[str, tuple[str, list[str]]]) -> list[dict[str, Any]]:
+    """Rows with a ground truth and the agent's verdicts: ``{"c": ("vuln", ["vuln", "safe"])}``."""
+    return [
+        {
+            "case_id": case,
+            "run_index": i,
+            "pass_fail": "pass" if verdict == truth else "fail",
+            "ground_truth": truth,
+            "judge_verdict": verdict,
+        }
+        for case, (truth, verdicts) in outcomes.items()
+        for i, verdict in enumerate(verdicts)
+    ]
+
+
+def test_f1_change_matches_the_confusion_counts() -> None:
+    truth = {f"v{i}": "vuln" for i in range(6)} | {f"s{i}": "safe" for i in range(6)}
+    before = labelled(
+        {c: (t, ["safe" if c in ("v0", "v1", "v2") else t]) for c, t in truth.items()}
+    )
+    after = labelled({c: (t, ["safe" if c == "v0" else t]) for c, t in truth.items()})
+    v = compare_f1(before, after, positive_label="vuln", alternative="greater")
+    # before: tp 3, fn 3 → F1 = 6/9; after: tp 5, fn 1 → F1 = 10/11
+    assert v.before == pytest.approx(6 / 9) and v.after == pytest.approx(10 / 11)
+    assert v.delta == pytest.approx(10 / 11 - 6 / 9)
+    assert v.ci_low <= v.delta <= v.ci_high
+    same = compare_f1(before, before, positive_label="vuln", threshold=-0.01, alternative="greater")
+    assert (same.delta, same.ci_low, same.ci_high) == (0.0, 0.0, 0.0)
+    assert same.decision == "better"  # identical behaviour is "not worse than −1 point"
+    reproducible = compare_f1(before, after, positive_label="vuln", seed=3)
+    assert reproducible == compare_f1(before, after, positive_label="vuln", seed=3)
+
+
+def test_look_alphas_never_spend_more_than_alpha() -> None:
+    assert look_alphas(0.05, 1) == [0.05]
+    spent = look_alphas(0.05, 4)
+    assert spent[0] == 0.025 and math.isclose(sum(spent), 0.05)
+
+
+def test_decide_reruns_only_deciding_cases_and_records_extra_runs() -> None:
+    before = rows({"t1": ["fail", "fail"], "t2": ["fail", "pass"], "flat": ["pass", "pass"]})
+    after = rows({"t1": ["pass", "fail"], "t2": ["pass", "pass"], "flat": ["pass", "pass"]})
+    assert deciding_cases(before, after) == ["t1", "t2"]
+    asked: list[tuple[list[str], int]] = []
+
+    def rerun(cases: Any, runs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        asked.append((list(cases), runs))
+        return rows({c: ["fail"] * runs for c in cases}), rows({c: ["pass"] * runs for c in cases})
+
+    def judge(b: Any, a: Any, alpha: float) -> Any:
+        return compare_paired(b, a, test="runs", alternative="greater", alpha=alpha)
+
+    first = judge(before, after, 0.05)
+    assert first.decision == "inconclusive"  # 2 discordant pairs: p = 1/4
+    v, b_rows, a_rows = decide(
+        before,
+        after,
+        judge=judge,
+        wants_more=lambda v: v.decision == "inconclusive",
+        rerun=rerun,
+        max_extra_runs=8,
+        looks=3,
+    )
+    assert asked[0] == (["t1", "t2"], 2)  # 8 runs over 2 extra looks: 4 a look, 2 a case
+    assert v.decision == "better" and v.extra_runs == len(asked) * 4 and v.looks == 1 + len(asked)
+    assert v.n_runs == 2 and f"+{v.extra_runs} extra" in v.line()
+    assert {r["run_index"] for r in a_rows if r["case_id"] == "t1"} >= {0, 1, 2, 3}
+    assert len(b_rows) == len(a_rows)
+    # without a budget nothing reruns and the first look keeps the whole alpha
+    alone, _, _ = decide(before, after, judge=judge, wants_more=lambda v: True, rerun=rerun)
+    assert alone.extra_runs == 0 and alone == first

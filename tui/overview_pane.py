@@ -1,0 +1,174 @@
+"""The first screen: skills, benchmarks, open candidates, sessions, and the next action.
+
+A new user opening the demo saw an empty queue and had to find the skill, the benchmark and its
+score two tabs away; this pane puts them first, and says in words which key moves the work on.
+Read by ``engine.overview`` in a thread worker; every text is engine data, so none is markup.
+"""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from engine.errors import SkillsmithError
+from engine.overview import NextAction, Overview, load_overview
+from engine.workspace import Workspace
+from tui.navigation import SCROLL_BINDINGS
+
+Parts = list[tuple[str, str] | str]
+
+
+def _score(value: float | None, measure: str) -> str:
+    if value is None:
+        return "–"
+    return f"{measure} {value:.2f}".strip()
+
+
+def _heading(parts: Parts, text: str) -> None:
+    parts.append((f"\n{text}\n", "bold $text-primary"))
+
+
+def render_overview(
+    view: Overview, action: NextAction, job: str | None = None, last: str | None = None
+) -> Content:
+    """The whole first screen as one text (it scrolls; the next action comes first)."""
+    parts: Parts = [("Next: ", "bold $text-accent"), (f"{action.text}\n", "bold")]
+    if job is not None:
+        parts.append((f"Running now: {job} (c cancels)\n", "$text-warning"))
+    if last is not None:
+        parts.append(("Last outcome: ", "bold"))
+        parts.append(f"{last}\n")
+        parts.append(("  (7 shows every outcome)\n", "$text-muted"))
+    _heading(parts, "Skills")
+    if not view.skills:
+        parts.append(("  (none)\n", "$text-muted"))
+    for skill in view.skills:
+        if skill.error:
+            parts.append(f"  {skill.name}  ")
+            parts.append((f"{skill.error}\n", "$text-error"))
+            continue
+        version = skill.version or "–"
+        if not skill.recorded:
+            version += " (recorded at first use)"
+        parts.append(("  " + skill.name, "bold"))
+        parts.append(f"  {version}")
+        parts.append(
+            (
+                f"  · selection {_score(skill.selection, skill.measure)}"
+                f" · holdout {_score(skill.holdout, skill.measure)}\n",
+                "$text-muted",
+            )
+        )
+    _heading(parts, "Benchmarks")
+    if not view.benchmarks:
+        parts.append(("  (none)\n", "$text-muted"))
+    for bench in view.benchmarks:
+        parts.append(("  " + bench.name, "bold"))
+        if bench.error:
+            parts.append((f"  {bench.error}\n", "$text-error"))
+        elif bench.evaluations == 0 or bench.last_score is None:
+            parts.append(("  no evaluation yet\n", "$text-muted"))
+        else:
+            versions = ", ".join(f"{n} {v}" for n, v in sorted(bench.last_versions.items()))
+            run = f" · run {bench.last_run}" if bench.last_run else ""
+            on = f" · {versions}" if versions else ""
+            parts.append(
+                f"  last score {bench.last_score:.2f} ({bench.last_when}{on}{run}) · "
+                f"{bench.evaluations} evaluation{'s' if bench.evaluations != 1 else ''}"
+                " · 5 shows the scoreboard\n"
+            )
+    _heading(parts, f"Open candidates ({len(view.candidates)}) · 1 shows the queue")
+    if not view.candidates:
+        parts.append(("  (none; v proposes one)\n", "$text-muted"))
+    for c in view.candidates:
+        parts.append(f"  {c.id}  {c.skill}  ")
+        parts.append((c.status, "$text-accent"))
+        parts.append(f"  {c.summary}\n")
+    _heading(parts, "Sessions · 4 shows their events")
+    if not view.unfinished and not view.recent:
+        parts.append(("  (none yet)\n", "$text-muted"))
+    for s in view.unfinished:
+        parts.append(f"  {s.session_id}  {s.label}  ")
+        parts.append(("unfinished (running, or interrupted: rerun to resume)\n", "$text-warning"))
+    for s in reversed(view.recent):
+        parts.append(f"  {s.session_id}  {s.label}  ")
+        parts.append((f"{s.status} {s.finished_at or ''}\n", "$text-muted"))
+    for error in view.errors:
+        parts.append((f"\n{error}", "$text-error"))
+    return Content.assemble(*parts)
+
+
+class OverviewPane(VerticalScroll, can_focus=True):
+    """Where things stand, read fresh whenever the workspace changes."""
+
+    BINDINGS = SCROLL_BINDINGS
+    DEFAULT_CSS = """
+    OverviewPane { padding: 0 1; background: $surface; }
+    """
+
+    class _Loaded(Message):
+        def __init__(self, view: Overview | None, error: str | None) -> None:
+            super().__init__()
+            self.view = view
+            self.error = error
+
+    def __init__(self, workspace: Workspace, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.workspace = workspace
+        self.view: Overview | None = None
+        self.job: str | None = None
+        self.last: str | None = None
+        self.loaded = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("Reading the workspace…", id="overview-body")
+
+    def next_action(self) -> NextAction | None:
+        if self.view is None:
+            return None
+        return self.view.next_action()
+
+    def reload(self) -> None:
+        self._load()
+
+    def set_job(self, job: str | None) -> None:
+        self.job = job
+        self._show()
+
+    def set_last(self, text: str) -> None:
+        """The last job's outcome stays here after its toast is gone (7 keeps them all)."""
+        self.last = text
+        self._show()
+
+    @work(thread=True, exclusive=True, group="overview-load", exit_on_error=False)
+    def _load(self) -> None:
+        try:
+            view, error = load_overview(self.workspace), None
+        except SkillsmithError as exc:
+            view, error = None, str(exc)
+        if not get_current_worker().is_cancelled:
+            self.post_message(self._Loaded(view, error))
+
+    @on(_Loaded)
+    def _loaded(self, message: _Loaded) -> None:
+        self.loaded = True
+        if message.error is not None:
+            self.query_one("#overview-body", Static).update(
+                Content.styled(message.error, "$text-error")
+            )
+            return
+        self.view = message.view
+        self._show()
+
+    def _show(self) -> None:
+        action = self.next_action()
+        if self.view is None or action is None:
+            return
+        self.query_one("#overview-body", Static).update(
+            render_overview(self.view, action, self.job, self.last)
+        )
