@@ -184,8 +184,16 @@ def read_jsonl(path: Path, *, strict: bool = False) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     rows: list[dict[str, Any]] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, raw in enumerate(lines, start=1):
+    lines = path.read_bytes().splitlines()
+    for number, data in enumerate(lines, start=1):
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if not strict and number == len(lines):
+                break
+            raise FormatError(
+                path, None, f"line is not UTF-8 text (byte {exc.start} of the line)", line=number
+            ) from None
         if not raw.strip():
             continue
         try:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.admission import check_diff, check_skill, text_of
 from engine.errors import FormatError, LockError, SkillsmithError
 from engine.events import new_id, utc_now
 from engine.fsutil import (
@@ -34,7 +35,6 @@ from engine.fsutil import (
     read_jsonl,
 )
 from engine.schema import from_mapping, load_yaml, to_mapping
-from engine.snapshots import create_snapshot, list_snapshots
 from engine.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
 from engine.workspace import INTENT_JOURNAL, Workspace
 
@@ -263,6 +263,9 @@ class CandidateQueue:
                     f"{cand.dir}: deleting a skill is not supported by approve; "
                     f"remove skills/{cand.skill}/ by hand (its history stays)"
                 )
+            skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
+            check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
+            check_diff(patch_file.read_bytes(), where=patch_file)
             store = SkillStore(self.ws, cand.skill)
             current = store.ensure_adopted()
             if cand.operation == "create" and current is not None:
@@ -417,6 +420,8 @@ class CandidateQueue:
             intent["version"] = version
             self._set_status(store, cand, intent, ["approved", "published"], intent["why"])
             note = f"{cand.skill} {version}: approved {cand.id}"
+            from engine.snapshots import create_snapshot, list_snapshots  # tarfile: on approval
+
             if not any(s.note == note for s in list_snapshots(self.ws)):
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "reject":

@@ -190,9 +190,21 @@ def _skill_files(ws: Workspace, overrides: Mapping[str, str], drop: set[str]) ->
     for name in ws.skill_names():
         files[name] = SkillFiles(name, _read(ws.skill_path(name)), ws.skills_dir / name)
     for name, text in overrides.items():
-        folder = ws.skills_dir / name
+        folder = _version_folder(ws, name, text) or ws.skills_dir / name
         files[name] = SkillFiles(name, text, folder if folder.is_dir() else None)
     return [files[name] for name in sorted(files) if name not in drop]
+
+
+def _version_folder(ws: Workspace, name: str, text: str) -> Path | None:
+    """An older stored version runs with its own folder's files (references, scripts), not
+    the live ones; the current version and unpublished texts use the live folder."""
+    version = _version_of(ws, name, text)
+    if version is None:
+        return None
+    from engine.store import SkillStore
+
+    store = SkillStore(ws, name)
+    return None if version == store.current() else store.resources_dir(version)
 
 
 def _store_text(ws: Workspace, name: str, version: str) -> str:

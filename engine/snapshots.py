@@ -437,6 +437,10 @@ def _agent_change(live: Config | None, restored: Config) -> str | None:
         for key in sorted(set(old) | set(new))
         if key not in _HARMLESS_AGENT_KEYS and old.get(key) != new.get(key)
     ]
+    # paths decide where the restored skills and AGENTS.md are written: an archive may not
+    # move them (to ~/.ssh, say) unless trusted like a new agent command
+    was, now = to_mapping(live.paths), to_mapping(restored.paths)
+    changed += [f"paths.{k} {was[k]!r} → {now[k]!r}" for k in sorted(was) if was[k] != now[k]]
     return "; ".join(changed) or None
 
 

@@ -217,9 +217,14 @@ class SkillStore:
 
     def resources(self, version: str) -> dict[str, Resource] | None:
         """The files beside SKILL.md in ``version`` (None: an old version that kept none)."""
+        files = self.resources_dir(version)
+        return None if files is None else read_resources(files)
+
+    def resources_dir(self, version: str) -> Path | None:
+        """``vN/files/``: the folder of ``version``'s resources (None for an old version)."""
         self.read(version)
         files = self.dir / version / RESOURCES_DIR
-        return read_resources(files) if files.is_dir() else None
+        return files if files.is_dir() else None
 
     def diff(self, old: str, new: str) -> str:
         """The whole-folder patch from version ``old`` to ``new`` (SKILL.md first)."""

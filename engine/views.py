@@ -12,12 +12,12 @@ import itertools
 import json
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.errors import SkillsmithError
-from engine.metrics import metrics
 from engine.queue import Candidate, CandidateQueue
 from engine.runs import SESSIONS, RunFolder, UnitKey
 from engine.store import SkillStore, is_leftover
@@ -190,6 +190,8 @@ def run_figures(ws: Workspace, run_id: str, variant: str = "skill") -> RunFigure
     if not folder.results_path.is_file():
         return None
     rows = [r for r in folder.latest_rows().values() if r.get("variant", "skill") == variant]
+    from engine.metrics import metrics  # grading and statistics: only for these figures
+
     figures = metrics(rows)
     return RunFigures(figures.pass_rate, figures.tokens_input + figures.tokens_output, figures.f1)
 
@@ -230,35 +232,71 @@ class CandidateCache:
     A watched workspace reloads its queue on every change; parsing hundreds of candidate.yaml
     files each time would make the view lag seconds behind a single new candidate. A bad
     candidate is reported and left out instead of hiding the whole queue.
+
+    A watcher that knows which candidates changed says so (:meth:`touched`); the next
+    ``load(incremental=True)`` then looks only at those and, when the queue folder's mtime
+    moved, at the folders that appeared or went — a refresh costs the same with ten candidates
+    as with a thousand. A plain ``load()`` checks every candidate's files.
     """
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._cache: dict[str, tuple[Signature, CandidateView]] = {}
         self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._listed: tuple[int, list[str]] | None = None  # (folder mtime_ns, names)
 
-    def load(self) -> tuple[list[CandidateView], list[str]]:
+    def touched(self, candidate_ids: Iterable[str]) -> None:
+        """Note candidates whose files changed, for the next incremental load."""
+        with self._lock:
+            self._pending.update(candidate_ids)
+
+    def _names(self, folder: Path) -> list[str]:
+        try:
+            mtime = os.stat(folder).st_mtime_ns
+        except FileNotFoundError:
+            return []
+        if self._listed is not None and self._listed[0] == mtime:
+            return self._listed[1]
+        names = [
+            entry.name
+            for entry in os.scandir(folder)
+            if not is_leftover(entry.name) and entry.is_dir()
+        ]
+        self._listed = (mtime, names)
+        return names
+
+    def load(self, *, incremental: bool = False) -> tuple[list[CandidateView], list[str]]:
         """(every readable candidate oldest first, one line per unreadable one)."""
         with self._lock:
             queue = CandidateQueue(self.ws)
+            changed, self._pending = self._pending, set()
+            if not incremental:
+                self._listed = None
             fresh: dict[str, tuple[Signature, CandidateView]] = {}
             errors: list[str] = []
-            try:
-                entries = list(os.scandir(queue.dir))
-            except FileNotFoundError:
-                entries = []
-            for entry in entries:
-                if is_leftover(entry.name) or not entry.is_dir():
+            names = self._names(queue.dir)
+            # A folder made within the listing's mtime tick: the watcher saw it, the mtime not.
+            late = [
+                n
+                for n in sorted(changed - set(names))
+                if not is_leftover(n) and (queue.dir / n).is_dir()
+            ]
+            if late:
+                self._listed = None
+            for name in names + late:
+                cached = self._cache.get(name)
+                if incremental and cached is not None and name not in changed:
+                    fresh[name] = cached
                     continue
-                signature = _signature(Path(entry.path))
+                signature = _signature(queue.dir / name)
                 if signature is None:
                     continue
-                cached = self._cache.get(entry.name)
                 if cached is not None and cached[0] == signature:
-                    fresh[entry.name] = cached
+                    fresh[name] = cached
                     continue
                 try:
-                    candidate = queue.get(entry.name)
+                    candidate = queue.get(name)
                 except SkillsmithError as exc:
                     errors.append(str(exc))
                     continue
@@ -266,7 +304,7 @@ class CandidateCache:
                     view = CandidateView(candidate, candidate.gates())
                 except SkillsmithError as exc:
                     view = CandidateView(candidate, [], str(exc))
-                fresh[entry.name] = (signature, view)
+                fresh[name] = (signature, view)
             self._cache = fresh
         views = sorted(
             (view for _, view in fresh.values()),

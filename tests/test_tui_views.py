@@ -16,7 +16,7 @@ from engine.views import (
     transcript_path,
 )
 from engine.workspace import Workspace
-from tests.tui_workspace import BENCH, build_workspace
+from tests.tui_workspace import BENCH, SKILL, build_workspace, submit_candidate
 
 
 def test_read_tail_consumes_whole_lines_only(tmp_path: Path) -> None:
@@ -107,3 +107,26 @@ def test_candidate_cache_rereads_only_what_changed_and_reports_bad_files(tmp_pat
     assert broken.candidate.id not in by_id
     (error,) = errors
     assert "candidate.yaml" in error and "\n" not in error
+
+
+def test_incremental_loads_look_only_at_touched_and_new_candidates(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    cache = CandidateCache(ws)
+    first, _ = cache.load()
+    changed, kept, _unproven = first
+    queue = CandidateQueue(ws)
+    queue.reject(changed.candidate.id, why="the watcher saw this one")
+    queue.reject(kept.candidate.id, why="the watcher was not told of this one")
+    # Not touched: an incremental load trusts its cache and re-reads nothing.
+    assert cache.load(incremental=True)[0] == first
+    cache.touched([changed.candidate.id])
+    by_id = {v.candidate.id: v for v in cache.load(incremental=True)[0]}
+    assert by_id[changed.candidate.id].candidate.status == "rejected"
+    assert by_id[kept.candidate.id] is kept
+    # A new folder moves the queue folder's mtime: found without being touched.
+    text = ws.skill_path(SKILL).read_text()
+    new = submit_candidate(queue, text, "Arrived later", "v1")
+    assert new.id in {v.candidate.id for v in cache.load(incremental=True)[0]}
+    # A full load checks every candidate's files again.
+    by_id = {v.candidate.id: v for v in cache.load()[0]}
+    assert by_id[kept.candidate.id].candidate.status == "rejected"

@@ -9,7 +9,6 @@ process writes shows up in the pane it concerns within a fraction of a second.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,7 +30,6 @@ from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, CancelToken, Event
 from engine.overview import evaluation_size
 from engine.queue import CandidateQueue
-from engine.snapshots import create_snapshot, restore
 from engine.store import SkillStore, unified_diff
 from engine.views import CandidateCache, benchmark_ids, current_versions
 from engine.workspace import Workspace
@@ -51,9 +49,8 @@ from tui.scoreboard_pane import ScoreboardPane
 from tui.sessions_pane import SessionsPane
 from tui.skills_pane import SkillsPane
 from tui.snapshots_screen import SnapshotsScreen
-from tui.transcript_screen import TranscriptScreen
 from tui.user_config import UserConfig, load_user_config, save_user_config
-from tui.watch import Area, WorkspaceFilter, areas_of
+from tui.watch import Area, WorkspaceFilter, areas_of, candidates_of
 
 # Pane number → (tab id or None for the queue, selector of the widget that takes focus).
 PANES: dict[int, tuple[str | None, str]] = {
@@ -136,10 +133,12 @@ class EngineDone(Message):
         self.timeout = timeout
 
 
-def load_queue(cache: CandidateCache) -> tuple[list[QueueEntry], bool, list[str]]:
+def load_queue(
+    cache: CandidateCache, *, incremental: bool = False
+) -> tuple[list[QueueEntry], bool, list[str]]:
     """Every candidate with its gates (a bad gates.json shows as a failed pseudo-gate), whether
     any decision was taken, and one line per unreadable candidate."""
-    views, errors = cache.load()
+    views, errors = cache.load(incremental=incremental)
     entries = []
     for view in views:
         gates = view.gates
@@ -173,7 +172,7 @@ class SkillsmithApp(App[None]):
         self._theme_ready = False
         self._write_lock = threading.Lock()
         self._job_token: CancelToken | None = None
-        self._watch_stop = asyncio.Event()
+        self._watch_stop = threading.Event()
         self._candidates = CandidateCache(workspace)
         self._queue_error: str | None = None
         self._shown_patch: tuple[str, str] | None = None
@@ -273,7 +272,7 @@ class SkillsmithApp(App[None]):
         self._load_queue()
         self.overview_pane.reload()
         if self.watching:
-            # Setting up inotify on a big workspace takes a while: not before the first paint.
+            # The watcher thread starts after the first paint: its start-up is not on the way.
             self.call_after_refresh(self._watch)
         self._check_keymap()
         if self._user_config.theme != self.theme:
@@ -335,10 +334,10 @@ class SkillsmithApp(App[None]):
 
     # -- loading the queue and the selected candidate ------------------------------------------
     @work(thread=True, exclusive=True, group="queue-load", exit_on_error=False)
-    def _load_queue(self) -> None:
+    def _load_queue(self, incremental: bool = False) -> None:
         worker = get_current_worker()
         try:
-            entries, decided, errors = load_queue(self._candidates)
+            entries, decided, errors = load_queue(self._candidates, incremental=incremental)
             error = "; ".join(errors) or None
         except SkillsmithError as exc:
             entries, decided, error = None, self.facts.has_decisions, str(exc)
@@ -438,30 +437,43 @@ class SkillsmithApp(App[None]):
         self._shown_patch = (message.entry.id, str(c.content_hash))
 
     # -- watching ------------------------------------------------------------------------------
-    @work(exclusive=True, group="watch", exit_on_error=False)
-    async def _watch(self) -> None:
-        from watchfiles import awatch
+    @work(thread=True, exclusive=True, group="watch", exit_on_error=False)
+    def _watch(self) -> None:
+        """Watch the workspace from a thread: the recursive inotify set-up of a big workspace
+        and the filtering of each batch never hold up the event loop (nor the first paint)."""
+        from watchfiles import watch
 
         root = self.workspace.root
         try:
-            async for changes in awatch(
+            for changes in watch(
                 root,
                 watch_filter=WorkspaceFilter(root),
                 debounce=WATCH_DEBOUNCE_MS,
                 step=WATCH_STEP_MS,
                 stop_event=self._watch_stop,
+                yield_on_timeout=False,
             ):
-                self.reload_areas(areas_of(root, (Path(path) for _, path in changes)))
+                paths = [Path(path) for _, path in changes]
+                # The watcher names what changed: the queue re-reads those candidates only.
+                self._candidates.touched(candidates_of(root, paths))
+                areas = areas_of(root, paths)
+                if areas:
+                    self.call_from_thread(self.reload_areas, areas, incremental=True)
         except Exception as exc:  # inotify limits, a vanished folder: say so, keep working
-            self.watching = False
-            self._update_status()
-            self.notify(f"Live refresh stopped: {exc}", severity="warning", timeout=10)
+            if not self._watch_stop.is_set():
+                self.call_from_thread(self._watch_failed, exc)
 
-    def reload_areas(self, areas: Iterable[Area]) -> None:
-        """Reload the panes showing ``areas`` (lazy panes only once they have been opened)."""
+    def _watch_failed(self, exc: Exception) -> None:
+        self.watching = False
+        self._update_status()
+        self.notify(f"Live refresh stopped: {exc}", severity="warning", timeout=10)
+
+    def reload_areas(self, areas: Iterable[Area], *, incremental: bool = False) -> None:
+        """Reload the panes showing ``areas`` (lazy panes only once they have been opened);
+        ``incremental`` when the watcher noted which candidates changed."""
         areas = set(areas)
         if areas & {"queue", "config", "skills", "scoreboard"}:
-            self._load_queue()
+            self._load_queue(incremental)
         if areas & {"queue", "config", "skills", "scoreboard", "sessions"}:
             self.overview_pane.reload()
         skills, sessions, scoreboard = self.skills_pane, self.sessions_pane, self.scoreboard_pane
@@ -651,6 +663,8 @@ class SkillsmithApp(App[None]):
                 store.rollback(move.frm, why=f"undid the rollback to {move.to} in the workbench")
                 text = f"Undid the rollback: {move.skill} is back at {move.frm}."
             elif move.kind == "restore":
+                from engine.snapshots import restore
+
                 restore(self.workspace, self.workspace.snapshots_dir / move.frm, yes=True)
                 text = f"Undid the restore: the workspace is back as it was ({move.frm})."
             else:
@@ -731,6 +745,8 @@ class SkillsmithApp(App[None]):
 
     def action_snapshot(self) -> None:
         def snapshot() -> str:
+            from engine.snapshots import create_snapshot
+
             path = create_snapshot(self.workspace, note="taken in the workbench")
             return f"Snapshot written: snapshots/{path.name}"
 
@@ -744,6 +760,8 @@ class SkillsmithApp(App[None]):
         snapshot = message.snapshot
 
         def run() -> str:
+            from engine.snapshots import restore
+
             before = restore(self.workspace, snapshot.path, yes=True)
             self._moved(Move("restore", frm=before.name))
             return f"Restored {snapshot.path.name}; the state before it is {before.name}; z undoes."
@@ -1019,6 +1037,8 @@ class SkillsmithApp(App[None]):
 
     @on(SessionsPane.OpenTranscript)
     def _open_transcript(self, message: SessionsPane.OpenTranscript) -> None:
+        from tui.transcript_screen import TranscriptScreen  # the trace parser: when first asked
+
         self.push_screen(
             TranscriptScreen(
                 self.workspace,

@@ -9,7 +9,7 @@ acts on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -20,10 +20,12 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError
-from engine.snapshots import SnapshotInfo, list_snapshots
 from engine.store import SkillStore, TabooEntry, VersionInfo, stores_of
 from engine.workspace import Workspace
 from tui.navigation import SCROLL_BINDINGS, ListsPane, VimTable
+
+if TYPE_CHECKING:
+    from engine.snapshots import SnapshotInfo
 
 _TIMELINE_SHOWN = 40
 
@@ -65,6 +67,8 @@ def load_history(ws: Workspace) -> HistorySnapshot:
         except SkillsmithError as exc:
             skills.append(SkillHistory(name, error=str(exc)))
     try:
+        from engine.snapshots import list_snapshots  # tarfile, zlib: when first shown
+
         snapshots, snapshot_error = list_snapshots(ws), None
     except SkillsmithError as exc:
         snapshots, snapshot_error = [], str(exc)

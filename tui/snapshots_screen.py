@@ -8,7 +8,7 @@ itself be undone.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -19,11 +19,13 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError
-from engine.snapshots import SnapshotInfo, list_snapshots
 from engine.workspace import Workspace
 from tui.dialogs import ConfirmScreen
 from tui.navigation import VimTable
 from tui.skills_pane import human_size
+
+if TYPE_CHECKING:
+    from engine.snapshots import SnapshotInfo
 
 
 def restore_prompt(snapshot: SnapshotInfo, current: int | None) -> tuple[str, str]:
@@ -98,6 +100,8 @@ class SnapshotsScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _list(self) -> None:
         try:
+            from engine.snapshots import list_snapshots  # tarfile, zlib: when first shown
+
             snapshots, error = list_snapshots(self.workspace), None
             current: int | None = self.workspace.load_config().version
         except SkillsmithError as exc:

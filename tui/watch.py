@@ -57,6 +57,17 @@ def areas_of(root: Path, paths: Iterable[Path]) -> set[Area]:
     return areas
 
 
+def candidates_of(root: Path, paths: Iterable[Path]) -> set[str]:
+    """The candidate folders a batch touched (the queue re-reads only those)."""
+    found = set()
+    for path in paths:
+        if relevant(root, path):
+            parts = path.relative_to(root).parts
+            if len(parts) >= 2 and parts[0] == "candidates":
+                found.add(parts[1])
+    return found
+
+
 class WorkspaceFilter(DefaultFilter):
     """watchfiles' default ignores (.git, editor swap files …) plus the workspace's own noise."""
 

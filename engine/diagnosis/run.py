@@ -104,6 +104,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
         index = row.get("run_index", 0)
         if not isinstance(index, int) or isinstance(index, bool):
             raise FormatError(path, "run_index", "expected an integer", line=number)
+        score = row.get("score")
+        if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
+            raise FormatError(path, "score", f"expected a number, got {score!r}", line=number)
         latest[(row["case_id"], index, str(row.get("variant") or "skill"))] = row
     return list(latest.values())
 
@@ -113,6 +116,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise FormatError(path, None, "expected UTF-8 JSON, found binary data") from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, None, f"invalid JSON ({exc.msg})", line=exc.lineno) from None
     if not isinstance(data, dict):

@@ -115,6 +115,14 @@ class Evolution:
         assert self.pending.parent_version is not None
         return self.store.read(self.pending.parent_version)
 
+    def adopted_bytes(self) -> int | None:
+        """The size of the skill's first version: slim mode is measured from it."""
+        versions = self.store.versions()
+        return len(self.store.read(versions[0].version).encode("utf-8")) if versions else None
+
+    def slim_limit(self) -> int:
+        return self.convergence.slim_limit(self.adopted_bytes())
+
     def candidate_text(self) -> str:
         assert self.pending.candidate is not None
         return (self.ws.root / self.pending.candidate.text_path).read_bytes().decode("utf-8")
@@ -259,7 +267,7 @@ class Evolution:
         record = self.pending.version_record(current)
         if record is not None:
             record.selection_f1 = value
-        self.pending.slim = self.convergence.slim(text)
+        self.pending.slim = self.convergence.slim(text, self.adopted_bytes())
         self.log.emit(
             "message",
             text=f"round {self.pending.round}: {current} selection {measure} {value:.3f}"
@@ -309,6 +317,7 @@ class Evolution:
             feedback_rows=self.rows_of(text_sha(parent), "selection"),
             bench=self.selection_bench,
             slim=self.pending.slim,
+            slim_limit=self.slim_limit(),
         )
         proposal = self.make_proposer(self.pending.round).propose(ctx)
         self.write("propose", "proposal.json", proposal.to_dict())
@@ -347,6 +356,7 @@ class Evolution:
             direction=cand.direction,
             limits=self.cfg.limits,
             slim=self.pending.slim,
+            slim_limit=self.slim_limit(),
             rules=load_text_rules(self.ws),
         )
         self.write("filter", "filters.json", report.to_dict())

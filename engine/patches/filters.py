@@ -305,10 +305,10 @@ def _traps(added: Sequence[str], removed: Sequence[str], rules: TextRules) -> li
     ]
 
 
-def _slim(parsed: ParsedDiff, size: int, limits: LimitsConfig) -> list[FilterFinding]:
+def _slim(parsed: ParsedDiff, size: int, limit: int) -> list[FilterFinding]:
     found: list[FilterFinding] = []
     net = len(parsed.added) - len(parsed.removed)
-    why = f"slim mode (SKILL.md is {size} bytes, over {limits.max_skill_bytes})"
+    why = f"slim mode (SKILL.md is {size} bytes, over {limit})"
     if net > 0:
         found.append(
             FilterFinding(
@@ -341,11 +341,12 @@ def run_filters(
     limits: LimitsConfig,
     slim: bool = False,
     rules: TextRules | None = None,
+    slim_limit: int | None = None,
 ) -> FilterReport:
     """All filters over one diff against the SKILL.md text it was written for.
 
-    ``slim`` forces slim mode; it is also on whenever ``skill_text`` exceeds
-    ``limits.max_skill_bytes``. A patch passes when no finding is fatal.
+    ``slim`` forces slim mode; it is also on whenever ``skill_text`` exceeds ``slim_limit``
+    (default ``limits.max_skill_bytes``). A patch passes when no finding is fatal.
     """
     rules = rules or default_rules()
     findings = _taboo(diff, _entries(taboo), rule_id, direction)
@@ -372,8 +373,9 @@ def run_filters(
     if has_secret("\n".join(parsed.added)):
         findings.append(FilterFinding(TEXT, "fatal", "adds a secret or key-shaped string"))
     size = len(skill_text.encode("utf-8"))
-    if slim or size > limits.max_skill_bytes:
-        findings += _slim(parsed, size, limits)
+    limit = slim_limit or limits.max_skill_bytes
+    if slim or size > limit:
+        findings += _slim(parsed, size, limit)
     return FilterReport(findings, applied.text if applied is not None else None)
 
 
