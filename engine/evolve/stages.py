@@ -16,6 +16,7 @@ the Holdout gate only, golden cases only to calibrate the Verify score.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -126,6 +127,13 @@ class Evolution:
         assert self.pending.candidate is not None
         return (self.ws.root / self.pending.candidate.text_path).read_bytes().decode("utf-8")
 
+    def evaluation_seed(self) -> int:
+        """The seed of this round's evaluations, fixed by the session seed and the round: a
+        session repeated with the same seed measures with the same luck, and the parent and the
+        candidate of one round are run on the same unit seeds, so their rows pair on them."""
+        digest = hashlib.sha256(f"{self.pending.seed}:evaluate:{self.pending.round}".encode())
+        return int.from_bytes(digest.digest()[:4], "big") >> 1
+
     def evaluate(self, text: str, splits: Sequence[str], role: str) -> dict[str, Rows]:
         """Rows of ``text`` on each split; an evaluation already made of the same text is reused.
 
@@ -152,6 +160,7 @@ class Evolution:
                 run_id=run_id,
                 reporter=self.reporter,
                 cancel=self.cancel,
+                seed=self.evaluation_seed(),
             )
             positive = self.bench.positive_label
             for split in missing:
@@ -410,6 +419,13 @@ class Evolution:
             return
         golden = self.evaluate(self.candidate_text(), ("golden",), "candidate_golden")["golden"]
         queued = accept.submit(self, results, golden)
+        if queued.status == "rejected":  # the door's own gates (Spec, Safety) refused it
+            reason = f"gate rejected: {queued.reason}"
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.end_round(
+                "rejected", reason, RoundSignal.stall(), gates=verdicts, candidate=queued.id
+            )
+            return
         if not self.pending.auto_approve:
             self.log.emit("candidate_queued", candidate=queued.id, skill=self.pending.skill)
             self.end_round(
