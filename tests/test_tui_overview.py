@@ -10,7 +10,7 @@ from engine.evolve.checkpoint import RoundRecord
 from engine.overview import evaluation_size, load_overview
 from engine.queue import CandidateQueue
 from engine.scoreboard import RecordHead, Runtime
-from engine.views import compact_count
+from engine.views import compact_count, record_versions
 from engine.workspace import Workspace
 from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home
 from tests.tui_workspace import BENCH, CASES, SKILL, build_workspace
@@ -19,7 +19,6 @@ from tui.app import make_app
 from tui.dialogs import ConfirmScreen
 from tui.gates_pane import GatesPane
 from tui.outcomes import evolve_outcome
-from tui.scoreboard_pane import versions_of
 
 __all__ = ["user_config_home"]
 
@@ -64,8 +63,8 @@ def test_every_scoreboard_row_names_its_versions() -> None:
             "2026-01-01", Runtime("demo", "demo"), "t", "s", 50.0, None, 1, "run-1", variant, skills
         )  # fmt: skip
 
-    assert versions_of(record("skill", {SKILL: "v2"})) == f"{SKILL}@v2"
-    assert versions_of(record("baseline", {})) == "no skill (baseline)"
+    assert record_versions(record("skill", {SKILL: "v2"})) == f"{SKILL}@v2"
+    assert record_versions(record("baseline", {})) == "no skill (baseline)"
 
 
 def test_a_rejected_round_names_its_gate_and_keeps_its_verdicts(tmp_path: Path) -> None:
