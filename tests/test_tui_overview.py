@@ -156,3 +156,29 @@ async def test_the_gates_pane_shows_a_rejected_round(tmp_path: Path) -> None:
         assert "guardrail" in shown and "2 cases regressed" in shown
         assert any("rejected — gate rejected: guardrail" in t for t in toasts(pilot))
         assert app.activity.entries[-1].kind == "rejected"
+
+
+def test_session_events_read_as_lines_per_kind() -> None:
+    from tui.sessions_pane import describe_event
+
+    lines = [
+        describe_event(e)
+        for e in (
+            {"kind": "started", "benchmark": BENCH, "total": 324, "todo": 283, "resumed": True},
+            {"kind": "case_finished", "case_id": "xss-1", "run_index": 1, "pass_fail": "fail",
+             "failure_kind": "FN"},
+            {"kind": "gate_verdict", "round": 2, "gate": "guardrail", "verdict": "fail",
+             "reasons": ["2 cases regressed"], "figures": {"regressions": 2}},
+            {"kind": "message", "text": "round 2: rejected — gate rejected: guardrail"},
+            {"kind": "finished", "status": "finished", "counts": {"pass": 3, "fail": 1}},
+            {"kind": "odd", "ids": ["a", "b", "c", "d", "e"]},
+        )
+    ]  # fmt: skip
+    assert lines == [
+        f"{BENCH}: 324 units, resuming at 41/324",
+        "xss-1.1 fail (FN)",
+        "round 2: guardrail fail — 2 cases regressed",
+        "round 2: rejected — gate rejected: guardrail",
+        "finished · pass 3, fail 1",
+        "ids: a, b, c (+2)",
+    ]
