@@ -20,15 +20,23 @@ ROOT = Path(__file__).resolve().parents[1]
 SMALL_FAMILIES = ("deser", "path", "crypto")
 
 
-def demo(dest: Path, families: tuple[str, ...] | None = None) -> Workspace:
-    """A copy of the demo workspace, optionally with only the cases of some families."""
+def demo(
+    dest: Path, families: tuple[str, ...] | None = None, *, noise: float | None = None
+) -> Workspace:
+    """A copy of the demo workspace, optionally with only the cases of some families and another
+    ``agent.noise`` than the shipped one."""
     copy_demo(dest)
     if families is not None:
         bench = dest / "benchmarks" / DEMO_BENCHMARK
         for case in bench.iterdir():
             if case.is_dir() and not case.name.startswith(tuple(f + "-" for f in families)):
                 shutil.rmtree(case)
-    return Workspace.at(dest)
+    ws = Workspace.at(dest)
+    if noise is not None:
+        cfg = ws.load_config()
+        cfg.agent.noise = noise
+        ws.save_config(cfg)
+    return ws
 
 
 def evolve_argv(ws: Workspace, *extra: str) -> list[str]:

@@ -393,7 +393,7 @@ def test_input_files_outside_their_folder_are_refused(
         (tmp_path / "vault").mkdir()
         (tmp_path / "vault" / "anthropic_api_key").write_text("sk-ant-not-for-agents")
         (path.parent / "link.txt").symlink_to(tmp_path / "vault" / "anthropic_api_key")
-        where = r"evals\.json:1[0-9]: field 'evals\[1\]\.files\[0\]'"
+        where = r"evals\.json:18: field 'evals\[1\]\.files\[0\]'"
     else:
         path = _case_file(tmp_path, files)
         where = r"cases\.jsonl:2: field 'files\[0\]'"

@@ -51,6 +51,11 @@ def _project(tmp_path: Path) -> Path:
 
 def test_init_adopts_the_projects_skills_and_finds_the_claude_cli(tmp_path: Path) -> None:
     project = _project(tmp_path)
+    leaky = project / ".claude" / "skills" / "leaky"
+    leaky.mkdir()
+    (leaky / "SKILL.md").write_text("---\nname: leaky\n---\nUse it.\n")
+    (leaky / "key").symlink_to(tmp_path / "outside")  # cannot be kept whole: left unadopted
+    (tmp_path / "outside").write_text("not part of the skill\n")
     fake_home = tmp_path / "home"
     done = skillsmith(project, "init", SKILLSMITH_CLAUDE_BIN=sys.executable, HOME=str(fake_home))
     assert done.returncode == 0, done.stderr
@@ -59,6 +64,8 @@ def test_init_adopts_the_projects_skills_and_finds_the_claude_cli(tmp_path: Path
     assert f"created workspace {ws.root}" in done.stdout
     assert "adopted mcp-builder as v0" in done.stdout
     assert f"skipped {project / '.claude/skills/notes'}: no SKILL.md" in done.stdout
+    key = project / ".claude/skills/leaky/key"
+    assert f"not adopted leaky: {key}: links outside its skill folder" in done.stdout
     assert f"agent: claude-code (claude CLI: {sys.executable})" in done.stdout
     cfg = ws.load_config()
     assert cfg.agent.kind == "claude-code"

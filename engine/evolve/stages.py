@@ -16,6 +16,7 @@ the Holdout gate only, golden cases only to calibrate the Verify score.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -126,6 +127,13 @@ class Evolution:
         assert self.pending.candidate is not None
         return (self.ws.root / self.pending.candidate.text_path).read_bytes().decode("utf-8")
 
+    def evaluation_seed(self) -> int:
+        """The seed of this round's evaluations, fixed by the session seed and the round: a
+        session repeated with the same seed measures with the same luck, and the parent and the
+        candidate of one round are run on the same unit seeds, so their rows pair on them."""
+        digest = hashlib.sha256(f"{self.pending.seed}:evaluate:{self.pending.round}".encode())
+        return int.from_bytes(digest.digest()[:4], "big") >> 1
+
     def evaluate(self, text: str, splits: Sequence[str], role: str) -> dict[str, Rows]:
         """Rows of ``text`` on each split; an evaluation already made of the same text is reused.
 
@@ -152,6 +160,7 @@ class Evolution:
                 run_id=run_id,
                 reporter=self.reporter,
                 cancel=self.cancel,
+                seed=self.evaluation_seed(),
             )
             positive = self.bench.positive_label
             for split in missing:
