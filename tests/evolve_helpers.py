@@ -60,14 +60,16 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def run_evolve(ws: Workspace, *extra: str, timeout: float = 900) -> dict[str, Any]:
-    """``skillsmith evolve … --json`` as a subprocess; its JSON result."""
+def run_evolve(
+    ws: Workspace, *extra: str, timeout: float = 900, extra_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``skillsmith evolve … --json`` as a subprocess (``extra_env`` added); its JSON result."""
     done = subprocess.run(
         [*evolve_argv(ws, *extra), "--json"],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env(),
+        env={**env(), **(extra_env or {})},
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr

@@ -24,7 +24,8 @@ from engine.store import SkillStore
 from engine.workspace import Workspace
 from tests.evolve_helpers import SMALL_FAMILIES, demo, run_evolve, session_events
 
-GATES = ["target", "guardrail", "holdout", "verify"]
+# the outcome gates, then the gates every candidate meets at the queue's door
+GATES = ["target", "guardrail", "holdout", "verify", "spec", "safety", "effectiveness", "human"]
 
 pytestmark = pytest.mark.slow
 

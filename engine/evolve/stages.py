@@ -419,6 +419,13 @@ class Evolution:
             return
         golden = self.evaluate(self.candidate_text(), ("golden",), "candidate_golden")["golden"]
         queued = accept.submit(self, results, golden)
+        if queued.status == "rejected":  # the door's own gates (Spec, Safety) refused it
+            reason = f"gate rejected: {queued.reason}"
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.end_round(
+                "rejected", reason, RoundSignal.stall(), gates=verdicts, candidate=queued.id
+            )
+            return
         if not self.pending.auto_approve:
             self.log.emit("candidate_queued", candidate=queued.id, skill=self.pending.skill)
             self.end_round(
