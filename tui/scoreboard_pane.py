@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
@@ -155,13 +155,13 @@ class ScoreboardPane(Vertical):
             table.add_row(
                 str(index + 1),
                 record.timestamp,
-                Content(versions_of(record)),
+                Text(versions_of(record)),  # rich Text: measured for the column, no markup
                 f"{record.score:.2f}",
                 "…",
                 "…",
                 "–" if record.cost is None else f"{record.cost:.4f}",
                 str(record.duration_ms),
-                Content(record.summary_title),  # "[skill]" is text, not markup
+                Text(record.summary_title),  # "[skill]" is text, not markup
                 key=str(index),
             )
         if previous is not None and not changed_bench:
