@@ -241,9 +241,10 @@ def test_lint_data_renders_back_byte_identically(path: Path) -> None:
     assert SkillDoc.parse(data.decode("utf-8")).render().encode("utf-8") == data
 
 
-@pytest.mark.parametrize("name", ["review-changes", "pdf-forms"])
+@pytest.mark.parametrize("name", ["review-changes", "pdf-forms", "deploy-preview"])
 def test_false_error_cases_have_no_errors(name: str) -> None:
-    """Git ranges, Graphviz and `=>` arrows, blockquotes beside a `../`, Claude Code keys."""
+    """Git ranges, Graphviz and `=>` arrows, blockquotes beside a `../`, Claude Code keys, a
+    documented placeholder token (`vca_abc123`)."""
     errors = [f for f in lint(LINT_DATA / "clean" / name / "SKILL.md") if f.severity == "error"]
     assert errors == []
 
