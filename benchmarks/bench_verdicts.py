@@ -43,9 +43,10 @@ sys.path.insert(0, str(ROOT))
 
 from engine.config import GatesConfig  # noqa: E402
 from engine.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
-from engine.gates.candidate import Outcome, submit_candidate  # noqa: E402
+from engine.gates.candidate import Outcome  # noqa: E402
 from engine.gates.outcome import Guardrail, Holdout, Sampling, Target  # noqa: E402
 from engine.gates.queued import evaluate_queued  # noqa: E402
+from engine.gates.submission import submit_candidate  # noqa: E402
 from engine.runner import run_evaluation  # noqa: E402
 from engine.store import SkillStore  # noqa: E402
 from engine.verdict import compare_paired  # noqa: E402
@@ -299,6 +300,8 @@ def real_queue_path(base: Path, n: int) -> Tally:
 
 def report(name: str, new: Tally, old: Tally | None, old_name: str) -> None:
     labels = {"no effect": "false-accept", "improvement": "power", "regression": "false-keep"}
+    if "Holdout" in name:  # a non-inferiority gate: passing a change that does nothing is right
+        labels["no effect"] = "no-effect kept"
     print(f"\n{name}")
     for kind in KINDS:
         line = f"  {labels[kind]:<12} {interval(new.accepted[kind], new.decided[kind])}"

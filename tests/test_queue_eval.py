@@ -19,7 +19,8 @@ import pytest
 from engine.cli import main
 from engine.demo import DEMO_SKILL, copy_demo
 from engine.errors import SkillsmithError
-from engine.gates.candidate import Effectiveness, Outcome, submit_candidate
+from engine.gates.candidate import Effectiveness, Outcome
+from engine.gates.submission import submit_candidate
 from engine.queue import CandidateQueue
 from engine.store import SkillStore
 from engine.verdict import compare_paired

@@ -16,6 +16,7 @@ the Holdout gate only, golden cases only to calibrate the Verify score.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -115,9 +116,24 @@ class Evolution:
         assert self.pending.parent_version is not None
         return self.store.read(self.pending.parent_version)
 
+    def adopted_bytes(self) -> int | None:
+        """The size of the skill's first version: slim mode is measured from it."""
+        versions = self.store.versions()
+        return len(self.store.read(versions[0].version).encode("utf-8")) if versions else None
+
+    def slim_limit(self) -> int:
+        return self.convergence.slim_limit(self.adopted_bytes())
+
     def candidate_text(self) -> str:
         assert self.pending.candidate is not None
         return (self.ws.root / self.pending.candidate.text_path).read_bytes().decode("utf-8")
+
+    def evaluation_seed(self) -> int:
+        """The seed of this round's evaluations, fixed by the session seed and the round: a
+        session repeated with the same seed measures with the same luck, and the parent and the
+        candidate of one round are run on the same unit seeds, so their rows pair on them."""
+        digest = hashlib.sha256(f"{self.pending.seed}:evaluate:{self.pending.round}".encode())
+        return int.from_bytes(digest.digest()[:4], "big") >> 1
 
     def evaluate(self, text: str, splits: Sequence[str], role: str) -> dict[str, Rows]:
         """Rows of ``text`` on each split; an evaluation already made of the same text is reused.
@@ -145,6 +161,7 @@ class Evolution:
                 run_id=run_id,
                 reporter=self.reporter,
                 cancel=self.cancel,
+                seed=self.evaluation_seed(),
             )
             positive = self.bench.positive_label
             for split in missing:
@@ -251,7 +268,7 @@ class Evolution:
         record = self.pending.version_record(current)
         if record is not None:
             record.selection_f1 = value
-        self.pending.slim = self.convergence.slim(text)
+        self.pending.slim = self.convergence.slim(text, self.adopted_bytes())
         self.log.emit(
             "message",
             text=f"round {self.pending.round}: {current} selection {measure} {value:.3f}"
@@ -301,6 +318,7 @@ class Evolution:
             feedback_rows=self.rows_of(text_sha(parent), "selection"),
             bench=self.selection_bench,
             slim=self.pending.slim,
+            slim_limit=self.slim_limit(),
         )
         proposal = self.make_proposer(self.pending.round).propose(ctx)
         self.write("propose", "proposal.json", proposal.to_dict())
@@ -339,6 +357,7 @@ class Evolution:
             direction=cand.direction,
             limits=self.cfg.limits,
             slim=self.pending.slim,
+            slim_limit=self.slim_limit(),
             rules=load_text_rules(self.ws),
         )
         self.write("filter", "filters.json", report.to_dict())
@@ -351,15 +370,27 @@ class Evolution:
         return self.gates.holdout.due(self.pending.round)
 
     def evaluate_candidate(self) -> None:
-        """The candidate, then a fresh evaluation of the parent on the same cases and seed.
+        """The candidate, then a fresh evaluation of the parent on the same cases.
 
         The gates compare these two, never the parent's rows diagnosis picked the targets from:
         cases chosen because they failed once tend to pass on a rerun whatever the patch does
-        (regression to the mean), which would make noise look like a fix.
+        (regression to the mean), which would make noise look like a fix. The fresh parent run
+        draws its own seed (:meth:`gate_seed`): the round's evaluation seed would replay the
+        diagnosis rows exactly.
         """
         splits = self.judged_splits()
         self.evaluate(self.candidate_text(), splits, "candidate")
-        self.evaluate_fresh(self.parent_text(), splits, "parent_paired")
+        self.evaluate_fresh(self.parent_text(), splits, "parent_paired", seed=self.gate_seed())
+
+    def gate_seed(self) -> int:
+        """The fresh parent evaluation's seed: reproducible from the session, unlike diagnosis'."""
+        digest = hashlib.sha256(f"{self.pending.seed}:gate:{self.pending.round}".encode())
+        return int.from_bytes(digest.digest()[:4], "big") >> 1
+
+    def run_seed(self, run_id: str) -> int | None:
+        """The evaluation seed a run was drawn with (its manifest records it)."""
+        seed = json.loads((self.ws.runs_dir / run_id / "manifest.json").read_bytes()).get("seed")
+        return seed if isinstance(seed, int) else None
 
     def judged_splits(self) -> tuple[str, ...]:
         return ("selection", "holdout") if self.holdout_round() else ("selection",)
@@ -370,6 +401,7 @@ class Evolution:
         splits: Sequence[str],
         role: str,
         *,
+        seed: int | None = None,
         case_ids: Sequence[str] | None = None,
         runs: int | None = None,
     ) -> Rows:
@@ -393,6 +425,7 @@ class Evolution:
                 if c.split in splits and (wanted is None or c.id in wanted)
             ],
             run_id=run_id,
+            seed=seed,
             reporter=self.reporter,
             cancel=self.cancel,
         )
@@ -407,7 +440,7 @@ class Evolution:
         return before, self.rows_of(text_sha(self.candidate_text()), split)
 
     def rerun(self, case_ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
-        """More runs of some cases on parent and candidate.
+        """More runs of some cases on parent and candidate, both with one fresh seed.
 
         Each call of one gate stage is a numbered role, so a gate killed mid-way resumes the
         same reruns in the same order instead of starting new ones.
@@ -426,6 +459,7 @@ class Evolution:
             self.parent_text(),
             splits,
             f"rerun-parent-{number}",
+            seed=self.run_seed(self.pending.run_ids[f"rerun-candidate-{number}"]),
             case_ids=case_ids,
             runs=runs,
         )
@@ -482,6 +516,13 @@ class Evolution:
             return
         golden = self.evaluate(self.candidate_text(), ("golden",), "candidate_golden")["golden"]
         queued = accept.submit(self, results, golden)
+        if queued.status == "rejected":  # the door's own gates (Spec, Safety) refused it
+            reason = f"gate rejected: {queued.reason}"
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.end_round(
+                "rejected", reason, RoundSignal.stall(), gates=verdicts, candidate=queued.id
+            )
+            return
         if not self.pending.auto_approve:
             self.log.emit("candidate_queued", candidate=queued.id, skill=self.pending.skill)
             self.end_round(

@@ -8,7 +8,7 @@ verdict carries its figures and the case ids behind them, so a rejection can be 
 from the run folders it names.
 
 The agent is noisy, so the three outcome gates are experiments (``engine.verdict``), judged on a
-fresh evaluation of the parent paired with the candidate's (same cases, same seeds) — never on the
+fresh evaluation of the parent paired with the candidate's on the same cases — never on the
 rows diagnosis picked the targets from, where chance failures look fixable:
 
 * Target: the targeted cases are better with confidence (exact run-level test, one-sided
@@ -397,9 +397,9 @@ class OutcomeGates:
     ) -> list[GateResult]:
         """All four verdicts, in gate order; every gate is judged so every figure is recorded.
 
-        ``selection_before``/``holdout_before`` must be a fresh evaluation of the parent paired
-        with the candidate's (same cases and seeds). Holdout is judged when both holdout
-        evaluations are given (a holdout round), else held; ``holdout_start`` (the session's
+        ``selection_before``/``holdout_before`` must be a fresh evaluation of the parent on the
+        candidate's cases (runs pair on seeds where both have them). Holdout is judged when both
+        holdout evaluations are given (a holdout round), else held; ``holdout_start`` (the session's
         first version) adds the change since then. ``rerun`` lets a gate run more of its cases
         on both texts when its comparison is inconclusive.
         """
