@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "eval": ("eval_cmd", "run the Case × runs evaluation matrix"),
     "compare": ("compare_cmd", "per-case fixed / newly broken / flaky, metric deltas"),
+    "scoreboard": ("scoreboard_cmd", "every evaluation of a benchmark, one row each"),
     "queue": ("queue_cmd", "list candidates; approve / reject / undo"),
     "history": ("store_cmd", "versions, current pointer and timeline of a skill"),
     "publish": ("store_cmd", "make FILE the next version of a skill"),

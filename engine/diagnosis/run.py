@@ -43,7 +43,8 @@ class LoadedRun:
 
     def version_of(self, variant: str) -> str:
         """Which skill version produced a variant's rows: a hash of the texts it ran with, so
-        two runs of the same version count once in the ground-truth audit."""
+        two runs of the same version count once in the ground-truth audit — whichever variant
+        ran it (a ``baseline`` at v1 and a ``skill`` at v1 are one version, not two)."""
         texts = self.skills.get(variant)
         if not texts and variant == "baseline":
             return "no-skill"
@@ -52,7 +53,7 @@ class LoadedRun:
         digest = hashlib.sha256()
         for name in sorted(texts):
             digest.update(f"{name}\0{texts[name]}\0".encode())
-        return f"{variant}:{digest.hexdigest()[:12]}"
+        return f"sha:{digest.hexdigest()[:12]}"
 
     @property
     def skill_under_test(self) -> str | None:
