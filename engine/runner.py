@@ -19,6 +19,7 @@ on them. The seed is not part of the resume key: resuming keeps the run's own se
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ import random
 import secrets
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from engine.errors import SkillsmithError, UsageError
 from engine.events import (
     Cancelled,
     CancelToken,
+    EventKind,
     Reporter,
     SessionLog,
     new_id,
@@ -122,7 +124,7 @@ class Plan:
         """Everything that decides the outcome of a unit (timeouts and worker count do not)."""
         return {
             "benchmark": self.bench.id,
-            "benchmark_sha256": bench_fingerprint(self.bench),
+            "benchmark_sha256": self.bench_sha256,
             "agent": {k: self.agent.describe()[k] for k in ("kind", "command", "model", "noise")},
             "skills": {
                 v: {s.name: _sha(s.text) for s in files} for v, files in self.variants.items()
@@ -132,6 +134,11 @@ class Plan:
             "case_ids": [c.id for c in self.cases],
             "seed": self.bench.seed,
         }
+
+    @functools.cached_property
+    def bench_sha256(self) -> str:
+        """Hashed once per plan: every file of the benchmark is read for it."""
+        return bench_fingerprint(self.bench)
 
     def key(self) -> str:
         return _sha(json.dumps(self.material(), sort_keys=True))
@@ -520,20 +527,27 @@ def _evaluate(
                 for unit in todo
             ]
             try:
-                for future in as_completed(futures):
-                    finished = future.result()
-                    if finished is None:
-                        continue
-                    launched += 1
-                    _store(folder, finished)
-                    done += 1
-                    log.emit("case_finished", **_summary(finished.row))
-                    log.emit("progress", done=done, total=len(units))
-                    fault = first_units.observe(
-                        finished.unit.case_id, finished.row["invalid_reason"]
-                    )
-                    if fault is not None:
-                        raise AgentBroken(fault)
+                order = {future: index for index, future in enumerate(futures)}
+                pending: set[Future[_Done | None]] = set(futures)
+                while pending:
+                    ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    batch, error = _collect(sorted(ready, key=order.__getitem__))
+                    _store_batch(folder, batch)
+                    events: list[tuple[EventKind, dict[str, Any]]] = []
+                    for finished in batch:
+                        done += 1
+                        events.append(("case_finished", _summary(finished.row)))
+                        events.append(("progress", {"done": done, "total": len(units)}))
+                    log.emit_many(events)
+                    launched += len(batch)
+                    if error is not None:
+                        raise error
+                    for finished in batch:
+                        fault = first_units.observe(
+                            finished.unit.case_id, finished.row["invalid_reason"]
+                        )
+                        if fault is not None:
+                            raise AgentBroken(fault)
             except BaseException:
                 stop.set()
                 for future in futures:
@@ -564,17 +578,41 @@ def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None
         sweep_temp_files(path)
 
 
-def _store(folder: RunFolder, finished: _Done) -> None:
-    """Session first, then the row: a row never points at a session that is not on disk."""
-    folder.write_session(finished.unit, finished.session)
-    outcome = finished.outcome
-    if outcome.raw_stream is not None:
-        finished.row["raw_file"] = folder.write_raw(
-            finished.unit, "stream.jsonl", outcome.raw_stream
-        )
-    if outcome.stderr_tail.strip():
-        folder.write_raw(finished.unit, "stderr.txt", outcome.stderr_tail)
-    folder.append_row(finished.row)
+def _collect(ready: list[Future[_Done | None]]) -> tuple[list[_Done], BaseException | None]:
+    """The units that finished together, and the first error among them (raised after the
+    others are stored, so no finished unit is lost to a sibling's failure)."""
+    batch: list[_Done] = []
+    error: BaseException | None = None
+    for future in ready:
+        try:
+            finished = future.result()
+        except BaseException as exc:  # re-raised by the caller once the batch is stored
+            error = error or exc
+            continue
+        if finished is not None:
+            batch.append(finished)
+    return batch, error
+
+
+def _store_batch(folder: RunFolder, batch: list[_Done]) -> None:
+    """Sessions first, then the rows: a row never points at a session that is not on disk.
+
+    Units that finished together share the syncs — each session file is fsynced, its folder
+    once, the rows with one append — so a batch is as durable as storing them one by one.
+    """
+    if not batch:
+        return
+    for finished in batch:
+        folder.write_session(finished.unit, finished.session, sync_dir=False)
+        outcome = finished.outcome
+        if outcome.raw_stream is not None:
+            finished.row["raw_file"] = folder.write_raw(
+                finished.unit, "stream.jsonl", outcome.raw_stream, sync_dir=False
+            )
+        if outcome.stderr_tail.strip():
+            folder.write_raw(finished.unit, "stderr.txt", outcome.stderr_tail, sync_dir=False)
+    folder.sync_unit_dirs()
+    folder.append_rows([finished.row for finished in batch])
 
 
 def _summary(row: dict[str, Any]) -> dict[str, Any]:
