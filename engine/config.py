@@ -31,6 +31,7 @@ class AgentConfig:
     max_turns: int = 20
     allowed_tools: list[str] = field(default_factory=lambda: ["Skill", "Bash", "Read", "Grep"])
     env_allow: list[str] = field(default_factory=list)
+    noise: float = 0.0  # the demo agent's run-to-run slips, 0 (deterministic) … 1
     # every run is sealed by bubblewrap; "none" runs agents unconfined (see engine.agents.sandbox)
     sandbox: Literal["bwrap", "none"] = "bwrap"
     network: bool | None = None  # None: only claude-code (it calls the Messages API) gets it
@@ -235,6 +236,8 @@ def check_config(cfg: Config, path: Path) -> Config:
     positive("agent.timeout_s", agent.timeout_s)
     positive("agent.max_output_bytes", agent.max_output_bytes)
     positive("agent.max_turns", agent.max_turns)
+    if not 0.0 <= agent.noise <= 1.0:  # also refuses nan
+        raise FormatError(path, "agent.noise", f"expected a number in [0, 1], got {agent.noise!r}")
     for role in ("proposer", "judge", "reviewer", "reflection"):
         positive(f"models.{role}.timeout_s", getattr(cfg.models, role).timeout_s)
         positive(f"models.{role}.max_tokens", getattr(cfg.models, role).max_tokens)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from engine.errors import FormatError
 from engine.events import SessionLog
-from engine.gates.candidate import submit_candidate
+from engine.gates.submission import submit_candidate
 from engine.online.library import ExistingSkill, existing_skills, is_skill_load
 from engine.online.policy import writes_skill_file
 from engine.online.reconciler import significant_words

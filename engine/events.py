@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.fsutil import append_jsonl
+from engine.fsutil import append_jsonl, append_jsonl_many
 
 EventKind = Literal[
     "started",
@@ -99,13 +99,19 @@ class SessionLog:
         self._lock = threading.Lock()
 
     def emit(self, kind: EventKind, **data: Any) -> Event:
-        event = Event(
-            kind=kind, session_id=self.session_id, data={"session_kind": self.kind, **data}
-        )
+        return self.emit_many([(kind, data)])[0]
+
+    def emit_many(self, items: list[tuple[EventKind, dict[str, Any]]]) -> list[Event]:
+        """Log several events with one append (one fsync), then forward them in order."""
+        events = [
+            Event(kind=kind, session_id=self.session_id, data={"session_kind": self.kind, **data})
+            for kind, data in items
+        ]
         with self._lock:
-            append_jsonl(self.path, event.to_record())
-        self._forward(event)
-        return event
+            append_jsonl_many(self.path, [event.to_record() for event in events])
+        for event in events:
+            self._forward(event)
+        return events
 
     def __call__(self, event: Event) -> None:
         """Let a SessionLog itself serve as a Reporter for nested jobs."""

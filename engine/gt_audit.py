@@ -286,7 +286,11 @@ class _Auditor:
             and verdict != label
         ):
             values["cross_version_disagreement"] = 1.0
-            reasons.append(f"{len(tops)} skill versions all say {verdict!r}")
+            skills = len(tops) - ("no-skill" in tops)
+            who = f"{skills} skill version{'s' if skills != 1 else ''}"
+            if "no-skill" in tops:
+                who += " and the baseline without skills"
+            reasons.append(f"{who} all say {verdict!r}")
 
         failing = [o for o in obs if o.failed]
         clean = [o for o in failing if _clean(o, cfg.hedge_words)]

@@ -339,7 +339,12 @@ def _write_benchmark(
 
 
 def _input_files(
-    names: list[str], bases: list[Path], root: Path, source: Path, at: str, line: int | None
+    names: list[str],
+    bases: list[Path],
+    root: Path,
+    source: Path,
+    at: str,
+    line_of: Callable[[int], int | None],
 ) -> dict[str, bytes]:
     """Each named file's bytes, under the relative path the prompt uses for it.
 
@@ -349,7 +354,7 @@ def _input_files(
     root = root.resolve()
     files: dict[str, bytes] = {}
     for j, name in enumerate(names):
-        where = f"{at}[{j}]"
+        where, line = f"{at}[{j}]", line_of(j)
         rel = os.path.normpath(name.strip()) if name.strip() else ""
         candidates = [(base / rel).resolve() for base in bases] if rel else []
         inside = [c for c in candidates if c.is_relative_to(root)]
@@ -497,7 +502,10 @@ def import_evals(ws: Workspace, source: Path, *, bench: str, runs: int = 1) -> I
             {"kind": "llm_judge", "criteria": f"The output achieves: {ev.expected_output}"}
         ]
         bases = [evals_dir, evals_dir.parent]
-        files = _input_files(ev.files, bases, evals_dir, source, f"{at}.files", line)
+        field_lines = [locate(f"{at}.files[{j}]") for j in range(len(ev.files))]
+        files = _input_files(
+            ev.files, bases, evals_dir, source, f"{at}.files", field_lines.__getitem__
+        )
         rubric: dict[str, Any] = {"expected": ev.expected_output or None, "checks": checks}
         if ev.name or ev.eval_name:
             rubric["notes"] = f"skill-creator eval {ev.name or ev.eval_name}"
@@ -576,7 +584,7 @@ def _case_files(record: dict[str, Any], source: Path, line: int) -> dict[str, by
         names = [n for n in re.split(r"[;\n]", names) if n.strip()]
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise FormatError(source, "files", "expected a list of paths", line)
-    files = _input_files(names, [base], base, source, "files", line)
+    files = _input_files(names, [base], base, source, "files", lambda _: line)
     folder = record.get("folder")
     if folder is None:
         return files
@@ -588,7 +596,7 @@ def _case_files(record: dict[str, Any], source: Path, line: int) -> dict[str, by
     if not top.is_dir():
         raise FormatError(source, "folder", f"folder not found: {folder}", line)
     inner = sorted(p.relative_to(top).as_posix() for p in top.rglob("*") if p.is_file())
-    for key, data in _input_files(inner, [top], base, source, "folder", line).items():
+    for key, data in _input_files(inner, [top], base, source, "folder", lambda _: line).items():
         if key in files:
             raise FormatError(source, "folder", f"{key} is also listed in files", line)
         files[key] = data

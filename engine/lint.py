@@ -8,6 +8,7 @@ editor, the CLI and the TUI can point at it.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
 MAX_BODY_LINES = 500
 MAX_BYTES = 15_000
-KNOWN_KEYS = (
+SPEC_KEYS = (
     "name",
     "description",
     "license",
@@ -31,6 +32,20 @@ KNOWN_KEYS = (
     "when_to_use",
     "version",
 )
+# Keys Claude Code reads on top of the Agent Skills spec (its slash-command and subagent controls).
+CLAUDE_CODE_KEYS = (
+    "argument-hint",
+    "arguments",
+    "disable-model-invocation",
+    "user-invocable",
+    "model",
+    "context",
+    "agent",
+    "hooks",
+)
+KNOWN_KEYS = SPEC_KEYS + CLAUDE_CODE_KEYS
+_BOOLEAN_KEYS = ("disable-model-invocation", "user-invocable")
+_STRING_KEYS = ("license", "when_to_use", "argument-hint", "model", "agent", "context")
 _NAME_CHARS = re.compile(r"[a-z0-9-]+")
 _RESERVED = ("anthropic", "claude")
 
@@ -59,8 +74,28 @@ def lint_text(text: str, *, path: Path | None = None, folder: str | None = None)
     else:
         findings.extend(spec_findings(doc, folder))
     findings.extend(_size(doc, text))
-    findings.extend(scan(text))
+    if path is not None and path.parent.is_dir():
+        findings.extend(reference_findings(doc, path.parent))
+    findings.extend(_safety(text))
     return sorted(findings, key=lambda f: (f.line, f.severity != "error", f.rule_id))
+
+
+# The Safety scan reads any `>` on a line as a shell redirect, which turns a one-level `../` into a
+# write outside the skill. In Markdown a `>` is as often an arrow (`a -> b`, Graphviz edges, `=>`)
+# or a blockquote marker; for the path rule those are shown to the scan as a neutral character.
+_NOT_A_REDIRECT = re.compile(r"(?<=[-=])>|^([ \t]*)>", re.MULTILINE)
+
+
+def _safety(text: str) -> list[Finding]:
+    """The Safety scan, with path-traversal errors that only an arrow made errors re-judged."""
+    found = scan(text)
+    suspect = {f.line for f in found if f.rule_id == "path.traversal" and f.severity == "error"}
+    if not suspect:
+        return found
+    plain = _NOT_A_REDIRECT.sub(lambda m: (m.group(1) or "") + "\u203a", text)
+    again = {f.line: f for f in scan(plain) if f.rule_id == "path.traversal"}
+    kept = [f for f in found if not (f.rule_id == "path.traversal" and f.line in suspect)]
+    return kept + [again[n] for n in sorted(suspect) if n in again]
 
 
 def reason(error: FormatError) -> str:
@@ -122,9 +157,14 @@ def spec_findings(doc: SkillDoc, folder: str | None = None) -> list[Finding]:
             "allowed-tools",
             "'allowed-tools' must be a space-separated string (or a list of strings)",
         )
-    for key in ("license", "when_to_use"):
+    for key in _STRING_KEYS:
         if key in fm and not isinstance(fm[key], str):
             add(f"spec.{key}", key, f"'{key}' should be a string", "warning")
+    for key in _BOOLEAN_KEYS:
+        if key in fm and not isinstance(fm[key], bool):
+            add(f"spec.{key}", key, f"'{key}' should be true or false", "warning")
+    if "hooks" in fm and not isinstance(fm["hooks"], dict):
+        add("spec.hooks", "hooks", "'hooks' should be a mapping of hook events", "warning")
     for key in fm:
         if key not in KNOWN_KEYS:
             add(
@@ -174,6 +214,81 @@ def _string_or_strings(value: Any) -> bool:
     )
 
 
+# A file a skill points at: a Markdown link target, or a bare/backticked relative path with a file
+# extension (real skills say "read FORMS.md" as often as they link it).
+_LINK = re.compile(r"\]\(\s*<?([^)>\s]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_MENTION = re.compile(
+    r"(?<![\w/.:~$@-])((?:\.{1,2}/)*(?:[\w-][\w.-]*/)*[\w-][\w.-]*"
+    r"\.(?:md|py|sh|js|ts|txt|json|ya?ml|xml|html|csv|toml|ini|cfg))(?![\w/-])"
+)
+
+
+def reference_findings(doc: SkillDoc, folder: Path) -> list[Finding]:
+    """Warn where a reference names a file of the skill folder in the wrong letter case.
+
+    Claude Code runs on case-sensitive file systems: ``FORMS.md`` next to ``forms.md`` is a
+    missing file on Linux although it opens on a Mac. A Markdown link to a file that is not
+    there at all is reported too; a bare mention of one is not (it may be the user's file).
+    """
+    out: list[Finding] = []
+    for line in doc.body_lines:
+        links = {m.group(1) for m in _LINK.finditer(line.text)}
+        mentions = {m.group(1) for m in _MENTION.finditer(line.text)}
+        for target in sorted(links | mentions):
+            rel = target.split("#", 1)[0].split("?", 1)[0]
+            if not rel or "://" in rel or rel.startswith(("/", "mailto:", "~")):
+                continue
+            actual = _exact_case(folder, rel)
+            if actual is True:
+                continue
+            if isinstance(actual, str):
+                out.append(
+                    Finding(
+                        "reference.case",
+                        "warning",
+                        line.number,
+                        f"'{rel}' is '{actual}' in the skill folder (file names are "
+                        "case-sensitive where the agent runs)",
+                    )
+                )
+            elif target in links:
+                out.append(
+                    Finding(
+                        "reference.missing", "warning", line.number, f"links to missing '{rel}'"
+                    )
+                )
+    return out
+
+
+def _exact_case(folder: Path, rel: str) -> bool | str | None:
+    """True if ``rel`` names a file under ``folder`` exactly; the path as it really is spelled
+    when only the letter case differs; None when there is no such file (or it leaves folder)."""
+    here = folder
+    spelled: list[str] = []
+    exact = True
+    for part in Path(rel).parts:
+        if part == ".":
+            continue
+        if part == "..":
+            return None
+        try:
+            names = os.listdir(here)
+        except OSError:
+            return None
+        if part in names:
+            spelled.append(part)
+        else:
+            match = next((n for n in sorted(names) if n.casefold() == part.casefold()), None)
+            if match is None:
+                return None
+            spelled.append(match)
+            exact = False
+        here = here / spelled[-1]
+    if not here.is_file():
+        return None
+    return True if exact else "/".join(spelled)
+
+
 def _size(doc: SkillDoc, text: str) -> list[Finding]:
     out: list[Finding] = []
     body = doc.body_lines
@@ -201,6 +316,7 @@ def _size(doc: SkillDoc, text: str) -> list[Finding]:
 
 
 __all__ = [
+    "CLAUDE_CODE_KEYS",
     "DESCRIPTION_MAX",
     "KNOWN_KEYS",
     "MAX_BODY_LINES",
@@ -210,5 +326,6 @@ __all__ = [
     "lint",
     "lint_text",
     "reason",
+    "reference_findings",
     "spec_findings",
 ]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.admission import check_diff, check_skill, text_of
 from engine.errors import FormatError, LockError, SkillsmithError
 from engine.events import new_id, utc_now
 from engine.fsutil import (
@@ -262,6 +263,9 @@ class CandidateQueue:
                     f"{cand.dir}: deleting a skill is not supported by approve; "
                     f"remove skills/{cand.skill}/ by hand (its history stays)"
                 )
+            skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
+            check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
+            check_diff(patch_file.read_bytes(), where=patch_file)
             store = SkillStore(self.ws, cand.skill)
             current = store.ensure_adopted()
             if cand.operation == "create" and current is not None:

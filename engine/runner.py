@@ -8,17 +8,26 @@ work. Running the same evaluation again (same run id, or automatically the newes
 with the same inputs) fills only the missing and invalid units. A crashed, hung, flooding or
 babbling agent yields an *invalid* unit with its reason; it never counts as a failure and never
 stops the other units.
+
+Agents vary from run to run, so every evaluation has a seed: drawn fresh unless the caller names
+one, recorded in the manifest, and turned into one seed per (case, run) that the agent gets as
+``SKILLSMITH_SEED`` and the results row keeps. The same seed reproduces a noisy demo evaluation
+exactly; two variants of one evaluation share their unit seeds, so a paired comparison can pair
+on them. The seed is not part of the resume key: resuming keeps the run's own seed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 import os
 import random
+import secrets
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +51,7 @@ from engine.errors import SkillsmithError, UsageError
 from engine.events import (
     Cancelled,
     CancelToken,
+    EventKind,
     Reporter,
     SessionLog,
     new_id,
@@ -58,6 +68,18 @@ from engine.workspace import Workspace
 from engine.yaml_log import is_log_file
 
 SKILL, BASELINE = "skill", "baseline"
+SEED_BITS = 31
+
+
+def fresh_seed() -> int:
+    """A new evaluation seed (small enough to type back as ``--seed``)."""
+    return secrets.randbits(SEED_BITS)
+
+
+def unit_seed(seed: int, case_id: str, run_index: int) -> int:
+    """The seed of one (case, run) of an evaluation; the same for every variant, so they pair."""
+    digest = hashlib.sha256(f"{seed}:{case_id}:{run_index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> (32 - SEED_BITS)
 
 
 @dataclass
@@ -69,6 +91,7 @@ class RunResult:
     baseline_metrics: Metrics | None
     status: str  # finished | incomplete (some units invalid)
     launched: int  # units this call ran to the end (0 when everything was already done)
+    seed: int = 0  # the evaluation's seed (``--seed`` reproduces it)
 
 
 @dataclass(frozen=True)
@@ -84,6 +107,7 @@ class Plan:
     baseline: str | None
     agents_md: str | None
     versions: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    seed: int = 0  # the evaluation seed; deliberately not in ``material`` (see the module doc)
 
     def units(self) -> list[UnitKey]:
         """All units, shuffled by the benchmark seed: the same seed, the same order."""
@@ -100,8 +124,8 @@ class Plan:
         """Everything that decides the outcome of a unit (timeouts and worker count do not)."""
         return {
             "benchmark": self.bench.id,
-            "benchmark_sha256": bench_fingerprint(self.bench),
-            "agent": {k: self.agent.describe()[k] for k in ("kind", "command", "model")},
+            "benchmark_sha256": self.bench_sha256,
+            "agent": {k: self.agent.describe()[k] for k in ("kind", "command", "model", "noise")},
             "skills": {
                 v: {s.name: _sha(s.text) for s in files} for v, files in self.variants.items()
             },
@@ -110,6 +134,11 @@ class Plan:
             "case_ids": [c.id for c in self.cases],
             "seed": self.bench.seed,
         }
+
+    @functools.cached_property
+    def bench_sha256(self) -> str:
+        """Hashed once per plan: every file of the benchmark is read for it."""
+        return bench_fingerprint(self.bench)
 
     def key(self) -> str:
         return _sha(json.dumps(self.material(), sort_keys=True))
@@ -168,9 +197,21 @@ def _skill_files(ws: Workspace, overrides: Mapping[str, str], drop: set[str]) ->
     for name in ws.skill_names():
         files[name] = SkillFiles(name, _read(ws.skill_path(name)), ws.skills_dir / name)
     for name, text in overrides.items():
-        folder = ws.skills_dir / name
+        folder = _version_folder(ws, name, text) or ws.skills_dir / name
         files[name] = SkillFiles(name, text, folder if folder.is_dir() else None)
     return [files[name] for name in sorted(files) if name not in drop]
+
+
+def _version_folder(ws: Workspace, name: str, text: str) -> Path | None:
+    """An older stored version runs with its own folder's files (references, scripts), not
+    the live ones; the current version and unpublished texts use the live folder."""
+    version = _version_of(ws, name, text)
+    if version is None:
+        return None
+    from engine.store import SkillStore
+
+    store = SkillStore(ws, name)
+    return None if version == store.current() else store.resources_dir(version)
 
 
 def _store_text(ws: Workspace, name: str, version: str) -> str:
@@ -269,10 +310,11 @@ def _run_unit(
     )
     room = build_room(spec, root)
     try:
-        outcome = plan.agent.run(room, prompt, should_stop, run_index=unit.run_index)
+        seed = unit_seed(plan.seed, unit.case_id, unit.run_index)
+        outcome = plan.agent.run(room, prompt, should_stop, run_index=unit.run_index, seed=seed)
         if outcome.cancelled:
             return None
-        row = _row(plan, case, unit, run_id, outcome)
+        row = _row(plan, case, unit, run_id, outcome) | {"seed": seed}
         if outcome.invalid_reason is None:
             graded = grade(plan.bench, case, outcome.answer, llm=judge, run_dir=room)
             row.update(graded.row_fields())
@@ -348,6 +390,7 @@ def run_evaluation(
     cancel: CancelToken | None = None,
     judge: JudgeModel | None = None,
     scoreboard: bool = True,
+    seed: int | None = None,
 ) -> RunResult:
     """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
 
@@ -359,6 +402,7 @@ def run_evaluation(
 
     ``judge`` grades llm_judge checks instead of the configured judge; ``scoreboard=False``
     leaves the scoreboard record to the caller (a Builder or Optimizer session writes its own).
+    ``seed`` fixes the evaluation's seed (default: a fresh one, or the resumed run's own).
     """
     if cancel is not None:
         cancel.check()
@@ -389,11 +433,29 @@ def run_evaluation(
     if folder is not None and folder.exists():
         _refuse_other_inputs(folder, plan)
     if folder is None:
-        folder = find_resumable(ws.runs_dir, plan.key()) or RunFolder(ws.runs_dir / new_id("run"))
+        found = find_resumable(ws.runs_dir, plan.key())
+        if found is not None and seed in (None, _seed_of(found)):
+            folder = found
+        else:
+            folder = RunFolder(ws.runs_dir / new_id("run"))
+    if folder.exists():
+        had = _seed_of(folder)
+        if seed is not None and seed != had:
+            raise SkillsmithError(
+                f"{folder.manifest_path}: run {folder.run_id} was made with seed {had}, "
+                f"not {seed}; run without --resume to start a new evaluation"
+            )
+        seed = had
+    plan = dataclasses.replace(plan, seed=fresh_seed() if seed is None else seed)
     judge = judge if judge is not None else _judge(ws, cfg, plan)
     preflight(agent)  # an unreachable model is refused before any run folder exists
     with folder.claim():
         return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard)
+
+
+def _seed_of(folder: RunFolder) -> int:
+    value = folder.read_manifest().get("seed")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _refuse_other_inputs(folder: RunFolder, plan: Plan) -> None:
@@ -447,6 +509,7 @@ def _evaluate(
         todo=len(todo),
         resumed=resumed,
         jobs=workers,
+        seed=plan.seed,
     )
     stop = threading.Event()
 
@@ -464,20 +527,27 @@ def _evaluate(
                 for unit in todo
             ]
             try:
-                for future in as_completed(futures):
-                    finished = future.result()
-                    if finished is None:
-                        continue
-                    launched += 1
-                    _store(folder, finished)
-                    done += 1
-                    log.emit("case_finished", **_summary(finished.row))
-                    log.emit("progress", done=done, total=len(units))
-                    fault = first_units.observe(
-                        finished.unit.case_id, finished.row["invalid_reason"]
-                    )
-                    if fault is not None:
-                        raise AgentBroken(fault)
+                order = {future: index for index, future in enumerate(futures)}
+                pending: set[Future[_Done | None]] = set(futures)
+                while pending:
+                    ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    batch, error = _collect(sorted(ready, key=order.__getitem__))
+                    _store_batch(folder, batch)
+                    events: list[tuple[EventKind, dict[str, Any]]] = []
+                    for finished in batch:
+                        done += 1
+                        events.append(("case_finished", _summary(finished.row)))
+                        events.append(("progress", {"done": done, "total": len(units)}))
+                    log.emit_many(events)
+                    launched += len(batch)
+                    if error is not None:
+                        raise error
+                    for finished in batch:
+                        fault = first_units.observe(
+                            finished.unit.case_id, finished.row["invalid_reason"]
+                        )
+                        if fault is not None:
+                            raise AgentBroken(fault)
             except BaseException:
                 stop.set()
                 for future in futures:
@@ -508,17 +578,41 @@ def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None
         sweep_temp_files(path)
 
 
-def _store(folder: RunFolder, finished: _Done) -> None:
-    """Session first, then the row: a row never points at a session that is not on disk."""
-    folder.write_session(finished.unit, finished.session)
-    outcome = finished.outcome
-    if outcome.raw_stream is not None:
-        finished.row["raw_file"] = folder.write_raw(
-            finished.unit, "stream.jsonl", outcome.raw_stream
-        )
-    if outcome.stderr_tail.strip():
-        folder.write_raw(finished.unit, "stderr.txt", outcome.stderr_tail)
-    folder.append_row(finished.row)
+def _collect(ready: list[Future[_Done | None]]) -> tuple[list[_Done], BaseException | None]:
+    """The units that finished together, and the first error among them (raised after the
+    others are stored, so no finished unit is lost to a sibling's failure)."""
+    batch: list[_Done] = []
+    error: BaseException | None = None
+    for future in ready:
+        try:
+            finished = future.result()
+        except BaseException as exc:  # re-raised by the caller once the batch is stored
+            error = error or exc
+            continue
+        if finished is not None:
+            batch.append(finished)
+    return batch, error
+
+
+def _store_batch(folder: RunFolder, batch: list[_Done]) -> None:
+    """Sessions first, then the rows: a row never points at a session that is not on disk.
+
+    Units that finished together share the syncs — each session file is fsynced, its folder
+    once, the rows with one append — so a batch is as durable as storing them one by one.
+    """
+    if not batch:
+        return
+    for finished in batch:
+        folder.write_session(finished.unit, finished.session, sync_dir=False)
+        outcome = finished.outcome
+        if outcome.raw_stream is not None:
+            finished.row["raw_file"] = folder.write_raw(
+                finished.unit, "stream.jsonl", outcome.raw_stream, sync_dir=False
+            )
+        if outcome.stderr_tail.strip():
+            folder.write_raw(finished.unit, "stderr.txt", outcome.stderr_tail, sync_dir=False)
+    folder.sync_unit_dirs()
+    folder.append_rows([finished.row for finished in batch])
 
 
 def _summary(row: dict[str, Any]) -> dict[str, Any]:
@@ -539,7 +633,8 @@ def _manifest(plan: Plan, folder: RunFolder, jobs: int) -> dict[str, Any]:
         "agent": plan.agent.describe(),
         "skills": plan.skills_record(SKILL),
         "baseline": baseline,
-        "seed": plan.bench.seed,
+        "seed": plan.seed,
+        "order_seed": plan.bench.seed,
         "runs": plan.runs,
         "case_ids": [c.id for c in plan.cases],
         "units_total": len(plan.cases) * plan.runs * len(plan.variants),
@@ -605,6 +700,7 @@ def _complete(
         baseline_metrics=metrics(baseline_rows, positive) if plan.baseline else None,
         status=status,
         launched=launched,
+        seed=plan.seed,
     )
     log.emit(
         "finished",

@@ -26,9 +26,11 @@ from engine.claims import exclusive_claim, is_claimed
 from engine.errors import FormatError, SkillsmithError
 from engine.fsutil import (
     append_jsonl,
+    append_jsonl_many,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    fsync_dir,
     read_jsonl,
 )
 
@@ -131,6 +133,10 @@ class RunFolder:
     def append_row(self, row: dict[str, Any]) -> None:
         append_jsonl(self.results_path, row)
 
+    def append_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Several finished units' rows with one fsync; on return all of them are on disk."""
+        append_jsonl_many(self.results_path, rows)
+
     def repair_torn_tail(self) -> None:
         """Drop a half-written last line (a crash mid-append) before appending after it."""
         path = self.results_path
@@ -154,15 +160,23 @@ class RunFolder:
         atomic_write_text(self.results_path, text)
 
     # -- unit files ------------------------------------------------------------------------------
-    def write_session(self, key: UnitKey, lines: list[dict[str, Any]]) -> None:
+    def write_session(
+        self, key: UnitKey, lines: list[dict[str, Any]], *, sync_dir: bool = True
+    ) -> None:
 
         text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-        atomic_write_text(self.path / key.session_file, text)
+        atomic_write_text(self.path / key.session_file, text, sync_dir=sync_dir)
 
-    def write_raw(self, key: UnitKey, suffix: str, text: str) -> str:
+    def write_raw(self, key: UnitKey, suffix: str, text: str, *, sync_dir: bool = True) -> str:
         rel = f"{RAW}/{key.stem}.{suffix}"
-        atomic_write_text(self.path / rel, text)
+        atomic_write_text(self.path / rel, text, sync_dir=sync_dir)
         return rel
+
+    def sync_unit_dirs(self) -> None:
+        """Persist the names of session and raw files written with ``sync_dir=False``."""
+        for name in (SESSIONS, RAW):
+            if (self.path / name).is_dir():
+                fsync_dir(self.path / name)
 
     # -- ownership -------------------------------------------------------------------------------
     def claim(self) -> contextlib.AbstractContextManager[None]:

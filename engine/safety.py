@@ -6,131 +6,20 @@ The rules follow the intent of tRPC-Agent-Go's safety gate (secret, dangerous-sh
 path-traversal patterns) with our own, tighter patterns: each rule pairs a regex that finds a
 candidate with a check that tells the dangerous form from its harmless near miss (``rm -rf ./build``
 is housekeeping, ``rm -rf ~`` is not; ``password = os.environ["X"]`` reads a secret, it does not
-leak one). A finding about a credential never quotes the credential.
+leak one). A finding about a credential never quotes the credential. The credential rules are the
+one secret scanner's (``engine.secret_scan``); this module adds the command and path rules.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterable
 
+from engine.findings import Finding, Rule, Severity
+from engine.secret_scan import SECRET_RULES, find_secrets
 from engine.skill import split_lines
 
-Severity = Literal["error", "warning"]
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem at one line of a file (shared by the safety scan, lint and the gates)."""
-
-    rule_id: str
-    severity: Severity
-    line: int
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rule_id": self.rule_id,
-            "severity": self.severity,
-            "line": self.line,
-            "message": self.message,
-        }
-
-    def format(self, path: object) -> str:
-        return f"{path}:{self.line}: {self.severity} {self.rule_id} {self.message}"
-
-
-# A judge looks at one regex match and returns the severity it deserves, or None for a near miss.
-Judge = Callable[[re.Match[str], str], Severity | None]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A named pattern; ``hints`` are lowercase substrings one of which a line must contain
-    before the regexes run (Python's ``re`` has no literal prefilter, and most lines are prose).
-    """
-
-    id: str
-    hints: tuple[str, ...]
-    category: Literal["secret", "destructive", "path"]
-    message: str
-    patterns: tuple[re.Pattern[str], ...]
-    judge: Judge | None = None
-    severity: Severity = "error"
-
-    def check(self, line: str) -> tuple[Severity, str] | None:
-        """The severity and the offending text of this rule's first real hit on ``line``."""
-        for pattern in self.patterns:
-            for match in pattern.finditer(line):
-                severity = self.judge(match, line) if self.judge else self.severity
-                if severity is not None:
-                    return severity, match.group(0)
-        return None
-
-
 # ------------------------------------------------------------------------------------- judges
-
-_PLACEHOLDERS = {
-    "string",
-    "str",
-    "none",
-    "null",
-    "nil",
-    "true",
-    "false",
-    "redacted",
-    "changeme",
-    "change-me",
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "example",
-    "placeholder",
-    "dummy",
-    "required",
-    "optional",
-}
-
-
-def _looks_random(value: str) -> bool:
-    """Key material mixes letters and digits and is not one character repeated (``sk-xxxx…``)."""
-    core = re.sub(r"[^A-Za-z0-9]", "", value)
-    if len(core) < 12 or not re.search(r"\d", core) or not re.search(r"[A-Za-z]", core):
-        return False
-    most = max(core.count(c) for c in set(core))
-    return most / len(core) < 0.4
-
-
-def _random_key(match: re.Match[str], _line: str) -> Severity | None:
-    return "error" if _looks_random(match.group("key")) else None
-
-
-def _literal_value(raw: str) -> bool:
-    """True when an assigned value is a literal secret, not a reference or a placeholder."""
-    if raw[:1] in "\"'":
-        value = raw[1:-1] if len(raw) > 1 and raw[-1] == raw[0] else raw[1:]
-        if len(value) < 4 or " " in value:
-            return False
-    else:
-        value = raw
-        if len(value) < 8 or re.search(r"[(\[.]", value):
-            return False
-        if not (re.search(r"\d", value) and re.search(r"[A-Za-z]", value)):
-            return False
-    lowered = value.lower()
-    if lowered in _PLACEHOLDERS or lowered.startswith(("your", "my-", "my_", "example", "<")):
-        return False
-    if value[:1] in "$%<{[(*" or "{{" in value or "${" in value or "..." in value or "…" in value:
-        return False
-    return len(set(value)) > 2
-
-
-def _assignment(match: re.Match[str], _line: str) -> Severity | None:
-    return "error" if _literal_value(match.group("value")) else None
-
 
 _TOP_DIRS = (
     "bin|boot|dev|etc|home|lib|lib64|opt|proc|root|sbin|srv|sys|usr|var|mnt|media"
@@ -220,92 +109,7 @@ def _re(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-# The name must END with one of these words (``GITHUB_TOKEN``, ``client_secret``), so ``max_tokens``
-# and ``token_url`` are not credentials; what comes before the word does not matter.
-_SECRET_NAME = (
-    r"(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?key|private[_-]?key"
-    r"|credentials?)(?![\w-])"
-)
-_VALUE = r"(?P<value>\"[^\"\n]*\"?|'[^'\n]*'?|[^\s,;)}\]`]+)"
-
-RULES: tuple[Rule, ...] = (
-    # Credentials.
-    Rule(
-        "secret.anthropic_key",
-        ("sk-ant-",),
-        "secret",
-        "Anthropic API key",
-        (_re(r"\bsk-ant-(?P<key>[A-Za-z0-9_-]{20,})"),),
-        _random_key,
-    ),
-    Rule(
-        "secret.openai_key",
-        ("sk-",),
-        "secret",
-        "OpenAI-style API key (sk-…)",
-        (_re(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<key>[A-Za-z0-9_-]{20,})"),),
-        _random_key,
-    ),
-    Rule(
-        "secret.aws_access_key",
-        ("akia", "asia"),
-        "secret",
-        "AWS access key id",
-        (_re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),),
-    ),
-    Rule(
-        "secret.aws_secret_key",
-        ("secret",),
-        "secret",
-        "AWS secret access key",
-        (
-            _re(
-                r"(?i)aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?(?P<key>[A-Za-z0-9/+=]{40})"
-                r"(?![A-Za-z0-9/+=])"
-            ),
-        ),
-        _random_key,
-    ),
-    Rule(
-        "secret.github_token",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        "secret",
-        "GitHub token",
-        (_re(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b"),),
-    ),
-    Rule(
-        "secret.slack_token",
-        ("xox",),
-        "secret",
-        "Slack token",
-        (_re(r"\bxox[abposr]-(?P<key>[A-Za-z0-9-]{10,})"),),
-        _random_key,
-    ),
-    Rule(
-        "secret.private_key",
-        ("private key",),
-        "secret",
-        "private key block",
-        (_re(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),),
-    ),
-    Rule(
-        "secret.jwt",
-        ("eyj",),
-        "secret",
-        "JSON Web Token",
-        (_re(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),),
-    ),
-    Rule(
-        "secret.assignment",
-        ("pass", "secret", "token", "key", "credential"),
-        "secret",
-        "credential assigned a literal value",
-        (
-            _re(r"(?i)" + _SECRET_NAME + r"[\"']?\s*(?::=|=|:)\s*" + _VALUE),
-            _re(r"(?i)--(?:password|passwd|token|api-key|secret|client-secret)(?:=|\s+)" + _VALUE),
-        ),
-        _assignment,
-    ),
+_COMMAND_RULES: tuple[Rule, ...] = (
     # Destructive commands.
     Rule(
         "destructive.rm_rf",
@@ -418,26 +222,29 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+RULES: tuple[Rule, ...] = SECRET_RULES + _COMMAND_RULES
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 
 
-def scan(text: str) -> list[Finding]:
-    """Every rule's first hit on every line (1-based line numbers), in line order."""
-    findings: list[Finding] = []
-    for number, (line, _eol) in enumerate(split_lines(text), start=1):
+def scan(text: str, known: Iterable[str] = ()) -> list[Finding]:
+    """Every rule's first hit on every line (1-based line numbers), in line order.
+
+    ``known`` are literal vault values (``engine.vault.secret_values``): a text holding one is
+    refused like a key, so what passes here can always be snapshotted.
+    """
+    lines = [line for line, _eol in split_lines(text)]
+    findings = find_secrets(lines, known)
+    for number, line in enumerate(lines, start=1):
         lowered = line.lower()
-        for rule in RULES:
+        for rule in _COMMAND_RULES:
             if not any(hint in lowered for hint in rule.hints):
                 continue
             hit = rule.check(line)
-            if hit is None:
-                continue
-            severity, matched = hit
-            message = rule.message
-            if rule.category != "secret":
-                message += f": `{_clip(matched)}`"
-            findings.append(Finding(rule.id, severity, number, message))
-    return findings
+            if hit is not None:
+                severity, matched = hit
+                message = f"{rule.message}: `{_clip(matched)}`"
+                findings.append(Finding(rule.id, severity, number, message))
+    return sorted(findings, key=lambda f: f.line)
 
 
 def _clip(text: str, limit: int = 60) -> str:

@@ -166,10 +166,19 @@ class _Span:
     stop: int
 
 
+# Titles that end like a canonical one but are not it: "## Next Steps" lists what to do after the
+# skill has done its work, not the skill's procedure.
+_LOOKALIKES = {
+    "steps": ("next steps", "next step", "further steps", "follow-up steps", "additional steps")
+}
+
+
 def canonical_section(title: str) -> str | None:
     """Which of description/when_to_use/steps/pitfalls a heading title stands for, if any."""
     norm = _normalise_title(title)
     for kind, alias in _ALIASES.items():
+        if norm in _LOOKALIKES.get(kind, ()):
+            continue
         if norm in alias["exact"]:
             return kind
         if any(norm.startswith(p + " ") for p in alias["prefix"]):

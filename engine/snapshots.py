@@ -39,8 +39,9 @@ from engine.fsutil import (
     staged_open,
 )
 from engine.schema import from_mapping, to_mapping
+from engine.secret_scan import find_secrets
 from engine.skill import SkillDoc
-from engine.vault import ENV_SECRETS, MIN_SECRET_LEN, has_secret, read_secret, secret_names
+from engine.vault import secret_values
 from engine.workspace import CONFIG_NAME, INTENT_JOURNAL, LOCK_NAME, RESTORE_JOURNAL, Workspace
 
 MANIFEST = ".skillsmith-snapshot.json"
@@ -112,7 +113,7 @@ def create_snapshot(ws: Workspace, note: str = "") -> Path:
 def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
     cfg = ws.load_config()
     dest = _free_name(ws, cfg.version)
-    secrets_found = _secret_needles(ws)
+    known = secret_values(ws)
     manifest = json.dumps(
         {"format": 1, "version": cfg.version, "created_at": utc_now(), "note": note},
         ensure_ascii=False,
@@ -131,7 +132,7 @@ def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
             info.uname = info.gname = ""
             if info.isreg():
                 data = path.read_bytes()
-                _refuse_secrets(path, data, secrets_found)
+                _refuse_secrets(path, data, known)
                 tar.addfile(info, io.BytesIO(data))
             else:
                 tar.addfile(info)
@@ -174,28 +175,28 @@ def live_item(ws: Workspace, item: str) -> Path:
     return {"skills": ws.skills_dir, "AGENTS.md": ws.agents_md}.get(item, ws.root / item)
 
 
-def _secret_needles(ws: Workspace) -> list[bytes]:
-    """Literal secrets that must never leave the vault: every vault value and the API keys."""
-    values = [os.environ.get(name, "").strip() for name in ENV_SECRETS]
-    for name in secret_names(ws):
-        with contextlib.suppress(SkillsmithError):  # an unreadable secret is not ours to judge
-            values.append(read_secret(ws, name) or "")
-    return [v.encode("utf-8") for v in values if len(v) >= MIN_SECRET_LEN]
+def _refuse_secrets(path: Path, data: bytes, known: list[str]) -> None:
+    """The one secret scanner (what the Safety gate runs, vault values included) on text the
+    size of a skill file; the literal vault values and the Anthropic key shape on anything larger.
 
-
-def _refuse_secrets(path: Path, data: bytes, needles: list[bytes]) -> None:
-    """Literal vault values anywhere; key-shaped strings in text the size of a skill file.
-
-    The key-shape patterns are slow on megabytes, and a key pasted by hand lands in SKILL.md,
-    AGENTS.md or a small reference, so large files are searched for the literal values only.
+    The rules are slow on megabytes, and a key pasted by hand lands in SKILL.md, AGENTS.md or a
+    small reference, so large files are searched for the literals only.
     """
-    leaked = any(n in data for n in needles) or _ANTHROPIC_KEY.search(data) is not None
-    if not leaked and len(data) <= _SHAPE_SCAN_BYTES:
-        leaked = has_secret(data.decode("utf-8", "replace"))
-    if leaked:
+    if len(data) <= _SHAPE_SCAN_BYTES:
+        found = find_secrets(data.decode("utf-8", "replace").splitlines(), known)
+        hit = (found[0].line, found[0].message) if found else None
+    else:
+        at = min((i for i in (data.find(v.encode("utf-8")) for v in known) if i >= 0), default=-1)
+        key = _ANTHROPIC_KEY.search(data)
+        if key is not None and (at < 0 or key.start() < at):
+            at = key.start()
+        hit = (data.count(b"\n", 0, at) + 1, "a secret") if at >= 0 else None
+    if hit is not None:
+        line, what = hit
         raise SkillsmithError(
-            f"{path}: holds a secret (an API key or a vault value); secrets never go into "
-            "snapshots — move it to vault/ and reference it instead"
+            f"{path}:{line}: holds a secret ({what}); secrets never go into snapshots — move the "
+            "value to vault/ and refer to it by name (an environment variable such as $API_KEY), "
+            "then snapshot again"
         )
 
 
@@ -437,6 +438,10 @@ def _agent_change(live: Config | None, restored: Config) -> str | None:
         for key in sorted(set(old) | set(new))
         if key not in _HARMLESS_AGENT_KEYS and old.get(key) != new.get(key)
     ]
+    # paths decide where the restored skills and AGENTS.md are written: an archive may not
+    # move them (to ~/.ssh, say) unless trusted like a new agent command
+    was, now = to_mapping(live.paths), to_mapping(restored.paths)
+    changed += [f"paths.{k} {was[k]!r} → {now[k]!r}" for k in sorted(was) if was[k] != now[k]]
     return "; ".join(changed) or None
 
 

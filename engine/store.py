@@ -217,9 +217,14 @@ class SkillStore:
 
     def resources(self, version: str) -> dict[str, Resource] | None:
         """The files beside SKILL.md in ``version`` (None: an old version that kept none)."""
+        files = self.resources_dir(version)
+        return None if files is None else read_resources(files)
+
+    def resources_dir(self, version: str) -> Path | None:
+        """``vN/files/``: the folder of ``version``'s resources (None for an old version)."""
         self.read(version)
         files = self.dir / version / RESOURCES_DIR
-        return read_resources(files) if files.is_dir() else None
+        return files if files.is_dir() else None
 
     def diff(self, old: str, new: str) -> str:
         """The whole-folder patch from version ``old`` to ``new`` (SKILL.md first)."""
@@ -588,7 +593,8 @@ _STAGE = re.compile(
     r"(?:branches/[A-Za-z0-9][A-Za-z0-9._-]{0,127}/)?\.tmp-publish-[0-9a-f]{8}"
     r"|branches/\.tmp-fork-[0-9a-f]{8}"
 )
-_OPS = ("publish", "rollback", "fork", "taboo_append")
+_OPS = ("publish", "rollback", "fork", "taboo_append", "taboo_remove")
+_TABOO_OPS = ("taboo_append", "taboo_remove")
 
 
 def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
@@ -608,11 +614,11 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
         not isinstance(branch, str) or not _NAME.match(branch) or ".." in branch
     ):
         raise bad("branch", "expected a branch name")
-    if intent["op"] != "taboo_append" and not (
+    if intent["op"] not in _TABOO_OPS and not (
         isinstance(intent.get("to"), str) and _VERSION.match(intent["to"])
     ):
         raise bad("to", "expected a version vN")
-    if intent["op"] == "taboo_append":
+    if intent["op"] in _TABOO_OPS:
         try:
             TabooEntry(**intent["entry"])
         except (KeyError, TypeError):

@@ -726,6 +726,16 @@ def step_commands(text: str) -> list[str]:
     return [c for c in (normalise(m) for m in _BACKTICKED.findall(text)) if c]
 
 
+def _evidences(command: str, tool: str, args: str) -> bool:
+    """A call evidences a step's command when its arguments hold it, or, for a command written
+    the Claude Code way as tool and argument (`` `Read task/X.java` ``), when it is a call of
+    that tool whose arguments hold the rest."""
+    if command in args:
+        return True
+    head, _, rest = command.partition(" ")
+    return bool(rest) and head.casefold() == tool and rest in args
+
+
 @dataclass(frozen=True)
 class Progress:
     steps_known: bool
@@ -742,6 +752,7 @@ def progress(trace: Trace, steps: Sequence[StepLike] | None) -> Progress:
     if not steps:
         return Progress(False, claimed, [], [], [], [], {})
     args = [normalise(c.args) for c in trace.calls]
+    names = [c.name.casefold() for c in trace.calls]
     evidence: dict[int, int] = {}
     unverifiable: list[int] = []
     for step in steps:
@@ -750,7 +761,7 @@ def progress(trace: Trace, steps: Sequence[StepLike] | None) -> Progress:
             unverifiable.append(step.number)
             continue
         for index, arg in enumerate(args):
-            if any(command in arg for command in commands):
+            if any(_evidences(command, names[index], arg) for command in commands):
                 evidence[step.number] = index
                 break
     checkable = [s.number for s in steps if s.number not in unverifiable]

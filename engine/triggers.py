@@ -38,7 +38,8 @@ from engine.config import Config
 from engine.errors import FormatError, SkillsmithError
 from engine.events import CancelToken, SessionLog, new_id, utc_now
 from engine.fsutil import atomic_write_text
-from engine.gates.candidate import Outcome, submit_candidate
+from engine.gates.candidate import Outcome
+from engine.gates.submission import submit_candidate
 from engine.llm import LLM, make_llm
 from engine.online.library import is_skill_load
 from engine.optimize.experiment import Experiment

@@ -9,6 +9,7 @@ well-known credential.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -17,30 +18,13 @@ from pathlib import Path
 
 from engine.errors import FormatError, SkillsmithError
 from engine.fsutil import atomic_write_bytes
+from engine.secret_scan import KEY_SHAPES, is_secret_value
 from engine.workspace import Workspace
 
 ANTHROPIC_KEY_NAME = "anthropic_api_key"
 ENV_SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 MASK = "[REDACTED]"
-# Shorter values are too likely to occur as ordinary words to be masked everywhere.
-MIN_SECRET_LEN = 6
-
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_KEY_SHAPES = re.compile(
-    "|".join(
-        (
-            r"sk-ant-[A-Za-z0-9_\-]{8,}",
-            r"\bsk-[A-Za-z0-9_\-]{20,}",
-            r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-            r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-            r"\bgithub_pat_[A-Za-z0-9_]{30,}",
-            r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
-            r"\bAIza[0-9A-Za-z_\-]{35}",
-            r"(?<=[Bb]earer )[A-Za-z0-9._~+/\-]{16,}=*",
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-        )
-    )
-)
 
 _known: set[str] = set()
 _known_guard = threading.Lock()
@@ -103,23 +87,33 @@ def anthropic_api_key(ws: Workspace | None = None) -> str | None:
 
 
 def register_secret(value: str) -> None:
-    """Make :func:`redact` mask ``value`` from now on (values shorter than 6 are ignored)."""
-    if len(value) >= MIN_SECRET_LEN:
+    """Make :func:`redact` mask ``value`` from now on; a value too short or too ordinary to be
+    told from text (``VERDICT``) is ignored (``engine.secret_scan.is_secret_value``)."""
+    if is_secret_value(value):
         with _known_guard:
             _known.add(value)
+
+
+def secret_values(ws: Workspace) -> list[str]:
+    """Every literal that must never leave the vault: the API keys in the environment and each
+    vault value, those too ordinary to search for left out. An unreadable secret is skipped:
+    it is not ours to judge here, and reading it again reports it."""
+    values = [os.environ.get(name, "").strip() for name in ENV_SECRETS]
+    for name in secret_names(ws):
+        with contextlib.suppress(SkillsmithError):
+            values.append(read_secret(ws, name) or "")
+    return [v for v in values if is_secret_value(v)]
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every known secret value and every key-shaped string replaced by a mask."""
     with _known_guard:
         values = set(_known)
-    values.update(s for s in secrets if len(s) >= MIN_SECRET_LEN)
-    values.update(
-        v for v in (os.environ.get(n, "") for n in ENV_SECRETS) if len(v) >= MIN_SECRET_LEN
-    )
+    values.update(s for s in secrets if is_secret_value(s))
+    values.update(v for v in (os.environ.get(n, "") for n in ENV_SECRETS) if is_secret_value(v))
     for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, MASK)
-    return _KEY_SHAPES.sub(MASK, text)
+    return KEY_SHAPES.sub(MASK, text)
 
 
 def has_secret(text: str) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 from engine.errors import SkillsmithError
 from engine.queue import Candidate, CandidateQueue
 from engine.runs import SESSIONS, RunFolder, UnitKey
+from engine.scoreboard import RecordHead
 from engine.store import SkillStore, is_leftover
 from engine.workspace import Workspace
 
@@ -336,3 +337,12 @@ def compact_count(n: int) -> str:
         if abs(float(text)) < 1000:  # 999999 rounds up to "1e+03": say 1M instead
             return text + suffix
     return f"{value / 1000:,.0f}T"
+
+
+def record_versions(record: RecordHead) -> str:
+    """Which skill versions produced a scoreboard record: ``name@vN`` for each skill it ran
+    with (a baseline without skills says so, rather than looking unrecorded)."""
+    shown = ", ".join(f"{name}@{version}" for name, version in sorted(record.skills.items()))
+    if shown:
+        return shown
+    return "no skill (baseline)" if record.variant == "baseline" else "versions not recorded"

@@ -98,7 +98,8 @@ class Workspace:
             raise SkillsmithError(f"{path / CONFIG_NAME}: a workspace already exists here")
         path.mkdir(parents=True, exist_ok=True)
         for name in LAYOUT_DIRS:
-            (path / name).mkdir(exist_ok=True)
+            if name != "skills":  # paths.skills says where the live skills are
+                (path / name).mkdir(exist_ok=True)
         (path / "vault").chmod(0o700)
         ws = cls(path)
         ws.save_config(config or Config())

@@ -45,6 +45,12 @@ def built_demo(root: Path, *, iterations: int = 1, cases: int = 6) -> Path:
     from engine.workspace import Workspace
 
     path = copy_demo(root)
+    # The Optimizer tests assert exact keep/roll-back decisions and scores of single runs, so the
+    # demo agent runs without its run-to-run slips (agent.noise: 0).
+    ws = Workspace.at(path)
+    cfg = ws.load_config()
+    cfg.agent.noise = 0.0
+    ws.save_config(cfg)
     build_benchmark(
         Workspace.at(path),
         BENCH,

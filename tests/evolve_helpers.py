@@ -20,15 +20,23 @@ ROOT = Path(__file__).resolve().parents[1]
 SMALL_FAMILIES = ("deser", "path", "crypto")
 
 
-def demo(dest: Path, families: tuple[str, ...] | None = None) -> Workspace:
-    """A copy of the demo workspace, optionally with only the cases of some families."""
+def demo(
+    dest: Path, families: tuple[str, ...] | None = None, *, noise: float | None = None
+) -> Workspace:
+    """A copy of the demo workspace, optionally with only the cases of some families and another
+    ``agent.noise`` than the shipped one."""
     copy_demo(dest)
     if families is not None:
         bench = dest / "benchmarks" / DEMO_BENCHMARK
         for case in bench.iterdir():
             if case.is_dir() and not case.name.startswith(tuple(f + "-" for f in families)):
                 shutil.rmtree(case)
-    return Workspace.at(dest)
+    ws = Workspace.at(dest)
+    if noise is not None:
+        cfg = ws.load_config()
+        cfg.agent.noise = noise
+        ws.save_config(cfg)
+    return ws
 
 
 def evolve_argv(ws: Workspace, *extra: str) -> list[str]:
@@ -52,14 +60,16 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def run_evolve(ws: Workspace, *extra: str, timeout: float = 900) -> dict[str, Any]:
-    """``skillsmith evolve … --json`` as a subprocess; its JSON result."""
+def run_evolve(
+    ws: Workspace, *extra: str, timeout: float = 900, extra_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``skillsmith evolve … --json`` as a subprocess (``extra_env`` added); its JSON result."""
     done = subprocess.run(
         [*evolve_argv(ws, *extra), "--json"],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env(),
+        env={**env(), **(extra_env or {})},
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr

@@ -118,6 +118,7 @@ class RecordedRequest:
     headers: dict[str, str]
     json: Any
     has_credentials: bool
+    body_bytes: int = 0  # the size of the body as it arrived, before any parsing
 
 
 Responder = Callable[[JsonDict], "Reply | str"]
@@ -523,7 +524,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = None
         credential = self._credential()
-        self._record(body)
+        self._record(body, len(raw))
         route = urlsplit(self.path).path
         if route not in ("/v1/messages", "/v1/messages/count_tokens"):
             self._send_error(404, f"no route for POST {route}")
@@ -550,7 +551,7 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("authorization", "")
         return auth[7:] if auth.lower().startswith("bearer ") else None
 
-    def _record(self, body: Any) -> None:
+    def _record(self, body: Any, body_bytes: int = 0) -> None:
         parts = urlsplit(self.path)
         self.server_state._record(
             RecordedRequest(
@@ -564,6 +565,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
                 json=body,
                 has_credentials=self._credential() is not None,
+                body_bytes=body_bytes,
             )
         )
 

@@ -95,7 +95,15 @@ def diagnosis(*causes: dict[str, Any], failing: int = 10) -> dict[str, Any]:
 
 
 def demo_workspace(tmp_path: Path) -> Workspace:
-    """A private copy of the bundled demo workspace."""
+    """A private copy of the bundled demo workspace, with the deterministic agent.
+
+    The proposer tests assert which cases one patch flips and which it breaks, an exact outcome
+    per case run, so the agent's run-to-run slips are switched off (``agent.noise: 0``).
+    """
     root = tmp_path / "demo"
     shutil.copytree(DEMO_WORKSPACE, root)
-    return Workspace.at(root)
+    ws = Workspace.at(root)
+    cfg = ws.load_config()
+    cfg.agent.noise = 0.0
+    ws.save_config(cfg)
+    return ws

@@ -74,7 +74,7 @@ def test_adversarial_agent_finds_no_rubric_vault_workspace_or_key(
         assert isinstance(env, dict)
         allowed = {"PATH", "LANG", "TERM", "TZ", "HOME", "TMPDIR", "PWD"}
         allowed |= {"SKILLSMITH_PROMPT_FILE", "SKILLSMITH_SKILLS_DIR"}
-        allowed |= {"SKILLSMITH_RUN_INDEX", "SKILLSMITH_MAX_TURNS"}
+        allowed |= {"SKILLSMITH_RUN_INDEX", "SKILLSMITH_MAX_TURNS", "SKILLSMITH_SEED"}
         assert {k for k in env if not k.startswith("LC_")} <= allowed
         # the manifest records the turn budget the agent was really given
         assert env["SKILLSMITH_MAX_TURNS"] == str(manifest["agent"]["max_turns"]) == "20"

@@ -393,7 +393,7 @@ def test_input_files_outside_their_folder_are_refused(
         (tmp_path / "vault").mkdir()
         (tmp_path / "vault" / "anthropic_api_key").write_text("sk-ant-not-for-agents")
         (path.parent / "link.txt").symlink_to(tmp_path / "vault" / "anthropic_api_key")
-        where = r"evals\.json:1[0-9]: field 'evals\[1\]\.files\[0\]'"
+        where = r"evals\.json:18: field 'evals\[1\]\.files\[0\]'"
     else:
         path = _case_file(tmp_path, files)
         where = r"cases\.jsonl:2: field 'files\[0\]'"
@@ -479,3 +479,13 @@ def test_zip_bomb_and_duplicates_are_refused_before_unpacking(
     with pytest.raises(FormatError, match=r"many\.zip: zip inflates to more than"):
         import_run(workspace, many, run_id="r3")
     assert list(workspace.runs_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["cases", "evals", "run"])
+def test_a_path_too_long_is_one_short_line(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    path = tmp_path / ("a" * 6000 + ".csv")
+    assert main(["import", kind, str(path), "--bench", "b", "-w", str(workspace.root)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300 and "File name too long" in err

@@ -6,6 +6,7 @@ Skipped when tmux is missing, unless SKILLSMITH_REQUIRE_E2E=1 (then it fails ins
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -19,7 +20,8 @@ import pytest
 
 from engine.queue import CandidateQueue
 from engine.store import SkillStore
-from tests.tui_workspace import SKILL, build_workspace
+from engine.views import compact_count
+from tests.tui_workspace import BENCH, SKILL, build_workspace, demo_cases
 
 pytestmark = pytest.mark.e2e
 
@@ -82,11 +84,13 @@ def test_a_approves_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> Non
         return tmux("capture-pane", "-p", "-t", tmux_session)
 
     wait_for(
-        lambda: all(part in screen() for part in (target.id, "pending_approval", "+++ b/SKILL.md")),
-        "the queue and the diff",
+        lambda: all(part in screen() for part in (target.id, "pending_approval", "press 1")),
+        "the queue and the overview's next action",
         timeout=120,  # a cold start compiles and imports the whole engine
         show=tmux_session,
     )
+    tmux("send-keys", "-t", tmux_session, "2")
+    wait_for(lambda: "+++ b/SKILL.md" in screen(), "the diff", show=tmux_session)
     tmux("send-keys", "-t", tmux_session, "a")
     store = SkillStore(ws, SKILL)
     wait_for(lambda: store.current() == "v2", "v2 to be published on disk")
@@ -97,7 +101,7 @@ def test_a_approves_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> Non
     )
     wait_for(lambda: "published" in screen(), "the queue to show the published status")
     wait_for(lambda: f"Approved {target.id}" in screen(), "the approval toast")
-    wait_for(lambda: "workspace v2" in screen(), "the status line to show version 2")
+    wait_for(lambda: f"{SKILL} v2" in screen(), "the status line to show the skill at v2")
     tmux("send-keys", "-t", tmux_session, "q")
     wait_for(
         lambda: (
@@ -108,3 +112,69 @@ def test_a_approves_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> Non
         ),
         "the workbench to quit",
     )
+
+
+def test_a_day_on_the_demo_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> None:
+    """The first screen orients, e asks and its outcome stays, the scoreboard's tokens are the
+    run's, an evolve round's verdict is shown whatever it is, and b asks before rolling back."""
+    ws = build_workspace(tmp_path / "ws", candidates=0, cases=demo_cases(16))
+    # No seed pinned: every figure below is compared with the files of the same run, and the
+    # round's verdict is checked whichever way it goes.
+    queue = CandidateQueue(ws)
+    for candidate in queue.list():
+        queue.reject(candidate.id, why="not part of this test")
+    tmux(
+        "new-session", "-d", "-s", tmux_session, "-x", "140", "-y", "45",
+        "-e", f"XDG_CONFIG_HOME={tmp_path / 'xdg'}", "-c", str(ROOT), command(ws.root),
+    )  # fmt: skip
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", tmux_session)
+
+    def keys(*presses: str) -> None:
+        for key in presses:
+            tmux("send-keys", "-t", tmux_session, key)
+            time.sleep(0.3)
+
+    wait_for(
+        lambda: all(p in screen() for p in (SKILL, BENCH, "no evaluation yet — press e")),
+        "the overview with the skill, the benchmark and the next action",
+        timeout=120,
+        show=tmux_session,
+    )
+    keys("e")
+    wait_for(lambda: f"Evaluate {BENCH}?" in screen(), "the evaluation's confirmation")
+    assert "16 units (16 cases × 1 run(s))" in screen()
+    keys("y")
+    wait_for(
+        lambda: "Last outcome: Evaluated" in screen(), "the evaluation", 300, show=tmux_session
+    )
+    (run,) = ws.runs_dir.iterdir()
+    time.sleep(11)  # the toast times out after 10 s; the outcome must still be on screen
+    assert f"Last outcome: Evaluated {BENCH}: run {run.name}" in screen()
+
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    tokens = sum((r["tokens"]["input"] or 0) + (r["tokens"]["output"] or 0) for r in rows)
+    keys("5")
+    wait_for(lambda: f"tokens {tokens:,}" in screen(), "the record's tokens", show=tmux_session)
+    assert compact_count(tokens) in screen() and "…" not in screen()
+
+    keys("0", "v")
+    wait_for(lambda: "Last outcome: Evolve round 1" in screen(), "the round", 400, tmux_session)
+    shown = screen()
+    if "rejected — " in shown:
+        keys("3")
+        wait_for(lambda: "rejected (no candidate)" in screen(), "the round's gates in 3 Gates")
+        assert "fail" in screen()
+    else:
+        assert "awaits approval — press 1, then a" in shown or "published" in shown
+
+    keys("6")
+    wait_for(lambda: "Timeline of" in screen(), "the skills pane", show=tmux_session)
+    keys("l", "b")
+    wait_for(lambda: f"Roll {SKILL} back from" in screen(), "the rollback question")
+    current = SkillStore(ws, SKILL).current()
+    keys("n")
+    time.sleep(1)
+    assert SkillStore(ws, SKILL).current() == current  # declined: nothing moved
+    keys("q")

@@ -24,7 +24,8 @@ from engine.store import SkillStore
 from engine.workspace import Workspace
 from tests.evolve_helpers import SMALL_FAMILIES, demo, run_evolve, session_events
 
-GATES = ["target", "guardrail", "holdout", "verify"]
+# the outcome gates, then the gates every candidate meets at the queue's door
+GATES = ["target", "guardrail", "holdout", "verify", "spec", "safety", "effectiveness", "human"]
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +50,9 @@ def statuses(rows: list[dict[str, Any]]) -> dict[str, str]:
 def test_offline_evolution_lifts_holdout_f1_records_taboo_and_breaks_no_guardrail(
     tmp_path: Path,
 ) -> None:
-    ws = demo(tmp_path / "ws")
+    # the deterministic agent: this test holds every accepted version to "no selection case its
+    # parent passed fails", an exact per-case outcome (the noisy demo is test_evolve_noise.py)
+    ws = demo(tmp_path / "ws", noise=0.0)
     result = run_evolve(ws, "--auto-approve")
     store = SkillStore(ws, DEMO_SKILL)
     bench = load_benchmark(ws.benchmarks_dir / DEMO_BENCHMARK)

@@ -23,13 +23,12 @@ from engine.gates.candidate import (
     Outcome,
     StaleCandidate,
     count_sibling_of,
-    expire_pending,
     family_key,
     run_candidate_gates,
-    submit_candidate,
-    sweep_expired,
 )
+from engine.gates.expiry import expire_pending, sweep_expired
 from engine.gates.result import GateResult
+from engine.gates.submission import submit_candidate
 from engine.queue import CandidateQueue
 from engine.store import SkillStore
 from engine.workspace import Workspace

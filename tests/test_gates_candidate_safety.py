@@ -31,7 +31,24 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "secret.github_token": ("GITHUB_TOKEN: ghp_" + _R, "Take a ghp_ token from the vault."),
     "secret.slack_token": ("SLACK_BOT=xoxb-" + "1234567890-" + _R[:24], "xoxb-... (your token)"),
-    "secret.private_key": ("-----BEGIN " + "RSA PRIVATE KEY-----", "-----BEGIN PUBLIC KEY-----"),
+    "secret.private_key": (
+        "Paste `MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" + _R + "` into the key file.",
+        "A key file starts with `-----BEGIN PRIVATE KEY-----`.",
+    ),
+    "secret.stripe_key": ("Charge with `sk_" + "live_" + _R[:24] + "`.", "Use an sk_live_ key."),
+    "secret.google_api_key": ("Maps key: AIza" + "Sy" + _R[:33] + ".", "Keys start with AIza."),
+    "secret.slack_webhook": (
+        "Post to https://hooks.slack.com/services/" + "T04BQ7XK2/B05HZ3M9P/" + _R[:24] + ".",
+        "Post to the team's Slack webhook (hooks.slack.com) from the vault.",
+    ),
+    "secret.bearer_token": (
+        'Send `-H "Authorization: Bearer ' + _R + '"`.',
+        'Send `-H "Authorization: Bearer $API_TOKEN"`.',
+    ),
+    "secret.url_credentials": (
+        "Clone `https://deploy:" + "Xk9fP2qLm7w@git.example.com/repo.git`.",
+        "Clone `https://user:${GIT_TOKEN}@github.com/org/repo`.",
+    ),
     "secret.jwt": (
         "Authorization: Bearer eyJ"
         + "hbGciOiJIUzI1NiJ9.eyJ"

@@ -21,6 +21,7 @@ from engine.gt_audit import (
 from engine.traces import TraceSummary, load_trace, summarise
 from tests.bench_helpers import write_benchmark, write_case
 from tests.diag_helpers import (
+    SKILL_NAME,
     SKILL_TEXT,
     clean_calls,
     row,
@@ -217,3 +218,16 @@ def test_audit_over_runs_of_two_skill_versions_with_the_benchmark(tmp_path: Path
     assert s.signals["type_label_outlier"] == 0.0  # a 1-of-2 split is not a minority of 3+
     # the flagged case is still a failing case of the diagnosis: nothing is dropped
     assert "mislabelled" in runs[0][1].failing_case_ids
+
+
+def test_one_skill_version_counts_once_whichever_variant_ran_it(tmp_path: Path) -> None:
+    """A baseline at the same version as the skill is one version, not two (the variant name is
+    not part of a version)."""
+    folder = write_run(tmp_path / "run", [(row("c", "pass"), session_lines(clean_calls(), ""))])
+    baseline = folder / "inputs" / "baseline" / SKILL_NAME / "SKILL.md"
+    baseline.parent.mkdir(parents=True)
+    baseline.write_text(SKILL_TEXT, encoding="utf-8")
+    run = load_run(folder)
+    assert run.version_of("skill") == run.version_of("baseline")
+    baseline.write_text(SKILL_TEXT + "\nolder\n", encoding="utf-8")
+    assert load_run(folder).version_of("skill") != load_run(folder).version_of("baseline")

@@ -51,6 +51,11 @@ def _project(tmp_path: Path) -> Path:
 
 def test_init_adopts_the_projects_skills_and_finds_the_claude_cli(tmp_path: Path) -> None:
     project = _project(tmp_path)
+    leaky = project / ".claude" / "skills" / "leaky"
+    leaky.mkdir()
+    (leaky / "SKILL.md").write_text("---\nname: leaky\n---\nUse it.\n")
+    (leaky / "key").symlink_to(tmp_path / "outside")  # cannot be kept whole: left unadopted
+    (tmp_path / "outside").write_text("not part of the skill\n")
     fake_home = tmp_path / "home"
     done = skillsmith(project, "init", SKILLSMITH_CLAUDE_BIN=sys.executable, HOME=str(fake_home))
     assert done.returncode == 0, done.stderr
@@ -59,6 +64,8 @@ def test_init_adopts_the_projects_skills_and_finds_the_claude_cli(tmp_path: Path
     assert f"created workspace {ws.root}" in done.stdout
     assert "adopted mcp-builder as v0" in done.stdout
     assert f"skipped {project / '.claude/skills/notes'}: no SKILL.md" in done.stdout
+    key = project / ".claude/skills/leaky/key"
+    assert f"not adopted leaky: {key}: links outside its skill folder" in done.stdout
     assert f"agent: claude-code (claude CLI: {sys.executable})" in done.stdout
     cfg = ws.load_config()
     assert cfg.agent.kind == "claude-code"
@@ -134,3 +141,40 @@ def test_user_skills_and_standalone_layouts(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     plain = Workspace.at(tmp_path / "plain")
     assert plain.skills_dir == plain.root / "skills" and plain.agents_md == plain.root / "AGENTS.md"
+
+
+def test_snapshot_and_restore_carry_the_projects_skill_folders(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    live = project / ".claude" / "skills" / "mcp-builder"
+    original = _files(live)
+    assert skillsmith(project, "init").returncode == 0
+    done = skillsmith(project, "snapshot", "--note", "adopted", "--json")
+    assert done.returncode == 0, done.stderr
+    (live / "reference" / "extra.md").write_text("added by hand\n")
+    done = skillsmith(project, "publish", "mcp-builder", str(live), "--why", "extra reference")
+    assert done.returncode == 0, done.stderr
+
+    done = skillsmith(project, "restore", "v0", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert _files(live) == original
+    assert (project / "CLAUDE.md").read_text() == "Use the mcp-builder skill for MCP work.\n"
+    assert not (project / ".skillsmith" / "skills").exists()  # nothing landed beside the project
+
+
+def test_a_restored_config_may_not_move_the_skills_unless_trusted(tmp_path: Path) -> None:
+    """paths decide where a restore writes skills: a snapshot from elsewhere may not redirect
+    them (a hostile archive naming ~/.ssh) without --trust-agent-config."""
+    project = _project(tmp_path)
+    assert skillsmith(project, "init").returncode == 0
+    ws = Workspace.at(project / ".skillsmith")
+    other = Workspace.init(tmp_path / "other")
+    cfg = other.load_config()
+    cfg.version = 5
+    cfg.paths.skills = str(tmp_path / "elsewhere")
+    other.save_config(cfg)
+    made = json.loads(skillsmith(tmp_path, "snapshot", "--json", "-w", str(other.root)).stdout)
+    done = skillsmith(project, "restore", made["path"], "--yes")
+    assert done.returncode == 1
+    assert f"paths.skills '../.claude/skills' → '{tmp_path / 'elsewhere'}'" in done.stderr
+    assert "--trust-agent-config" in done.stderr
+    assert ws.load_config().paths.skills == "../.claude/skills"

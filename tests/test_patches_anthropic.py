@@ -9,19 +9,23 @@ from typing import Any
 import pytest
 
 from engine.config import LimitsConfig, ModelConfig
+from engine.evolve.convergence import Convergence
 from engine.llm import AnthropicLLM
 from engine.patches import (
     AnthropicProposer,
+    FilterReport,
     PatchError,
     ProposalContext,
     apply_patch,
     make_proposer,
+    run_filters,
 )
 from engine.patches.prompts import PROMPT_BUDGET, extract_diff
 from engine.store import unified_diff
 from engine.taboo import TabooEntry, diff_hash
 from engine.vault import ANTHROPIC_KEY_NAME, write_secret
 from engine.workspace import Workspace
+from tests.conftest import REAL_SKILLS
 from tests.llm_server import MessagesServer, Reply, last_user_text, request_text
 from tests.patch_helpers import DEMO_WORKSPACE, SKILL, diagnosis, patch_of
 
@@ -303,3 +307,85 @@ def test_limits_come_from_the_constructor(messages_server: MessagesServer) -> No
     tight = proposer(messages_server, max_attempts=1, limits=LimitsConfig(max_patch_lines=1))
     proposal = tight.propose(context())
     assert not proposal.ok and "at most 1" in proposal.reason
+
+
+def _big_skill() -> str:
+    """A 74 KB SKILL.md of real text: the public mcp-builder skill with its reference guides
+    folded in, cut at a line to the size of the largest public SKILL.md."""
+    folder = REAL_SKILLS / "mcp-builder"
+    parts = [(folder / "SKILL.md").read_text("utf-8")]
+    parts += [(folder / "reference" / n).read_text("utf-8") for n in REFERENCES]
+    lines = "\n".join(parts).splitlines(keepends=True)
+    text = ""
+    for line in lines:
+        if len((text + line).encode("utf-8")) > 74 * 1024:
+            break
+        text += line
+    return text
+
+
+REFERENCES = ("node_mcp_server.md", "python_mcp_server.md", "evaluation.md")
+EXCERPT = re.compile(r'<SKILL\.md lines="(\d+)-(\d+)">\n(.*?)</SKILL\.md>', re.DOTALL)
+ADDED = "   Run `list_tools` first and keep its output in `tools.json`."
+
+
+def _model_patching_the_excerpt(req: dict[str, Any]) -> Reply:
+    """A model that only sees the excerpts: it patches the line the evidence names, quoting it
+    from the excerpt and numbering the hunk from the excerpt's first line."""
+    for first, _, body in EXCERPT.findall(last_user_text(req)):
+        for offset, line in enumerate(body.split("\n")):
+            if "**Content Exploration**" in line:
+                at = int(first) + offset
+                return Reply(
+                    text=f"--- a/SKILL.md\n+++ b/SKILL.md\n@@ -{at},1 +{at},2 @@\n"
+                    f" {line}\n+{ADDED}\n"
+                )
+    return Reply(text="no excerpt holds the step")
+
+
+def test_a_74_kb_skill_is_sent_in_part_under_10_kb(messages_server: MessagesServer) -> None:
+    big = _big_skill()
+    assert len(big.encode("utf-8")) > 70_000
+    evidence = ["case-1#0/skill: step 2 claimed but no call ran `list_tools`"]
+    cause = {**CAUSE, "evidence": evidence}
+    messages_server.respond_with(_model_patching_the_excerpt)
+    limit = Convergence().slim_limit(len(big.encode("utf-8")))  # adopted at this size
+
+    proposal = proposer(messages_server, max_attempts=1).propose(
+        context(
+            skill_name="mcp-builder", skill_text=big, diagnosis=diagnosis(cause), slim_limit=limit
+        )
+    )
+
+    [request] = messages_server.message_requests
+    assert request.body_bytes < 10_000, request.body_bytes
+    text = last_user_text(request.json)
+    # The step the evidence names is there verbatim; the rest is an outline of its headings.
+    assert "2. **Content Exploration**" in text
+    assert "- line 7: # MCP Server Development Guide (" in text
+    assert "Patch this root cause: FN + progress_mismatch" in text
+    assert proposal.ok, proposal.reason
+    assert proposal.skill_text is not None and ADDED + "\n" in proposal.skill_text
+    assert len(proposal.skill_text) == len(big) + len(ADDED) + 1
+
+
+def test_slim_mode_is_measured_from_the_adopted_size() -> None:
+    """A skill adopted at 20 KB may still gain a line; past its size plus the margin it may
+    only shrink; a small skill keeps the absolute line."""
+    conv = Convergence(max_skill_bytes=15_000)
+    assert conv.slim_limit(None) == 15_000 and conv.slim_limit(3_000) == 15_000
+    assert conv.slim_limit(20_000) == 25_000
+    big = SKILL + "".join(f"- `tool_{i}` reads `file_{i}.py`.\n" for i in range(700))
+    assert 20_000 < len(big.encode("utf-8")) < 25_000
+    assert not conv.slim(big, adopted_bytes=len(big.encode("utf-8")))
+    assert conv.slim(big)  # the old absolute line would have frozen it
+    grow = patch_of("4. Confirm", "4. Flag pickle loads: `grep -n pickle *.py`\n5. Confirm", big)
+    limits = LimitsConfig(max_skill_bytes=15_000)
+
+    def check(**slim: Any) -> FilterReport:
+        return run_filters(grow, big, taboo=[], rule_id="r", direction="FN", limits=limits, **slim)
+
+    ok = check(slim_limit=conv.slim_limit(len(big.encode())))
+    assert ok.passed, ok.reason()
+    refused = check()
+    assert not refused.passed and "slim mode" in refused.reason()

@@ -107,6 +107,7 @@ def test_sigint_to_the_cli_then_resume_runs_only_the_missing_units(
     )
 
     assert done.returncode == 0, done.stderr
+    assert f"resuming run {run_id} at {kept}/8" in done.stderr  # never a silent resume
     report = json.loads(done.stdout)
     assert report["run_id"] == run_id and report["status"] == "finished"
     assert report["launched"] == 8 - kept

@@ -72,7 +72,8 @@ def test_lint_errors_exit_1_with_one_line_per_finding(
     assert out[0] == (
         f"{path}:4: warning spec.unknown_key unknown frontmatter key 'foo' "
         "(known: name, description, license, allowed-tools, metadata, compatibility, "
-        "when_to_use, version)"
+        "when_to_use, version, argument-hint, arguments, disable-model-invocation, "
+        "user-invocable, model, context, agent, hooks)"
     )
     assert out[1].startswith(f"{path}:10: error destructive.rm_rf recursive delete")
     assert out[2].startswith(f"{path}: verify score ")

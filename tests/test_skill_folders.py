@@ -3,6 +3,7 @@ skill folder byte for byte, with its permission bits (a real skill: mcp-builder)
 
 from __future__ import annotations
 
+import json
 import shutil
 import stat
 from pathlib import Path
@@ -10,10 +11,13 @@ from pathlib import Path
 import pytest
 
 from engine.errors import SkillsmithError
+from engine.runner import run_evaluation
 from engine.skill_folder import Resource, folder_changes, read_resources
 from engine.snapshots import create_snapshot, restore
 from engine.store import SkillStore
 from engine.workspace import Workspace
+from tests.bench_helpers import write_benchmark, write_case
+from tests.runner_helpers import ADVERSARIAL, LABELS, add_skill, command_workspace
 from tests.store_helpers import run, tree
 
 MCP_BUILDER = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"
@@ -128,3 +132,28 @@ def test_a_folder_with_a_link_outside_is_refused(workspace: Workspace, tmp_path:
     with pytest.raises(SkillsmithError, match=r"notes\.md: links outside its skill folder"):
         SkillStore(workspace, "leaky").ensure_adopted()
     assert "history/leaky/v0" not in tree(workspace.root)
+
+
+def test_an_older_version_is_evaluated_with_its_own_files(tmp_path: Path) -> None:
+    """``eval --baseline v0`` runs v0's whole folder: its references, not today's."""
+    ws = command_workspace(tmp_path / "ws", ADVERSARIAL, env_allow=())
+    add_skill(ws, "audit", "1. Read the code.\n", {"references/notes.md": "v0 notes\n"})
+    store = SkillStore(ws, "audit")
+    files = {"references/notes.md": Resource(b"v1 notes\n", 0o644)}
+    assert store.ensure_adopted() == "v0"
+    store.publish(store.read("v0") + "2. More.\n", why="v1", resources=files)
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    write_case(root, "one", {"expected": "safe"}, files={"a.py": "x = 1\n"})
+
+    result = run_evaluation(ws, "b", jobs=1, baseline="v0")
+
+    seen = {}
+    for row in result.rows:
+        lines = (result.run_dir / row["session_file"]).read_text().splitlines()
+        answer = next(json.loads(ln)["content"] for ln in reversed(lines) if '"assistant"' in ln)
+        report = json.loads(bytes.fromhex(answer.split("REPORT ", 1)[1].split()[0]))
+        cwd = Path(report["cwd"])
+        seen[row["variant"]] = report["sibling_files"][
+            str(cwd / "skills/audit/references/notes.md")
+        ]
+    assert seen == {"skill": "v1 notes\n", "baseline": "v0 notes\n"}

@@ -9,6 +9,7 @@ import pytest
 from engine.errors import FormatError
 from engine.lint import lint, lint_text
 from engine.safety import Finding
+from engine.skill import SkillDoc
 from tests.conftest import REAL_SKILLS
 
 REAL_FILES = sorted(REAL_SKILLS.glob("*/SKILL.md"))
@@ -133,7 +134,7 @@ def test_description_of_1024_chars_is_fine() -> None:
         ),
         (
             'version: "1.2"',
-            "version: 1.2\nuser-invocable: true",
+            "version: 1.2\ncolour: blue",
             ("spec.unknown_key", "warning", 11),
         ),
     ],
@@ -206,3 +207,56 @@ def test_findings_are_sorted_by_line_errors_first() -> None:
     lines = [(f.line, f.severity) for f in lint_text(text)]
     assert lines == sorted(lines, key=lambda x: (x[0], x[1] != "error"))
     assert ("secret.assignment", "error", 5) in _rules(lint_text(text))
+
+
+LINT_DATA = Path(__file__).parent / "data" / "lint"
+
+
+def test_claude_code_frontmatter_keys_are_known() -> None:
+    path = LINT_DATA / "clean" / "review-changes" / "SKILL.md"
+    keys = [f for f in lint(path) if f.rule_id == "spec.unknown_key"]
+    assert keys == []
+    bad = lint_text(GOOD.replace("version:", "user-invocable: sometimes\nversion:"))
+    assert _rules(bad) == [("spec.user-invocable", "warning", 10)]
+
+
+def test_reference_links_are_case_sensitive() -> None:
+    clean = LINT_DATA / "clean" / "pdf-forms" / "SKILL.md"
+    assert lint(clean) == []
+    path = LINT_DATA / "caught" / "pdf-forms-missing" / "SKILL.md"
+    found = [(f.rule_id, f.severity, f.line, f.message) for f in lint(path)]
+    assert ("reference.case", "warning", 11,
+            "'FORMS.md' is 'forms.md' in the skill folder (file names are case-sensitive where "
+            "the agent runs)") in found  # fmt: skip
+    assert ("reference.case", "warning", 12) in [f[:3] for f in found]
+    assert ("reference.missing", "warning", 12, "links to missing 'examples.md'") in found
+    assert ("spec.unknown_key", "warning", 4) in [f[:3] for f in found]
+    # Without a folder to look in (text only) nothing is claimed about references.
+    assert not [f for f in lint_text(path.read_text()) if f.rule_id.startswith("reference.")]
+
+
+@pytest.mark.parametrize("path", sorted(LINT_DATA.rglob("SKILL.md")), ids=lambda p: p.parent.name)
+def test_lint_data_renders_back_byte_identically(path: Path) -> None:
+    data = path.read_bytes()
+    assert SkillDoc.parse(data.decode("utf-8")).render().encode("utf-8") == data
+
+
+@pytest.mark.parametrize("name", ["review-changes", "pdf-forms", "deploy-preview"])
+def test_false_error_cases_have_no_errors(name: str) -> None:
+    """Git ranges, Graphviz and `=>` arrows, blockquotes beside a `../`, Claude Code keys, a
+    documented placeholder token (`vca_abc123`)."""
+    errors = [f for f in lint(LINT_DATA / "clean" / name / "SKILL.md") if f.severity == "error"]
+    assert errors == []
+
+
+def test_real_problems_are_still_errors() -> None:
+    leaky = lint(LINT_DATA / "caught" / "leaky-deploy" / "SKILL.md")
+    assert [(f.rule_id, f.line) for f in leaky if f.severity == "error"] == [
+        ("secret.assignment", 13),
+        ("path.traversal", 16),  # two levels up
+        ("path.traversal", 17),  # one level up, through a real redirect
+    ]
+    missing = lint(LINT_DATA / "caught" / "pdf-forms-missing" / "SKILL.md")
+    assert [(f.rule_id, f.line) for f in missing if f.severity == "error"] == [
+        ("path.traversal", 13)
+    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engine.skill import SkillDoc
@@ -182,3 +184,16 @@ def test_real_skills_score_in_range() -> None:
         report = verify_score(path.read_bytes().decode("utf-8"))
         assert 0 <= report.score <= 100
         assert _item(report, "frontmatter_valid")[0] is True, path
+
+
+def test_next_steps_bullets_are_not_the_skills_steps() -> None:
+    only_next = (
+        "---\nname: x\ndescription: Does x. Use when asked for x.\n---\n\n# X\n\nDo x.\n\n"
+        "## Next Steps\n\n- Offer `git push`.\n- Offer `make test`.\n"
+    )
+    item = next(i for i in verify_score(only_next).items if i.check_id == "steps_concrete")
+    assert not item.passed and item.detail == "no steps section with list items"
+    text = Path(__file__).parent / "data" / "lint" / "clean" / "review-changes" / "SKILL.md"
+    doc = SkillDoc.parse(text.read_text("utf-8"))
+    assert [s.number for s in doc.steps] == [1, 2, 3, 4, 5]
+    assert not any("Offer" in s.text for s in doc.steps)

@@ -103,7 +103,7 @@ def test_snapshot_refuses_to_carry_a_secret(
     path = workspace.root / where
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content)
-    with pytest.raises(SkillsmithError, match=f"{where}: holds a secret"):
+    with pytest.raises(SkillsmithError, match=f"{where}:1: holds a secret"):
         create_snapshot(workspace)
     assert [p.name for p in workspace.snapshots_dir.iterdir()] == ["v0.tar.gz"]
 

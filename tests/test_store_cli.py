@@ -14,6 +14,8 @@ from engine.store import SkillStore
 from engine.workspace import Workspace
 from tests.store_helpers import REPO, cli, make_skill, run
 
+HEAD = "---\nname: x\ndescription: Do x. Use when x is asked for.\n---\n"
+
 
 def test_bad_config_is_one_line_naming_file_and_field(
     workspace: Workspace, capsys: pytest.CaptureFixture[str]
@@ -38,10 +40,10 @@ def test_publish_rollback_fork_history_from_the_command_line(
     def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
         return run(ws, capsys, *args)
 
-    make_skill(workspace, "x", "---\nname: x\n---\nv0 body\n")
+    make_skill(workspace, "x", f"{HEAD}v0 body\n")
     new = tmp_path / "new.md"
-    for n in (1, 2):
-        new.write_text(f"---\nname: x\n---\nv{n} body\n")
+    for n in (1, 2):  # publish takes only a skill lint passes: it needs its description
+        new.write_text(f"{HEAD}v{n} body\n")
         done = cli(workspace, "publish", "x", str(new), "--why", f"round {n}")
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == f"published x v{n} (main)"
@@ -49,7 +51,7 @@ def test_publish_rollback_fork_history_from_the_command_line(
     assert done.returncode == 0 and "current v2 → v1" in done.stdout
     done = cli(workspace, "fork", "x", "exp")
     assert done.returncode == 0 and "into branch exp" in done.stdout
-    new.write_text("branch text\n")
+    new.write_text(f"{HEAD}branch text\n")
     assert cli(workspace, "publish", "x", str(new), "--why", "b", "--branch", "exp").returncode == 0
 
     done = cli(workspace, "history", "x", "--json")
@@ -63,7 +65,7 @@ def test_publish_rollback_fork_history_from_the_command_line(
     ]
     assert [t["op"] for t in data["timeline"]] == ["publish"] * 3 + ["rollback", "fork", "publish"]
     assert len(data["audit"]) == 6
-    assert workspace.skill_path("x").read_text() == "---\nname: x\n---\nv1 body\n"
+    assert workspace.skill_path("x").read_text() == f"{HEAD}v1 body\n"
 
     text = cli(workspace, "history", "x", "--branch", "exp").stdout
     assert text.splitlines()[0] == "x (exp): current v2"
@@ -106,7 +108,7 @@ def test_a_second_writer_waits_then_names_the_holder(workspace: Workspace, tmp_p
     try:
         assert holder.stdout.readline() == "held\n"
         new = tmp_path / "new.md"
-        new.write_text("v1\n")
+        new.write_text(f"{HEAD}v1\n")
         done = cli(workspace, "publish", "x", str(new), "--why", "w", SKILLSMITH_LOCK_WAIT="0.3")
         assert done.returncode == 1
         assert done.stderr.splitlines() == [

@@ -126,7 +126,8 @@ def test_sigkill_at_random_points_leaves_a_consistent_store(
     workspace: Workspace, tmp_path: Path
 ) -> None:
     ws = workspace
-    base = "".join(
+    # a skill approve accepts (frontmatter lint passes), big enough for kills to land inside writes
+    base = "---\nname: big\ndescription: Search the code. Use for every search.\n---\n" + "".join(
         f"{i}. run `grep -rn pattern{i} src/` and note every hit\n" for i in range(12_000)
     )
     base_file = tmp_path / "base.md"

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from engine.config import DiagnosisConfig
+from engine.skill import SkillDoc
 from engine.traces import load_trace, skeleton, summarise
 from tests.diag_helpers import (
     WORKED_FINAL,
@@ -92,3 +93,33 @@ def test_a_one_megabyte_transcript_becomes_a_few_kilobytes(tmp_path: Path) -> No
     assert encoded < 8_000  # a few KB, not a transcript
     assert data["compression_ratio"] >= 100
     assert data["compression_ratio"] == round(data["raw_bytes"] / data["summary_bytes"], 1)
+
+
+TOOL_STEPS = """---
+name: java-audit
+description: Audits a Java file. Use when asked whether a Java class is vulnerable.
+---
+
+## Steps
+
+1. `Read task/Pay.java`
+2. `Grep checkOwner task/`
+3. Read `task/Refund.java`
+
+## Next Steps
+
+- `Read task/Report.java` if the user asks for a report.
+"""
+
+
+def test_a_tool_and_path_step_is_evidenced_by_that_tool_on_that_path(tmp_path: Path) -> None:
+    steps = SkillDoc.parse(TOOL_STEPS).steps
+    assert [s.number for s in steps] == [1, 2, 3]  # "Next Steps" bullets are not steps
+    calls = [
+        ok("Read", "task/Pay.java"),
+        ok("Bash", "grep checkOwner task/"),  # another tool: not step 2's evidence
+        ok("Read", "task/Refund.java"),
+    ]
+    path = write_jsonl(tmp_path / "s.jsonl", session_lines(calls, "STEPS DONE: 1-3\nVERDICT: safe"))
+    progress = summarise(load_trace(path), steps).progress
+    assert progress.evidenced == [1, 3] and progress.missing == [2]

@@ -10,7 +10,7 @@ from engine.evolve.checkpoint import RoundRecord
 from engine.overview import evaluation_size, load_overview
 from engine.queue import CandidateQueue
 from engine.scoreboard import RecordHead, Runtime
-from engine.views import compact_count
+from engine.views import compact_count, record_versions
 from engine.workspace import Workspace
 from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home
 from tests.tui_workspace import BENCH, CASES, SKILL, build_workspace
@@ -19,7 +19,6 @@ from tui.app import make_app
 from tui.dialogs import ConfirmScreen
 from tui.gates_pane import GatesPane
 from tui.outcomes import evolve_outcome
-from tui.scoreboard_pane import versions_of
 
 __all__ = ["user_config_home"]
 
@@ -64,8 +63,8 @@ def test_every_scoreboard_row_names_its_versions() -> None:
             "2026-01-01", Runtime("demo", "demo"), "t", "s", 50.0, None, 1, "run-1", variant, skills
         )  # fmt: skip
 
-    assert versions_of(record("skill", {SKILL: "v2"})) == f"{SKILL}@v2"
-    assert versions_of(record("baseline", {})) == "no skill (baseline)"
+    assert record_versions(record("skill", {SKILL: "v2"})) == f"{SKILL}@v2"
+    assert record_versions(record("baseline", {})) == "no skill (baseline)"
 
 
 def test_a_rejected_round_names_its_gate_and_keeps_its_verdicts(tmp_path: Path) -> None:
@@ -157,3 +156,29 @@ async def test_the_gates_pane_shows_a_rejected_round(tmp_path: Path) -> None:
         assert "guardrail" in shown and "2 cases regressed" in shown
         assert any("rejected — gate rejected: guardrail" in t for t in toasts(pilot))
         assert app.activity.entries[-1].kind == "rejected"
+
+
+def test_session_events_read_as_lines_per_kind() -> None:
+    from tui.sessions_pane import describe_event
+
+    lines = [
+        describe_event(e)
+        for e in (
+            {"kind": "started", "benchmark": BENCH, "total": 324, "todo": 283, "resumed": True},
+            {"kind": "case_finished", "case_id": "xss-1", "run_index": 1, "pass_fail": "fail",
+             "failure_kind": "FN"},
+            {"kind": "gate_verdict", "round": 2, "gate": "guardrail", "verdict": "fail",
+             "reasons": ["2 cases regressed"], "figures": {"regressions": 2}},
+            {"kind": "message", "text": "round 2: rejected — gate rejected: guardrail"},
+            {"kind": "finished", "status": "finished", "counts": {"pass": 3, "fail": 1}},
+            {"kind": "odd", "ids": ["a", "b", "c", "d", "e"]},
+        )
+    ]  # fmt: skip
+    assert lines == [
+        f"{BENCH}: 324 units, resuming at 41/324",
+        "xss-1.1 fail (FN)",
+        "round 2: guardrail fail — 2 cases regressed",
+        "round 2: rejected — gate rejected: guardrail",
+        "finished · pass 3, fail 1",
+        "ids: a, b, c (+2)",
+    ]

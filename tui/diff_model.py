@@ -15,6 +15,7 @@ RowKind = Literal["file", "hunk", "context", "added", "removed", "note"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _FILE_HEADERS = ("--- ", "+++ ", "diff ", "index ")
+_CHANGED = re.compile(r"^(?:\+\+\+ b/|--- a/|Binary files a/(?=\S+ and b/)|mode of )([^\s:]+)")
 
 
 @dataclass(frozen=True)
@@ -110,3 +111,13 @@ def split_rows(rows: list[DiffRow]) -> list[SplitRow]:
             pairs.append((row, row))
     flush()
     return pairs
+
+
+def changed_files(rows: list[DiffRow]) -> list[str]:
+    """The files a whole-folder patch touches, in patch order (SKILL.md comes first)."""
+    found: list[str] = []
+    for row in rows:
+        match = _CHANGED.match(row.text) if row.kind in ("file", "note") else None
+        if match and match[1] not in found:
+            found.append(match[1])
+    return found

@@ -21,7 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from tui.diff_model import DiffRow, SplitRow, parse_patch, split_rows, stats
+from tui.diff_model import DiffRow, SplitRow, changed_files, parse_patch, split_rows, stats
 from tui.navigation import SCROLL_BINDINGS
 
 DiffMode = Literal["unified", "split"]
@@ -211,4 +211,8 @@ class DiffPane(Vertical):
             return
         counts = stats(self.view.rows)
         mode = "side by side" if self.view.mode == "split" else "unified"
-        header.update(f"{self._title} · +{counts.added} −{counts.removed} · {mode} (d switches)")
+        files = changed_files(self.view.rows)
+        where = f" · {len(files)} files: {', '.join(files)}" if len(files) > 1 else ""
+        header.update(
+            f"{self._title}{where} · +{counts.added} −{counts.removed} · {mode} (d switches)"
+        )

@@ -11,35 +11,24 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from engine.errors import SkillsmithError
 from engine.scoreboard import RecordHead, read_heads
-from engine.views import RunFigures, benchmark_ids, compact_count, run_figures
+from engine.views import RunFigures, benchmark_ids, compact_count, record_versions, run_figures
 from engine.workspace import Workspace
 from tui.navigation import VimTable
 from tui.score_chart import ScoreChart
 
 Metric = Literal["score", "pass rate", "tokens"]
 METRICS: tuple[Metric, ...] = ("score", "pass rate", "tokens")
-
-
-def versions_of(record: RecordHead) -> str:
-    """Which skill versions produced a record: ``name@vN`` for each skill it ran with (a
-    baseline without skills says so, rather than looking unrecorded)."""
-    shown = ", ".join(f"{name}@{version}" for name, version in sorted(record.skills.items()))
-    if shown:
-        return shown
-    if record.variant == "baseline":
-        return "no skill (baseline)"
-    return "versions not recorded"
 
 
 class ScoreboardPane(Vertical):
@@ -155,13 +144,13 @@ class ScoreboardPane(Vertical):
             table.add_row(
                 str(index + 1),
                 record.timestamp,
-                Content(versions_of(record)),
+                Text(record_versions(record)),  # rich Text: measured for the column, no markup
                 f"{record.score:.2f}",
                 "…",
                 "…",
                 "–" if record.cost is None else f"{record.cost:.4f}",
                 str(record.duration_ms),
-                Content(record.summary_title),  # "[skill]" is text, not markup
+                Text(record.summary_title),  # "[skill]" is text, not markup
                 key=str(index),
             )
         if previous is not None and not changed_bench:
@@ -226,7 +215,7 @@ class ScoreboardPane(Vertical):
         index = int(key)
         chart.highlighted = index
         record = self.records[index]
-        versions = versions_of(record)
+        versions = record_versions(record)
         run = f" · run {record.run_id}" if record.run_id else ""
         found = self.figures[index] if self.figures and index < len(self.figures) else None
         tokens = f" · tokens {found.tokens:,}" if found is not None else ""

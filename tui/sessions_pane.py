@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 from engine.views import SessionLogInfo, TailChunk, list_session_logs, read_tail
 from engine.workspace import Workspace
 from tui.navigation import ListsPane, VimTable
+from tui.skills_pane import human_size
 
 KIND_STYLE = {
     "error": "bold $text-error",
@@ -37,18 +38,65 @@ _HIDDEN_KEYS = {"time", "kind", "session_id", "session_kind", "case_id"}
 _MAX_DETAIL = 160
 
 
+def _short(value: Any) -> str:
+    """A field's value in a few words: lists and mappings by their size, never a raw dump."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value[:3]) + (
+            f" (+{len(value) - 3})" if len(value) > 3 else ""
+        )
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in list(value.items())[:4])
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _line_of(kind: str, r: dict[str, Any]) -> str | None:
+    """The readable line of the event kinds the engine writes (None: not one of them)."""
+    get = r.get
+    if kind == "progress" and "total" in r:
+        done = get("done", get("completed", get("n", "?")))
+        return f"{done}/{r['total']} {get('label') or get('message') or get('stage') or ''}".strip()
+    if kind == "started" and "total" in r:
+        again = (
+            f", resuming at {r['total'] - get('todo', 0)}/{r['total']}" if get("resumed") else ""
+        )
+        return f"{get('benchmark', '')}: {r['total']} units{again}".strip()
+    if kind == "started" and get("skill"):
+        where = f" on {get('bench')}" if get("bench") else ""
+        return f"{get('session_kind', 'session')} of {get('skill')}{where}, round {get('round', 1)}"
+    if kind == "case_finished":
+        fate = str(get("pass_fail", "?"))
+        why = get("failure_kind") or get("invalid_reason")
+        return f"{get('case_id')}.{get('run_index', 0)} {fate}" + (f" ({why})" if why else "")
+    if kind == "gate_verdict":
+        reasons = get("reasons") or []
+        first = f" — {reasons[0]}" if isinstance(reasons, list) and reasons else ""
+        return f"round {get('round', '?')}: {get('gate')} {get('verdict')}{first}"
+    if kind == "candidate_queued":
+        return f"{get('candidate') or get('id')} queued for approval ({get('skill', '')})"
+    if kind == "published":
+        return f"{get('skill', '')} {get('version', '')} published ({get('candidate', '')})"
+    if kind == "rolled_back":
+        return f"{get('skill')} {get('frm') or get('from')}→{get('to')}: {get('why', '')}"
+    if kind == "finished":
+        how = get("status") or get("stop_reason") or "finished"
+        counts = f" · {_short(get('counts'))}" if get("counts") else ""
+        return f"{how}{counts}"
+    if kind == "error":
+        return str(get("message") or get("error") or "")
+    if kind == "message":
+        return str(get("text") or get("message") or get("stage") or "")
+    return None
+
+
 def describe_event(record: dict[str, Any]) -> str:
-    """One line for an event: progress as n/total, messages verbatim, the rest as key=value."""
-    kind = record.get("kind")
-    if kind == "progress" and "total" in record:
-        done = record.get("done", record.get("completed", record.get("n", "?")))
-        label = record.get("label") or record.get("message") or ""
-        text = f"{done}/{record['total']} {label}".strip()
-    elif isinstance(record.get("message"), str) and set(record) - _HIDDEN_KEYS == {"message"}:
-        text = record["message"]
-    else:
+    """One readable line for an event, per kind; unknown kinds as short key: value pairs."""
+    kind = str(record.get("kind", ""))
+    text = _line_of(kind, record)
+    if text is None:
         text = "  ".join(
-            f"{key}={value}" for key, value in record.items() if key not in _HIDDEN_KEYS
+            f"{key}: {_short(value)}" for key, value in record.items() if key not in _HIDDEN_KEYS
         )
     return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 1] + "…"
 
@@ -108,7 +156,7 @@ class SessionsPane(ListsPane, Horizontal):
         logs = VimTable(id="session-list")
         logs.add_column("session", key="id")
         logs.add_column("kind", key="kind")
-        logs.add_column("events", key="events")
+        logs.add_column("events", key="events")  # a count once read, else the log's size
         yield logs
         events = VimTable(id="session-events")
         events.add_column("time", key="time")
@@ -146,7 +194,8 @@ class SessionsPane(ListsPane, Horizontal):
             table.add_row(
                 info.session_id,
                 info.kind,
-                str(self._counts.get(info.session_id, "")),
+                # read events once the log was shown; its size until then, never a blank
+                str(self._counts.get(info.session_id) or human_size(info.size)),
                 key=info.session_id,
             )
         table.move_to_key(previous)

@@ -25,10 +25,11 @@ from engine.builder.protocol import ProtocolError, check_keys, load_reply, text_
 from engine.config import Config, LimitsConfig
 from engine.errors import FormatError, SkillsmithError
 from engine.patches import PatchError, apply_patch, parse_diff, run_filters
+from engine.safety import scan
 from engine.schema import from_mapping, to_mapping
 from engine.skill import SkillDoc
 from engine.store import SkillStore, read_text, unified_diff
-from engine.vault import has_secret
+from engine.vault import secret_values
 from engine.workspace import CONFIG_NAME, Workspace
 
 CANDIDATE_PROTOCOL = "skillsmith-candidate/1"
@@ -186,6 +187,20 @@ def _check_skill(ws: Workspace, name: str, diff: str, text: str, rule: str) -> s
     return report.patched
 
 
+def _check_safety(ws: Workspace, diff: str) -> None:
+    """AGENTS.md and the agent settings meet the Safety rules a skill meets in the patch filters
+    (credentials and vault values, destructive commands, path traversal), on the added lines."""
+    added = [
+        line[1:]
+        for line in diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    refused = [f for f in scan("\n".join(added), secret_values(ws)) if f.severity == "error"]
+    if refused:
+        first = refused[0]
+        raise ProtocolError(f"reply.diff: refused by Safety ({first.rule_id}: {first.message})")
+
+
 def parse_candidate(
     text: str,
     *,
@@ -219,8 +234,6 @@ def parse_candidate(
     diff = data["diff"]
     if not isinstance(diff, str) or not diff.strip():
         raise ProtocolError("reply.diff: expected the unified diff as a block string")
-    if has_secret(diff):
-        raise ProtocolError("reply.diff: holds a secret or a key-shaped string")
     rule = text_field(data, "rule", "reply", one_line=True)
     before = files[target] or ""
     limits = ws.load_config().limits
@@ -228,6 +241,7 @@ def parse_candidate(
     if skill:
         after = _check_skill(ws, skill.group(1), diff, before, rule)
     else:
+        _check_safety(ws, diff)
         after = _check_diff(diff, target, before, limits)
         if target == CONFIG_NAME:
             _check_config(before, after)

@@ -134,15 +134,18 @@ def _inside(path: Path, base: Path) -> bool:
 
 def remove_room(room: Path) -> None:
     """Delete a run directory even if the agent chmod-ed parts of it away."""
-    with contextlib.suppress(OSError):
-        os.chmod(room, 0o700)
-    for dirpath, dirnames, _ in os.walk(room):
-        for name in dirnames:
-            full = os.path.join(dirpath, name)
-            if not os.path.islink(full):  # chmod follows links; never touch outside the room
-                with contextlib.suppress(OSError):
-                    os.chmod(full, 0o700)
-    shutil.rmtree(room, ignore_errors=True)
+    try:
+        shutil.rmtree(room)  # the usual case: one pass, no permission walk
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.chmod(room, 0o700)
+        for dirpath, dirnames, _ in os.walk(room):
+            for name in dirnames:
+                full = os.path.join(dirpath, name)
+                if not os.path.islink(full):  # chmod follows links; never touch outside the room
+                    with contextlib.suppress(OSError):
+                        os.chmod(full, 0o700)
+        shutil.rmtree(room, ignore_errors=True)
     with _held_lock:
         fd = _held.pop(room, None)
     if fd is not None:

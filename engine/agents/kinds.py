@@ -78,6 +78,7 @@ class Agent:
     max_turns: int = 20
     allowed_tools: tuple[str, ...] = ()
     grace_s: float = GRACE_S
+    noise: float = 0.0  # the demo agent's slip level (agent.noise); other kinds ignore it
     secret_env: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     sandbox: Sandbox = NO_SANDBOX
 
@@ -100,24 +101,33 @@ class Agent:
             "model": self.model,
             "timeout_s": self.timeout_s,
             "max_turns": self.max_turns,  # every kind gets it (SKILLSMITH_MAX_TURNS)
+            "noise": self.noise if self.kind == "demo" else None,
             "allowed_tools": list(self.allowed_tools) if self.kind == "claude-code" else None,
             "sandbox": self.sandbox.describe(),
         }
 
     def run(
-        self, room: Path, prompt: str, should_stop: Callable[[], bool], run_index: int = 0
+        self,
+        room: Path,
+        prompt: str,
+        should_stop: Callable[[], bool],
+        run_index: int = 0,
+        seed: int = 0,
     ) -> AgentOutcome:
         """Run once in ``room`` (built by :func:`engine.agents.build_room`) and judge the output.
 
-        The run index and the turn budget are passed on so a deterministic agent (the demo)
-        can vary across runs and stop where ``--max-turns`` would stop Claude Code.
+        The run index, the unit's seed and the turn budget are passed on so the demo agent can
+        vary across runs reproducibly and stop where ``--max-turns`` would stop Claude Code.
         """
         extra = {
             "SKILLSMITH_SKILLS_DIR": self.skills_subdir,
             "SKILLSMITH_RUN_INDEX": str(run_index),
+            "SKILLSMITH_SEED": str(seed),
             "SKILLSMITH_MAX_TURNS": str(self.max_turns),
             **self.secret_env,
         }
+        if self.kind == "demo":
+            extra["SKILLSMITH_NOISE"] = repr(self.noise)
         if self.kind == "claude-code":
             extra.update(_CLAUDE_QUIET)
         env = room_env(room, allow=self.env_allow, extra=extra)
@@ -249,7 +259,7 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
     }
     if cfg.kind == "demo":
         command: tuple[str, ...] = (sys.executable, "-m", "engine.demo.agent")
-        extra: dict[str, Any] = {"skills_subdir": "skills"}
+        extra: dict[str, Any] = {"skills_subdir": "skills", "noise": cfg.noise}
     elif cfg.kind == "command":
         if not cfg.command:
             raise SkillsmithError(

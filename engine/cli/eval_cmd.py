@@ -21,7 +21,7 @@ from engine.demo import demo_agent_notice
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, Event
 from engine.metrics import Metrics, Spread
-from engine.runner import BASELINE, SKILL, RunResult, run_evaluation
+from engine.runner import BASELINE, SEED_BITS, SKILL, RunResult, run_evaluation
 from engine.workspace import Workspace
 
 
@@ -42,6 +42,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--cases", action="append", default=[], metavar="IDS", help="only these case ids (a,b,…)"
     )
     p.add_argument("--resume", metavar="RUN_ID", help="fill the missing units of this run")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="the evaluation's seed: the same seed repeats a run exactly (default: a fresh one)",
+    )
     p.set_defaults(func=_eval)
 
 
@@ -71,6 +76,8 @@ def _eval(args: argparse.Namespace) -> int:
     for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
         if value is not None and value < 1:
             raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    if args.seed is not None and not 0 <= args.seed < 2**SEED_BITS:
+        raise UsageError(f"--seed: expected a number in [0, {2**SEED_BITS - 1}], got {args.seed}")
     if args.resume is not None and not (ws.runs_dir / args.resume / "manifest.json").is_file():
         raise SkillsmithError(f"--resume {args.resume}: no run folder {ws.runs_dir / args.resume}")
     case_ids = [c.strip() for group in args.cases for c in group.split(",") if c.strip()]
@@ -108,6 +115,7 @@ def _eval(args: argparse.Namespace) -> int:
                 case_ids=case_ids or None,
                 run_id=args.resume,
                 reporter=report,
+                seed=args.seed,
             )
     except (KeyboardInterrupt, Cancelled):
         run_id = started.get("run_id")
@@ -123,6 +131,7 @@ def _eval(args: argparse.Namespace) -> int:
             {
                 "run_id": result.run_id,
                 "run_dir": str(result.run_dir),
+                "seed": result.seed,
                 "status": result.status,
                 "launched": result.launched,
                 "metrics": result.metrics.to_dict(),
@@ -218,6 +227,9 @@ def _print_results(result: RunResult, bench: str) -> None:
         console.print("[yellow]invalid units (not counted as failures):")
         for reason, count in reasons.items():
             console.print(f"  {count} × {reason}")
-    console.print(f"run folder: {result.run_dir}  status: {result.status}")
+    console.print(
+        f"run folder: {result.run_dir}  status: {result.status}  "
+        f"seed: {result.seed} (repeat it with --seed {result.seed})"
+    )
     if result.status == "incomplete":
         console.print(f"retry the invalid units: skillsmith eval {bench} --resume {result.run_id}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.errors import UsageError
+from engine.errors import SkillsmithError, UsageError
 from engine.importers import import_cases, import_evals, import_run
 
 
@@ -41,12 +41,26 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_import)
 
 
+def _readable(path: Path) -> Path:
+    """The source, or a one-line refusal that quotes at most a readable part of its name."""
+    name = str(path)
+    shown = name if len(name) <= 160 else f"{name[:100]}…{name[-40:]} ({len(name)} characters)"
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise SkillsmithError(f"{shown}: file not found") from None
+    except OSError as exc:
+        raise SkillsmithError(f"{shown}: {exc.strerror or exc}") from None
+    return path
+
+
 def _import(args: argparse.Namespace) -> int:
     if args.kind != "run" and not args.bench:
         raise UsageError(f"import {args.kind}: --bench ID is required")
     if args.runs < 1:
         raise UsageError("--runs: expected ≥ 1")
     ws = workspace_of(args)
+    args.path = _readable(args.path)
     if args.kind == "run":
         result = import_run(ws, args.path, bench=args.bench, run_id=args.run_id)
         what = "rows"

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.gates.candidate import sweep_expired
+from engine.gates.expiry import sweep_expired
 from engine.queue import Candidate, CandidateQueue
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from engine.admission import check_skill
 from engine.cli import print_json, wants_json, workspace_of
 from engine.errors import SkillsmithError
 from engine.schema import to_mapping
@@ -122,6 +123,7 @@ def _publish(args: argparse.Namespace) -> int:
         raise SkillsmithError(f"{file}: no such file") from None
     except UnicodeDecodeError:
         raise SkillsmithError(f"{file}: expected UTF-8 text") from None
+    check_skill(text, skill=store.name, where=file)
     version = store.publish(
         text,
         why=args.why,

@@ -81,10 +81,13 @@ def _init(args: argparse.Namespace) -> int:
         ws = Workspace.init_project(folder, config, user_skills=args.user_skills)
     else:
         ws = Workspace.init(folder, config)
-    adopted = {}
+    adopted: dict[str, str | None] = {}
+    refused: dict[str, str] = {}  # a skill that cannot be kept whole waits; the others go on
     for name in ws.skill_names():
-        store = SkillStore(ws, name)
-        adopted[name] = store.ensure_adopted()
+        try:
+            adopted[name] = SkillStore(ws, name).ensure_adopted()
+        except SkillsmithError as exc:
+            refused[name] = str(exc)
     strays = sorted(
         p.name
         for p in ws.skills_dir.iterdir()
@@ -100,6 +103,7 @@ def _init(args: argparse.Namespace) -> int:
                 "agent": config.agent.kind,
                 "claude_cli": found,
                 "adopted": adopted,
+                "not_adopted": refused,
                 "skipped": strays,
             }
         )
@@ -110,6 +114,8 @@ def _init(args: argparse.Namespace) -> int:
     for name, version in adopted.items():
         files = len(list((ws.skills_dir / name).rglob("*")))
         print(f"  adopted {name} as {version} ({files} files and folders)")
+    for name, error in refused.items():
+        print(f"  not adopted {name}: {error}")
     for name in strays:
         print(f"  skipped {ws.skills_dir / name}: no {SKILL_FILE}")
     if ws.agents_md.is_file():

@@ -19,6 +19,9 @@ It also has the working habits of a real agent, each triggered by the case and t
 - after the first finding it sometimes concludes at once (unless the skill says to finish
   every step first), skipping the Pitfalls review;
 - it has a budget of tool calls (``SKILLSMITH_MAX_TURNS``) and stops when it runs out.
+
+With ``SKILLSMITH_NOISE`` above 0 it also slips from run to run like a sampling model, seeded by
+``SKILLSMITH_SEED`` (engine.demo.noise): the level is ``agent.noise`` of skillsmith.yaml.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from engine.demo.noise import Slips, clarity
 from engine.demo.tools import Hit, Outcome, RunDir, clip, tool_of
 from engine.skill import SkillDoc
 
@@ -41,6 +45,8 @@ ENV_PROMPT = "SKILLSMITH_PROMPT_FILE"
 ENV_SKILLS = "SKILLSMITH_SKILLS_DIR"
 ENV_RUN_INDEX = "SKILLSMITH_RUN_INDEX"
 ENV_MAX_TURNS = "SKILLSMITH_MAX_TURNS"
+ENV_SEED = "SKILLSMITH_SEED"
+ENV_NOISE = "SKILLSMITH_NOISE"
 DEFAULT_MAX_CALLS = 20
 LOOP_CAP = 8  # identical calls a "repeat until no new matches" step makes at most
 EYEBALL_MAX_LINES = 8  # a quoted snippet this short is judged without tools
@@ -66,6 +72,7 @@ _THOROUGH = re.compile(
     r"|\b(do not|don't|never)\s+(stop|conclude|skip)\b",
     re.IGNORECASE,
 )
+_CONFIRMS = re.compile(r"\b(drop|discard)\b[^\n]*\bpitfalls?\b", re.IGNORECASE)
 _ALTERNATIVE = re.compile(r"\s*(,|/|or|,\s*or)\s*", re.IGNORECASE)
 _STOPWORDS = frozenset(
     re.findall(
@@ -310,12 +317,17 @@ class Agent:
         *,
         run_index: int = 0,
         max_calls: int = DEFAULT_MAX_CALLS,
+        noise: float = 0.0,
+        seed: int = 0,
         out: TextIO = sys.stdout,
     ) -> None:
         self.dir = run_dir
         self.prompt = prompt
         self.skills = skills
         self.run_index = run_index
+        self.noise = noise
+        self.seed = seed
+        self.slips = Slips.of(0.0, seed, "", "", 0.0)
         self.t = Transcript(out, max_calls)
         self.labels = labels_of(prompt)
         self.target = target_file(prompt, run_dir)
@@ -350,7 +362,15 @@ class Agent:
     def _follow(self, skill: Skill) -> None:
         steps = plan(skill.doc)
         thorough = bool(_THOROUGH.search(skill.text))
-        hasty = not thorough and _coin(self._case_text(), self.run_index, PREMATURE_ONE_IN)
+        rules = discard_rules(skill.doc)
+        confirms = any(_CONFIRMS.search(step.text) for step in steps)
+        steadiness = clarity(thorough=thorough, confirms=confirms, pitfall_rules=len(rules))
+        case_text = self._case_text()
+        self.slips = Slips.of(self.noise, self.seed, skill.text, case_text, steadiness)
+        if self.noise > 0:
+            hasty = not thorough and self.slips.hasty()
+        else:
+            hasty = not thorough and _coin(case_text, self.run_index, PREMATURE_ONE_IN)
         claimed: list[int] = []
         findings: dict[tuple[str, int], Finding] = {}
         stop: str | None = None
@@ -364,9 +384,7 @@ class Agent:
                     break
         except BudgetExhausted:
             stop = "max_turns"
-        rules = discard_rules(skill.doc) if stop is None else []
-        kept = [f for f in findings.values() if not ruled_out(f.hit.text, rules)]
-        dropped = [f for f in findings.values() if f not in kept]
+        kept, dropped = self._review(list(findings.values()), rules if stop is None else [])
         notes = [f"Followed the {skill.name} skill ({len(steps)} steps) on `{self.target}`."]
         if stop == "premature":
             notes.append("The first finding settles it; concluding now.")
@@ -376,11 +394,27 @@ class Agent:
         verdict = self.labels[0] if kept else self.labels[1]
         self._answer(notes, claimed, verdict, reason="max_turns" if stop == "max_turns" else None)
 
+    def _review(
+        self, findings: list[Finding], rules: list[Rule]
+    ) -> tuple[list[Finding], list[Finding]]:
+        """The findings kept and those the Pitfalls rule out — as the agent reads them this run."""
+        kept: list[Finding] = []
+        dropped: list[Finding] = []
+        for f in findings:
+            where = (f.hit.path, f.hit.line)
+            if ruled_out(f.hit.text, rules):
+                (kept if self.slips.forgets(*where) else dropped).append(f)
+            elif not self.slips.misreads(*where):
+                kept.append(f)
+        return kept, dropped
+
     def _do_step(self, step: PlannedStep, findings: dict[tuple[str, int], Finding]) -> bool:
         """Carry out one step; True when the agent counts it as done (rightly or not)."""
         command = step.command
         if command is None:
             return True  # nothing to run: the agent takes it as read
+        if step.flags and self.slips.skips(command):
+            return True  # skipped on this run — and claimed all the same
         tool = tool_of(command) or ""
         if tool == "grep" and not self.dir.applies(command):
             return True  # "does not apply to this language" — and claimed all the same
@@ -441,6 +475,15 @@ def _env_int(name: str, default: int) -> int:
     return int(value) if value.isdigit() else default
 
 
+def _env_level(name: str) -> float:
+    """A noise level from the environment, clamped to [0, 1] (unset or garbage: no noise)."""
+    try:
+        value = float(os.environ.get(name, "0") or 0)
+    except ValueError:
+        return 0.0
+    return min(1.0, max(0.0, value)) if value == value else 0.0
+
+
 def main() -> int:
     root = Path.cwd()
     prompt_path = root / os.environ.get(ENV_PROMPT, "PROMPT.md")
@@ -454,6 +497,8 @@ def main() -> int:
         load_skills(skills_dir) if skills_dir.is_dir() else [],
         run_index=_env_int(ENV_RUN_INDEX, 0),
         max_calls=max(1, _env_int(ENV_MAX_TURNS, DEFAULT_MAX_CALLS)),
+        noise=_env_level(ENV_NOISE),
+        seed=_env_int(ENV_SEED, 0),
     )
     agent.run()
     return 0

@@ -43,7 +43,8 @@ class LoadedRun:
 
     def version_of(self, variant: str) -> str:
         """Which skill version produced a variant's rows: a hash of the texts it ran with, so
-        two runs of the same version count once in the ground-truth audit."""
+        two runs of the same version count once in the ground-truth audit — whichever variant
+        ran it (a ``baseline`` at v1 and a ``skill`` at v1 are one version, not two)."""
         texts = self.skills.get(variant)
         if not texts and variant == "baseline":
             return "no-skill"
@@ -52,7 +53,7 @@ class LoadedRun:
         digest = hashlib.sha256()
         for name in sorted(texts):
             digest.update(f"{name}\0{texts[name]}\0".encode())
-        return f"{variant}:{digest.hexdigest()[:12]}"
+        return f"sha:{digest.hexdigest()[:12]}"
 
     @property
     def skill_under_test(self) -> str | None:
@@ -104,6 +105,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
         index = row.get("run_index", 0)
         if not isinstance(index, int) or isinstance(index, bool):
             raise FormatError(path, "run_index", "expected an integer", line=number)
+        score = row.get("score")
+        if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
+            raise FormatError(path, "score", f"expected a number, got {score!r}", line=number)
         latest[(row["case_id"], index, str(row.get("variant") or "skill"))] = row
     return list(latest.values())
 
@@ -113,6 +117,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise FormatError(path, None, "expected UTF-8 JSON, found binary data") from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, None, f"invalid JSON ({exc.msg})", line=exc.lineno) from None
     if not isinstance(data, dict):

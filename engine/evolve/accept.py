@@ -1,5 +1,8 @@
 """Accepting a candidate that passed every gate: queue it once, publish it once.
 
+It enters the queue through the door of every loop (``engine.gates.submission``), so Spec and
+Safety judge it as they judge any other candidate, and its outcome gates travel as evidence.
+
 Both steps survive a kill: the candidate id is checkpointed right after queueing, and a restart
 finds a candidate it queued but never recorded by its content hash; a version published from it
 is found again by the candidate id in its provenance. What the version keeps — metrics.json with
@@ -15,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import SkillsmithError
 from engine.evolve.checkpoint import VersionRecord, text_sha
+from engine.gates.candidate import Outcome
 from engine.gates.outcome import quality, verify_calibration
-from engine.gates.result import GateResult, gates_json
+from engine.gates.result import GateResult
+from engine.gates.submission import submit_candidate
 from engine.metrics import metrics
 from engine.queue import Candidate, CandidateQueue, content_hash
 from engine.store import SkillStore
@@ -26,8 +31,13 @@ if TYPE_CHECKING:
     from engine.evolve.stages import Evolution, Rows
 
 
+HELD = "evolve publishes a candidate only with --auto-approve or a person's approval"
+
+
 def submit(evo: Evolution, results: list[GateResult], golden: Rows) -> Candidate:
-    """Queue the candidate once: after a kill, the one already queued is found again."""
+    """Queue the candidate once, through the door every loop uses (Spec and Safety run there);
+    after a kill, the one already queued is found again. A candidate the door rejects comes back
+    with status ``rejected`` and its reason."""
     queue = CandidateQueue(evo.ws)
     cand = evo.pending.candidate
     assert cand is not None
@@ -41,23 +51,31 @@ def submit(evo: Evolution, results: list[GateResult], golden: Rows) -> Candidate
             and known.skill == evo.pending.skill
             and known.parent_version == evo.pending.parent_version
             and known.source == "evolve"
-            and known.status in ("pending_approval", "approved", "published")
+            and known.status in ("rejected", "pending_approval", "approved", "published")
         ):
             evo.pending.candidate_id = known.id
             evo.save()
             return known
     figures = version_figures(evo, results, golden)
-    queued = queue.submit(
+    selection = figures["selection"]
+    queued, _decision = submit_candidate(
+        evo.ws,
         evo.pending.skill,
         text,
-        cand.diff,
         source="evolve",
         operation="update",
-        status="pending_approval",
         parent_version=evo.pending.parent_version,
         summary=cand.summary,
-        gates=gates_json(results),
-        delta_score=figures["selection"]["delta"],
+        patch=cand.diff,
+        outcome=Outcome(
+            status="success",
+            notes=f"selection {selection['parent_value']:.3f} → {selection['value']:.3f}",
+            evaluator=f"evolve:{evo.pending.session_id} round {evo.pending.round}",
+        ),
+        evidence=results,
+        approval_required=HELD,
+        shadow=False,
+        delta_score=selection["delta"],
         root_causes=[f"{cand.direction} + {cand.rule_id}"],
         rule_id=cand.taboo_rule,
         metrics=figures,

@@ -10,6 +10,7 @@ the 5.0 limit. An accepted patch is progress and resets the count: the limit is 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +63,10 @@ def stagnation(signals: Iterable[RoundSignal]) -> float:
     return round(sum(s.increment for s in signals), 6)
 
 
+# How much a skill may grow past the size it was adopted at before slim mode starts.
+SLIM_MARGIN = 0.25
+
+
 @dataclass(frozen=True)
 class Convergence:
     """The stop rules with the workspace's thresholds (``limits:`` in skillsmith.yaml)."""
@@ -86,9 +91,17 @@ class Convergence:
     def stagnated(self, level: float) -> bool:
         return level >= self.stagnation_limit - 1e-9
 
-    def slim(self, skill_text: str) -> bool:
+    def slim_limit(self, adopted_bytes: int | None) -> int:
+        """The size line: the skill's size when adopted plus :data:`SLIM_MARGIN`, and never
+        below ``max_skill_bytes``. A real skill adopted at 20 KB must still be able to gain a
+        line; a 3 KB one may grow to the absolute line as before."""
+        if adopted_bytes is None:
+            return self.max_skill_bytes
+        return max(self.max_skill_bytes, math.ceil(adopted_bytes * (1 + SLIM_MARGIN)))
+
+    def slim(self, skill_text: str, adopted_bytes: int | None = None) -> bool:
         """Over the size line, new rules hide old ones: patches may only merge or delete."""
-        return len(skill_text.encode("utf-8")) > self.max_skill_bytes
+        return len(skill_text.encode("utf-8")) > self.slim_limit(adopted_bytes)
 
     def out_of_rounds(self, rounds_done: int) -> bool:
         return rounds_done >= self.max_rounds
@@ -97,6 +110,7 @@ class Convergence:
 __all__ = [
     "GUARDRAIL_WEIGHT",
     "HOLDOUT_WEIGHT",
+    "SLIM_MARGIN",
     "TARGET_WEIGHT",
     "Convergence",
     "RoundSignal",

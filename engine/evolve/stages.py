@@ -16,6 +16,7 @@ the Holdout gate only, golden cases only to calibrate the Verify score.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -114,9 +115,24 @@ class Evolution:
         assert self.pending.parent_version is not None
         return self.store.read(self.pending.parent_version)
 
+    def adopted_bytes(self) -> int | None:
+        """The size of the skill's first version: slim mode is measured from it."""
+        versions = self.store.versions()
+        return len(self.store.read(versions[0].version).encode("utf-8")) if versions else None
+
+    def slim_limit(self) -> int:
+        return self.convergence.slim_limit(self.adopted_bytes())
+
     def candidate_text(self) -> str:
         assert self.pending.candidate is not None
         return (self.ws.root / self.pending.candidate.text_path).read_bytes().decode("utf-8")
+
+    def evaluation_seed(self) -> int:
+        """The seed of this round's evaluations, fixed by the session seed and the round: a
+        session repeated with the same seed measures with the same luck, and the parent and the
+        candidate of one round are run on the same unit seeds, so their rows pair on them."""
+        digest = hashlib.sha256(f"{self.pending.seed}:evaluate:{self.pending.round}".encode())
+        return int.from_bytes(digest.digest()[:4], "big") >> 1
 
     def evaluate(self, text: str, splits: Sequence[str], role: str) -> dict[str, Rows]:
         """Rows of ``text`` on each split; an evaluation already made of the same text is reused.
@@ -144,6 +160,7 @@ class Evolution:
                 run_id=run_id,
                 reporter=self.reporter,
                 cancel=self.cancel,
+                seed=self.evaluation_seed(),
             )
             positive = self.bench.positive_label
             for split in missing:
@@ -250,7 +267,7 @@ class Evolution:
         record = self.pending.version_record(current)
         if record is not None:
             record.selection_f1 = value
-        self.pending.slim = self.convergence.slim(text)
+        self.pending.slim = self.convergence.slim(text, self.adopted_bytes())
         self.log.emit(
             "message",
             text=f"round {self.pending.round}: {current} selection {measure} {value:.3f}"
@@ -300,6 +317,7 @@ class Evolution:
             feedback_rows=self.rows_of(text_sha(parent), "selection"),
             bench=self.selection_bench,
             slim=self.pending.slim,
+            slim_limit=self.slim_limit(),
         )
         proposal = self.make_proposer(self.pending.round).propose(ctx)
         self.write("propose", "proposal.json", proposal.to_dict())
@@ -338,6 +356,7 @@ class Evolution:
             direction=cand.direction,
             limits=self.cfg.limits,
             slim=self.pending.slim,
+            slim_limit=self.slim_limit(),
             rules=load_text_rules(self.ws),
         )
         self.write("filter", "filters.json", report.to_dict())
@@ -400,6 +419,13 @@ class Evolution:
             return
         golden = self.evaluate(self.candidate_text(), ("golden",), "candidate_golden")["golden"]
         queued = accept.submit(self, results, golden)
+        if queued.status == "rejected":  # the door's own gates (Spec, Safety) refused it
+            reason = f"gate rejected: {queued.reason}"
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.end_round(
+                "rejected", reason, RoundSignal.stall(), gates=verdicts, candidate=queued.id
+            )
+            return
         if not self.pending.auto_approve:
             self.log.emit("candidate_queued", candidate=queued.id, skill=self.pending.skill)
             self.end_round(

@@ -2,7 +2,8 @@
 
 Outcome gates (Target, Guardrail, Holdout, Verify) live in ``engine.gates.outcome``; candidate
 gates (Spec, Safety, Effectiveness, Human) in ``engine.gates.candidate``. All return a
-``GateResult``.
+``GateResult``. Every candidate enters the queue through ``engine.gates.submission``; the approval
+timeout lives in ``engine.gates.expiry``.
 """
 
 from engine.gates.result import GateResult, Verdict, all_passed, first_failure, gates_json

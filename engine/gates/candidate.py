@@ -1,4 +1,4 @@
-"""The candidate gates (Spec, Safety, Effectiveness, Human) and the lifecycle they drive.
+"""The candidate gates (Spec, Safety, Effectiveness, Human) and the decision they reach.
 
 Every candidate SKILL.md — from the evolution loop, the offline optimiser or the online reviewer —
 passes the same four questions (tRPC-Agent-Go Evolution): is it a complete, executable method
@@ -15,14 +15,13 @@ applies. Candidates evaluated offline (the optimiser) always wait for approval a
 shadowed. An update whose parent is no longer the active version is refused outright: it was
 reviewed against text that is gone.
 
-Every status a candidate takes is written to its ``candidate.yaml`` history and to the skill's
-``timeline.jsonl``, through the queue and the store.
+The queue is entered through one door, ``engine.gates.submission``, which runs these gates and
+records every status a candidate takes; the approval timeout is ``engine.gates.expiry``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -31,12 +30,11 @@ from typing import Literal
 
 from engine.config import GatesConfig
 from engine.errors import FormatError, SkillsmithError
-from engine.events import utc_now
-from engine.gates.result import GateResult, gates_json
-from engine.queue import Candidate, CandidateQueue
+from engine.gates.result import GateResult
 from engine.safety import scan
 from engine.skill import SkillDoc
-from engine.store import SkillStore, read_text, unified_diff
+from engine.store import SkillStore, read_text
+from engine.vault import secret_values
 from engine.workspace import Workspace
 
 Operation = Literal["create", "update", "delete"]
@@ -210,8 +208,9 @@ class Safety:
 
     name: str = "safety"
 
-    def judge(self, text: str) -> GateResult:
-        findings = scan(text)
+    def judge(self, text: str, known: Sequence[str] = ()) -> GateResult:
+        """``known``: the workspace's vault values, refused like keys (what a snapshot refuses)."""
+        findings = scan(text, known)
         errors = [f for f in findings if f.severity == "error"]
         warnings = [f for f in findings if f.severity == "warning"]
         reasons = [f"line {f.line}: {f.rule_id}: {f.message}" for f in errors + warnings]
@@ -411,7 +410,7 @@ def run_candidate_gates(
             raise SkillsmithError(f"{ws.skills_dir / skill}: a {operation} needs a SKILL.md text")
         existing = existing_skill_names(ws)
         results.append(cfg.spec.judge(skill, text, operation=operation, existing=existing))
-        results.append(cfg.safety.judge(text))
+        results.append(cfg.safety.judge(text, secret_values(ws)))
     structural = next((r for r in results if r.failed), None)
     effectiveness: GateResult | None = None
     if structural is None or shadow:
@@ -447,151 +446,6 @@ def run_candidate_gates(
     )
 
 
-# -- the lifecycle -----------------------------------------------------------------------------
-
-
-def record_transitions(
-    ws: Workspace, skill: str, candidate_id: str, steps: Sequence[tuple[str, str]]
-) -> None:
-    """One timeline line per status change of a candidate (the skill's timeline.jsonl)."""
-    store = SkillStore(ws, skill)
-    previous: str | None = None
-    for status, why in steps:
-        store.record(
-            "candidate",
-            candidate=candidate_id,
-            from_status=previous,
-            to_status=status,
-            why=why,
-        )
-        previous = status
-
-
-def submit_candidate(
-    ws: Workspace,
-    skill: str,
-    text: str | None,
-    *,
-    source: str,
-    operation: Operation,
-    parent_version: str | None,
-    summary: str,
-    patch: str | None = None,
-    outcome: Outcome | None = None,
-    evidence: Sequence[GateResult] = (),
-    approval_required: str | None = None,
-    shadow: bool | None = None,
-    gates: CandidateGates | None = None,
-    delta_score: float | None = None,
-    root_causes: Sequence[str] = (),
-    rule_id: str | None = None,
-    metrics: dict[str, object] | None = None,
-    provenance: dict[str, object] | None = None,
-) -> tuple[Candidate, GateDecision]:
-    """Gate a candidate and queue it with its verdicts; publish it when nothing holds it.
-
-    The candidate is queued whatever the verdict (a rejected one with its reason), so the
-    queue is the record of everything proposed. ``patch`` defaults to the diff from the
-    parent version (or from nothing, for a create).
-    """
-    queue = CandidateQueue(ws)
-    with ws.lock(f"submit candidate for {skill}"):
-        sweep_expired(ws)
-        decision = run_candidate_gates(
-            ws,
-            skill,
-            text,
-            operation=operation,
-            parent_version=parent_version,
-            outcome=outcome,
-            gates=gates,
-            evidence=evidence,
-            approval_required=approval_required,
-            shadow=shadow,
-        )
-        store = SkillStore(ws, skill)
-        parent_text = store.read(parent_version) if parent_version is not None else ""
-        body = text if text is not None else ""
-        diff = patch if patch is not None else unified_diff(parent_text, body)
-        steps = decision.history(summary)
-        queued = steps[-1][0]
-        cand = queue.submit(
-            skill,
-            body,
-            diff,
-            source=source,
-            operation=operation,
-            status=queued,
-            parent_version=parent_version,
-            summary=summary,
-            gates=gates_json(decision.results),
-            delta_score=delta_score,
-            unproven=decision.unproven,
-            root_causes=list(root_causes),
-            rule_id=rule_id,
-            reason=decision.reason if queued in ("rejected", "pending_eval") else None,
-            metrics=metrics,
-            provenance=provenance,
-            history=steps,
-        )
-        record_transitions(ws, skill, cand.id, steps)
-        if decision.status == "approved":
-            queue.approve(cand.id, why="no gate holds it: " + (decision.reason or "approved"))
-            cand = queue.get(cand.id)
-    return cand, decision
-
-
-def _entered_pending(cand: Candidate) -> dt.datetime | None:
-    entry = next((h for h in reversed(cand.history) if h.status == "pending_approval"), None)
-    if entry is None:
-        return None
-    return dt.datetime.fromisoformat(entry.at.replace("Z", "+00:00"))
-
-
-def expire_pending(
-    ws: Workspace, timeout_s: float, *, now: dt.datetime | None = None
-) -> list[tuple[str, str]]:
-    """Approve every candidate that waited in pending_approval longer than ``timeout_s``.
-
-    The optional approval timeout of tRPC-Agent-Go: a deadline promotes, it does not reject.
-    A candidate gone stale while it waited is rejected instead (its parent is not active any
-    more). Returns (candidate id, what happened) pairs.
-    """
-    moment = now or dt.datetime.now(dt.UTC)
-    queue = CandidateQueue(ws)
-    done: list[tuple[str, str]] = []
-    with ws.lock("approval timeout"):
-        for cand in queue.list():
-            since = _entered_pending(cand)
-            if cand.status != "pending_approval" or cand.operation == "delete" or since is None:
-                continue
-            if (moment - since).total_seconds() <= timeout_s:
-                continue
-            current = SkillStore(ws, cand.skill).ensure_adopted()
-            stale = (cand.operation == "update" and current != cand.parent_version) or (
-                cand.operation == "create" and current is not None
-            )
-            if stale:
-                why = f"stale after the approval timeout: skill is at {current}"
-                queue.reject(cand.id, why=why)
-                done.append((cand.id, "rejected (stale)"))
-                continue
-            version = queue.approve(
-                cand.id, why=f"pending_approval timeout ({timeout_s:g}s, {utc_now()})"
-            )
-            done.append((cand.id, f"published {version}"))
-    return done
-
-
-def sweep_expired(ws: Workspace) -> list[tuple[str, str]]:
-    """:func:`expire_pending` with the workspace's ``gates.approval_timeout_s`` (off when unset).
-
-    Candidate submission sweeps first; a view of the queue should sweep when it opens.
-    """
-    timeout = ws.load_config().gates.approval_timeout_s
-    return [] if timeout is None else expire_pending(ws, timeout)
-
-
 __all__ = [
     "CandidateGates",
     "Effectiveness",
@@ -604,10 +458,6 @@ __all__ = [
     "canonical_name",
     "count_sibling_of",
     "existing_skill_names",
-    "expire_pending",
     "family_key",
-    "record_transitions",
     "run_candidate_gates",
-    "submit_candidate",
-    "sweep_expired",
 ]

@@ -27,7 +27,8 @@ from typing import Any, Literal
 from engine.errors import FormatError, SkillsmithError
 from engine.events import SessionLog
 from engine.fsutil import read_jsonl
-from engine.gates.candidate import Outcome, OutcomeStatus, submit_candidate
+from engine.gates.candidate import Outcome, OutcomeStatus
+from engine.gates.submission import submit_candidate
 from engine.online.cursor import CursorStore
 from engine.online.library import ExistingSkill, existing_skills
 from engine.online.policy import ReviewPolicy, scan

@@ -29,8 +29,9 @@ from gepa.core.result import GEPAResult
 from engine.benchmark import Benchmark, load_benchmark
 from engine.errors import SkillsmithError, UsageError
 from engine.events import Cancelled, CancelToken, Reporter, null_reporter, utc_now
-from engine.gates.candidate import Outcome, StaleCandidate, submit_candidate
+from engine.gates.candidate import Outcome, StaleCandidate
 from engine.gates.result import GateResult
+from engine.gates.submission import submit_candidate
 from engine.llm import make_llm
 from engine.optimize.adapter import (
     CoverageSelector,

@@ -10,7 +10,10 @@ The article's three layers, plus its slim mode:
   a tool, a file path with a suffix, backticked code, a CamelCase symbol, a function call or a CLI
   flag; absolute phrases are refused; a line claiming to fix or avoid something must say how;
 - **semantic_traps**: words wider than the verdict ("risk" for "vulnerability") may not come in;
-- **slim**: once SKILL.md is over ``max_skill_bytes``, a patch may only delete or merge lines.
+- **slim**: once SKILL.md is over ``max_skill_bytes``, a patch may only delete or merge lines;
+- **safety**: the Safety gate's rules (``engine.safety``: credentials, destructive commands, path
+  traversal) on every added line, code included, so the candidate's later Safety gate at the queue
+  never meets a patch that evaluation was already spent on.
 
 Only added lines are judged: a filter must never fail a patch for text it leaves alone.
 """
@@ -27,12 +30,13 @@ from engine.config import LimitsConfig
 from engine.patches.apply import Applied, ParsedDiff, PatchError, apply_diff, parse_diff
 from engine.patches.signature import same_edit, split_taboo_rule, taboo_rule
 from engine.patches.textrules import TextRules, default_rules
+from engine.safety import scan
 from engine.skill import Line, SkillDoc
 from engine.taboo import TabooEntry, TabooList
-from engine.vault import has_secret
 
 Severity = Literal["fatal", "warning"]
 TABOO, STRUCTURE, TEXT, TRAPS, SLIM = "taboo", "structure", "text_quality", "semantic_traps", "slim"
+SAFETY = "safety"
 CHECKED_SECTIONS = ("steps", "pitfalls")
 SOURCE_HEADER = "a/SKILL.md"
 TARGET_HEADER = "b/SKILL.md"
@@ -305,10 +309,10 @@ def _traps(added: Sequence[str], removed: Sequence[str], rules: TextRules) -> li
     ]
 
 
-def _slim(parsed: ParsedDiff, size: int, limits: LimitsConfig) -> list[FilterFinding]:
+def _slim(parsed: ParsedDiff, size: int, limit: int) -> list[FilterFinding]:
     found: list[FilterFinding] = []
     net = len(parsed.added) - len(parsed.removed)
-    why = f"slim mode (SKILL.md is {size} bytes, over {limits.max_skill_bytes})"
+    why = f"slim mode (SKILL.md is {size} bytes, over {limit})"
     if net > 0:
         found.append(
             FilterFinding(
@@ -328,6 +332,19 @@ def _slim(parsed: ParsedDiff, size: int, limits: LimitsConfig) -> list[FilterFin
     return found
 
 
+def _safety(added: Sequence[tuple[int, str]]) -> list[FilterFinding]:
+    """The Safety gate's scan over every added line, code blocks included (``curl … | bash`` sits
+    in one): a dangerous patch is refused before any evaluation is spent on it."""
+    found: list[FilterFinding] = []
+    for number, text in added:
+        for finding in scan(text):
+            if finding.severity == "error":
+                where = f"line {number}: " if number else ""
+                message = f"{where}{finding.rule_id}: {finding.message}"
+                found.append(FilterFinding(SAFETY, "fatal", message))
+    return found
+
+
 # -- the pipeline ---------------------------------------------------------------------------------
 
 
@@ -341,11 +358,12 @@ def run_filters(
     limits: LimitsConfig,
     slim: bool = False,
     rules: TextRules | None = None,
+    slim_limit: int | None = None,
 ) -> FilterReport:
     """All filters over one diff against the SKILL.md text it was written for.
 
-    ``slim`` forces slim mode; it is also on whenever ``skill_text`` exceeds
-    ``limits.max_skill_bytes``. A patch passes when no finding is fatal.
+    ``slim`` forces slim mode; it is also on whenever ``skill_text`` exceeds ``slim_limit``
+    (default ``limits.max_skill_bytes``). A patch passes when no finding is fatal.
     """
     rules = rules or default_rules()
     findings = _taboo(diff, _entries(taboo), rule_id, direction)
@@ -365,15 +383,16 @@ def run_filters(
         added = {i for i in applied.added_at if not doc.lines[i].in_code}
         findings += _concreteness(doc, added, rules)
         numbered = [(doc.lines[i].number, doc.lines[i].text) for i in sorted(added)]
+        every = [(doc.lines[i].number, doc.lines[i].text) for i in sorted(applied.added_at)]
     else:
-        numbered = [(0, text) for text in parsed.added]
+        numbered = every = [(0, text) for text in parsed.added]
     findings += _line_rules(numbered, rules)
     findings += _traps([text for _, text in numbered], parsed.removed, rules)
-    if has_secret("\n".join(parsed.added)):
-        findings.append(FilterFinding(TEXT, "fatal", "adds a secret or key-shaped string"))
+    findings += _safety(every)
     size = len(skill_text.encode("utf-8"))
-    if slim or size > limits.max_skill_bytes:
-        findings += _slim(parsed, size, limits)
+    limit = slim_limit or limits.max_skill_bytes
+    if slim or size > limit:
+        findings += _slim(parsed, size, limit)
     return FilterReport(findings, applied.text if applied is not None else None)
 
 

@@ -16,12 +16,16 @@ from typing import Any
 
 from engine.config import LimitsConfig
 from engine.patches.apply import PatchError
+from engine.patches.focus import encoded_size, focused_view
 from engine.patches.proposer import ProposalContext, Target
 from engine.patches.textrules import TextRules
+from engine.skill import SkillDoc
 from engine.taboo import TabooEntry
 from engine.vault import redact
 
-PROMPT_BUDGET = 10_000  # bytes of system + user text
+PROMPT_BUDGET = 10_000  # bytes of the request body (system + user text, JSON-encoded, + envelope)
+ENVELOPE = 400  # the body's model, max_tokens, role and key names
+NOTES_ROOM = 2_400  # what the diagnosis, audit and taboo notes need beside a skill shown in part
 SUMMARY_BUDGET = 2_000
 GT_BUDGET = 500
 TABOO_BUDGET = 500
@@ -73,8 +77,7 @@ def _clip(text: str, budget: int) -> str:
     return data[: max(budget - 3, 0)].decode("utf-8", errors="ignore") + "…"
 
 
-def _size(*texts: str) -> int:
-    return sum(len(t.encode("utf-8")) for t in texts)
+_size = encoded_size
 
 
 def attribution_summary(diagnosis: Mapping[str, Any], target: Target, budget: int) -> str:
@@ -126,39 +129,50 @@ def taboo_note(entries: Sequence[TabooEntry], budget: int) -> str:
     return _clip("\n".join(["Patches rejected before (do not repeat them):", *rows]), budget)
 
 
-def system_prompt(limits: LimitsConfig, rules: TextRules, *, slim: bool) -> str:
+def system_prompt(
+    limits: LimitsConfig, rules: TextRules, *, slim: bool, limit: int | None = None
+) -> str:
     traps = ", ".join(f"'{t.word}' (say '{t.prefer}')" for t in rules.traps[:TRAPS_SHOWN])
     absolutes = ", ".join(f'"{p}"' for p in rules.absolute_phrases[:6])
     return SYSTEM.format(
         max_lines=limits.max_patch_lines,
         absolutes=absolutes or "none listed",
         traps=traps or "none listed",
-        slim=SLIM.format(limit=limits.max_skill_bytes) if slim else "",
+        slim=SLIM.format(limit=limit or limits.max_skill_bytes) if slim else "",
     )
 
 
 def build_prompt(
     ctx: ProposalContext, target: Target, limits: LimitsConfig, rules: TextRules
 ) -> tuple[str, str]:
-    """``(system, user)``, redacted, within :data:`PROMPT_BUDGET` bytes whenever the SKILL.md
-    itself leaves room (the skill is never cut: a diff needs its exact lines)."""
-    slim = ctx.slim or _size(ctx.skill_text) > limits.max_skill_bytes
-    system = redact(system_prompt(limits, rules, slim=slim))
+    """``(system, user)``, redacted, whose request body stays within :data:`PROMPT_BUDGET`.
+
+    A skill that leaves room for the notes is sent whole; a bigger one as the parts the root
+    cause points at plus an outline of the rest (:mod:`engine.patches.focus`) — never cut in the
+    middle of a line, since a diff must quote its lines exactly.
+    """
+    slim = ctx.slim or len(ctx.skill_text.encode("utf-8")) > ctx.slim_bytes(limits)
+    system = redact(system_prompt(limits, rules, slim=slim, limit=ctx.slim_bytes(limits)))
     skill = redact(ctx.skill_text)
-    frame = (
-        f"Current SKILL.md of skill '{ctx.skill_name}' (between the tags):\n"
-        "<SKILL.md>\n{skill}</SKILL.md>\n\n"
+    notes = (
         "Diagnosis:\n{summary}\n\nGround-truth audit:\n{gt}\n\nTaboo list:\n{taboo}\n\n"
         "Reply with only the unified diff."
     )
-    room = PROMPT_BUDGET - _size(system, frame, skill) - 64
+    body = skill if skill.endswith("\n") else skill + "\n"
+    whole = f"Current SKILL.md of skill '{ctx.skill_name}' (between the tags):\n<SKILL.md>\n"
+    shown = whole + body + "</SKILL.md>\n\n"
+    budget = PROMPT_BUDGET - ENVELOPE
+    if budget - _size(system, shown, notes) < NOTES_ROOM:
+        doc, _ = SkillDoc.parse_lenient(skill)
+        head = f"Current SKILL.md of skill '{ctx.skill_name}', in part.\n"
+        room = budget - _size(system, head, notes) - NOTES_ROOM
+        shown = head + focused_view(doc, target, room) + "\n\n"
+    room = budget - _size(system, shown, notes) - 64
     gt = redact(gt_note(ctx.gt_flags, min(GT_BUDGET, max(room // 6, 0))))
     taboo = redact(taboo_note(ctx.taboo_entries, min(TABOO_BUDGET, max(room // 6, 0))))
     summary_room = min(SUMMARY_BUDGET, max(room - _size(gt, taboo), 200))
     summary = redact(attribution_summary(ctx.diagnosis_dict, target, summary_room))
-    body = skill if skill.endswith("\n") else skill + "\n"
-    user = frame.format(skill=body, summary=summary, gt=gt, taboo=taboo)
-    return system, user
+    return system, shown + notes.format(summary=summary, gt=gt, taboo=taboo)
 
 
 def retry_message(problem: str) -> str:

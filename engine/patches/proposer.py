@@ -73,6 +73,12 @@ class ProposalContext:
     bench: Benchmark | None = None
     slim: bool = False
     target: str | None = None
+    # The size past which only merges and deletions pass (see engine.evolve.convergence); None
+    # leaves it at ``limits.max_skill_bytes``.
+    slim_limit: int | None = None
+
+    def slim_bytes(self, limits: LimitsConfig) -> int:
+        return self.slim_limit or limits.max_skill_bytes
 
     @property
     def diagnosis_dict(self) -> Mapping[str, Any]:
@@ -111,6 +117,7 @@ class ProposalContext:
             direction=target.direction,
             limits=limits,
             slim=self.slim,
+            slim_limit=self.slim_limit,
             rules=rules,
         )
 
