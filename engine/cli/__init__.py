@@ -27,7 +27,10 @@ OpenTui = Callable[[Workspace, argparse.Namespace], int]
 
 # command → (module in this package, the help line ``--help`` shows for it)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("workspace_cmd", "create an empty workspace"),
+    "init": (
+        "workspace_cmd",
+        "adopt a project's skills in place (.skillsmith/), or create an empty workspace",
+    ),
     "demo": (
         "demo_cmd",
         "copy the bundled demo workspace (security-audit skill, vuln-detect benchmark)",
@@ -37,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scoreboard": ("scoreboard_cmd", "every evaluation of a benchmark, one row each"),
     "queue": ("queue_cmd", "list candidates; approve / reject / undo"),
     "history": ("store_cmd", "versions, current pointer and timeline of a skill"),
-    "publish": ("store_cmd", "make FILE the next version of a skill"),
+    "publish": ("store_cmd", "make a folder (or a SKILL.md text) the next version"),
     "rollback": ("store_cmd", "point current at vK; nothing is deleted"),
     "fork": ("store_cmd", "start a branch sharing the taboo list"),
     "snapshot": ("snapshot_cmd", "write snapshots/v<version>.tar.gz of the agent state"),
