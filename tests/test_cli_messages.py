@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from rich.console import Console
 
+from engine.cli import main
 from engine.cli.evolve_cmd import next_step
 from engine.cli.optimize_cmd import NO_IMPROVEMENT_ADVICE, _summary
 from engine.cli.review_cmd import review_line
 from engine.evolve import EvolveResult
 from engine.evolve.checkpoint import RoundRecord
 from engine.optimize import OptimizeResult
+from tests.runner_helpers import command_workspace, mode_benchmark
 
 
 def _evolve_result(stop: str, rounds: list[RoundRecord]) -> EvolveResult:
@@ -48,3 +53,31 @@ def test_optimize_without_an_improvement_gives_advice() -> None:
     text = console.export_text()
     assert reason in text and NO_IMPROVEMENT_ADVICE in text
     assert "skillsmith evolve" in NO_IMPROVEMENT_ADVICE
+
+
+def test_eval_table_at_80_columns_keeps_ids_whole_and_names_failed_checks(
+    tmp_path: Path,
+    count_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    ws = command_workspace(tmp_path / "ws")
+    long_a, long_b = "xss-js-innerhtml-template-literal", "xss-js-innerhtml-sanitized-dompurify"
+    mode_benchmark(
+        ws,
+        {
+            long_a: ("answer", "q = eval(x)\n", "vulnerable"),
+            long_b: ("answer", "q = int(x)\n", "vulnerable"),
+        },
+        runs=1,
+    )
+    assert main(["eval", "b", "-w", str(ws.root), "-j", "2"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("metrics")[0]
+    rows = [line.split("│") for line in table.splitlines() if line.startswith("│")]
+    ids = "".join(cells[1].strip() for cells in rows)
+    assert long_a in ids and long_b in ids  # folded over lines, never "xss-js-innerh…"
+    assert "…" not in table
+    verdicts = " ".join(cells[5].strip() for cells in rows)
+    assert "failed:" in verdicts and "verdict is" in verdicts
