@@ -67,4 +67,11 @@ class Rule:
         return None
 
 
-__all__ = ["Category", "Finding", "Judge", "Rule", "Severity"]
+def any_hint(rules: tuple[Rule, ...]) -> re.Pattern[str]:
+    """One pattern of every (lowercase) hint of ``rules``, for a lowercased line: most lines
+    match none, and then no rule needs to look at them (one search, not a test per hint)."""
+    hints = sorted({hint for rule in rules for hint in rule.hints}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(hint) for hint in hints))
+
+
+__all__ = ["Category", "Finding", "Judge", "Rule", "Severity", "any_hint"]

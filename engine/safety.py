@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from engine.findings import Finding, Rule, Severity
+from engine.findings import Finding, Rule, Severity, any_hint
 from engine.secret_scan import SECRET_RULES, find_secrets
 from engine.skill import split_lines
 
@@ -224,6 +224,7 @@ _COMMAND_RULES: tuple[Rule, ...] = (
 
 RULES: tuple[Rule, ...] = SECRET_RULES + _COMMAND_RULES
 RULES_BY_ID = {rule.id: rule for rule in RULES}
+_HINTS = any_hint(_COMMAND_RULES)
 
 
 def scan(text: str, known: Iterable[str] = ()) -> list[Finding]:
@@ -236,6 +237,8 @@ def scan(text: str, known: Iterable[str] = ()) -> list[Finding]:
     findings = find_secrets(lines, known)
     for number, line in enumerate(lines, start=1):
         lowered = line.lower()
+        if _HINTS.search(lowered) is None:
+            continue
         for rule in _COMMAND_RULES:
             if not any(hint in lowered for hint in rule.hints):
                 continue

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from engine.findings import Finding, Rule, Severity
+from engine.findings import Finding, Rule, Severity, any_hint
 
 MIN_SECRET_LEN = 8
 VAULT_RULE = "secret.vault_value"
@@ -273,6 +273,9 @@ SECRET_RULES: tuple[Rule, ...] = (
 )
 
 
+_HINTS = any_hint(SECRET_RULES)
+
+
 def find_secrets(lines: Iterable[str], known: Iterable[str] = ()) -> list[Finding]:
     """Every secret rule's first hit on every line (1-based), and every known vault value.
 
@@ -286,6 +289,8 @@ def find_secrets(lines: Iterable[str], known: Iterable[str] = ()) -> list[Findin
         if any(v in line for v in values):
             found.append(Finding(VAULT_RULE, "error", number, "a value kept in vault/"))
         lowered = line.lower()
+        if _HINTS.search(lowered) is None:
+            continue
         following = rows[number] if number < len(rows) else ""
         for rule in SECRET_RULES:
             if not any(hint in lowered for hint in rule.hints):

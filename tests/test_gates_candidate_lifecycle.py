@@ -53,6 +53,9 @@ def _update(ws: Workspace, text: str, **kwargs):  # type: ignore[no-untyped-def]
     )
 
 
+# a description that does not say when to use the skill: with no section either, Spec fails
+NO_USE_WHEN = "Audit one file for problems."
+
 # -- Spec ----------------------------------------------------------------------------------------
 
 
@@ -329,7 +332,12 @@ def test_failed_evidence_rejects_even_in_shadow_mode(ws: Workspace) -> None:
 
 def test_shadow_mode_records_gates_without_enforcing(ws: Workspace) -> None:
     parent = SkillStore(ws, "audit").ensure_adopted()
-    text = skill_text("audit", when_to_use=None, steps=["Reset: `DROP TABLE users;`", "Answer."])
+    text = skill_text(
+        "audit",
+        description=NO_USE_WHEN,
+        when_to_use=None,
+        steps=["Reset: `DROP TABLE users;`", "Answer."],
+    )
     cand, decision = submit_candidate(
         ws,
         "audit",
@@ -354,7 +362,10 @@ def test_shadow_mode_records_gates_without_enforcing(ws: Workspace) -> None:
 
 def test_explicit_no_shadow_enforces(ws: Workspace) -> None:
     decision = _update(
-        ws, skill_text("audit", when_to_use=None), gates=_gates(shadow=True), shadow=False
+        ws,
+        skill_text("audit", description=NO_USE_WHEN, when_to_use=None),
+        gates=_gates(shadow=True),
+        shadow=False,
     )
     assert decision.status == "rejected" and not decision.shadow
 
@@ -483,3 +494,13 @@ def test_listing_the_queue_sweeps_a_configured_timeout(
     assert waiting.id in listed.out and "published" in listed.out
     assert CandidateQueue(ws).get(waiting.id).status == "published"
     assert SkillStore(ws, "audit").current() == "v1"
+
+
+def test_spec_takes_when_to_use_from_the_description_as_real_skills_write_it(ws: Workspace) -> None:
+    """Anthropic's skills say when to use them in the description, with no section for it."""
+    says = "Build MCP servers. Use when integrating an external API through tools."
+    decision = _update(ws, skill_text("audit", description=says, when_to_use=None))
+    assert decision.results[0].passed
+    silent = "Build MCP servers with good tools."
+    decision = _update(ws, skill_text("audit", description=silent, when_to_use=None))
+    assert decision.results[0].reasons == ["missing when_to_use"]

@@ -57,7 +57,7 @@ def test_review_files_and_folders_once(
     code, out, err = run(capsys, workspace, "review", str(folder))
     assert code == 0, err
     assert out.count(": unchanged") == 2
-    assert "0 candidate(s) queued, 0 failed" in out
+    assert "0 candidates queued for approval; log" in out  # no failures, none inline: unsaid
 
 
 def test_reviewer_failure_exits_1_and_keeps_the_segment(

@@ -151,7 +151,9 @@ def test_sigkill_at_random_points_leaves_a_consistent_store(
         )
         assert child.stdout is not None
         assert child.stdout.readline() == "ready\n"
-        time.sleep(rng.uniform(0.01, 0.3))
+        # an approval lints the whole candidate before it publishes (engine.admission): give
+        # that loop long enough to publish now and then, and still die inside its writes
+        time.sleep(rng.uniform(0.01, 0.3) + (2.5 if mode == "approve" else 0.0))
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         child.stdout.close()

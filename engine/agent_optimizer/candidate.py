@@ -37,7 +37,8 @@ AGENTS = "AGENTS.md"
 SKILL_FILE = "SKILL.md"
 _SKILL_TARGET = re.compile(r"^skills/([A-Za-z0-9][A-Za-z0-9._-]*)/SKILL\.md$")
 # Agent settings a candidate may not change: they would swap the agent instead of improving it.
-FIXED_AGENT_KEYS = ("kind", "command")
+# What the agent is and what it may reach: never the model's to change.
+FIXED_AGENT_KEYS = ("kind", "command", "env_allow", "sandbox", "network")
 CANDIDATE_SYSTEM = f"""You improve a target agent against a frozen benchmark \
 (PenguinHarness agent-optimization). From the scores, the diagnosed root causes and the linked \
 traces, propose ONE bounded candidate: a unified diff of exactly one editable file — AGENTS.md, \
@@ -158,7 +159,8 @@ def _check_diff(diff: str, name: str, text: str, limits: LimitsConfig) -> str:
 
 
 def _check_config(before: str, after: str) -> None:
-    """Only the agent section may change, and not the agent's kind or command."""
+    """Only the agent section may change, and not the agent's kind, command, environment or
+    sandbox."""
     try:
         old = to_mapping(from_mapping(Config, yaml.safe_load(before), CONFIG_NAME))
         new = to_mapping(from_mapping(Config, yaml.safe_load(after), CONFIG_NAME))
@@ -169,7 +171,9 @@ def _check_config(before: str, after: str) -> None:
             raise ProtocolError(f"reply.diff: may change only the agent section, not {key!r}")
     for key in FIXED_AGENT_KEYS:
         if old["agent"][key] != new["agent"][key]:
-            raise ProtocolError(f"reply.diff: may not change agent.{key} (it swaps the agent)")
+            raise ProtocolError(
+                f"reply.diff: may not change agent.{key} (it swaps or unseals the agent)"
+            )
 
 
 def _check_skill(ws: Workspace, name: str, diff: str, text: str, rule: str) -> str:

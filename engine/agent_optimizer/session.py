@@ -387,7 +387,9 @@ class _Optimizer:
             live != candidate.before or self.ws.load_config().version != attempt.version_before
         )
         if changed:
-            restore(self.ws, self.ws.root / attempt.snapshot, yes=True)
+            # its own snapshot of the state before its own edit: the agent settings in it are
+            # the ones the user had, so they need no second confirmation
+            restore(self.ws, self.ws.root / attempt.snapshot, yes=True, trust_agent_config=True)
         if decision == "rolled_back" and candidate.skill is not None:
             SkillStore(self.ws, candidate.skill).taboo().add(
                 taboo_rule(candidate.rule, "optimize"), candidate.diff, why

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.cli.progress import progress_bar, resume_line, unit_counts
@@ -170,29 +171,38 @@ def _baseline_verdict(result: RunResult) -> Verdict | None:
     return compare_paired(before, [r for r in result.rows if r["variant"] == SKILL])
 
 
+def _verdict_text(row: dict[str, Any]) -> Text:
+    """One run's verdict, coloured; a failed run names the checks it failed. Built as Text:
+    reasons and check texts quote the agent and the rubric ("[evidence]" is not markup)."""
+    if row["pass_fail"] == "invalid":
+        return Text(f"invalid: {row['invalid_reason']}", style="yellow")
+    passed = row["pass_fail"] == "pass"
+    text = Text(str(row["judge_verdict"] or "—"), style="green" if passed else "red")
+    failed = [str(c.get("text")) for c in row.get("checks") or [] if not c.get("passed")]
+    if failed and not passed:
+        text.append(f" (failed: {'; '.join(failed)})")
+    return text
+
+
 def _cases_table(result: RunResult) -> Table:
     table = Table(title=f"run {result.run_id}", title_justify="left")
     for column in ("case", "split", "expected", "variant", "verdicts", "passed"):
-        table.add_column(column)
+        # ids wrap rather than end in "…": two cases must never read the same
+        table.add_column(column, overflow="fold")
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in result.rows:
         groups.setdefault((row["case_id"], row["variant"]), []).append(row)
     for (case_id, variant), rows in groups.items():
-        verdicts = []
-        for row in sorted(rows, key=lambda r: r["run_index"]):
-            if row["pass_fail"] == "invalid":
-                verdicts.append(f"[yellow]invalid: {row['invalid_reason']}[/]")
-            else:
-                colour = "green" if row["pass_fail"] == "pass" else "red"
-                verdicts.append(f"[{colour}]{row['judge_verdict'] or '—'}[/]")
+        ordered = sorted(rows, key=lambda r: r["run_index"])
+        verdicts = Text(", ").join(_verdict_text(r) for r in ordered)
         valid = [r for r in rows if r["pass_fail"] != "invalid"]
         passed = sum(1 for r in valid if r["pass_fail"] == "pass")
         table.add_row(
-            case_id,
+            Text(case_id),
             rows[0].get("split") or "",
-            str(rows[0].get("ground_truth")),
+            Text(str(rows[0].get("ground_truth"))),
             variant,
-            ", ".join(verdicts),
+            verdicts,
             f"{passed}/{len(valid)}",
         )
     return table

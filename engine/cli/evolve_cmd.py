@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.demo import demo_agent_notice
@@ -149,7 +150,8 @@ def _print_result(result: EvolveResult) -> None:
         outcome = f"[{colour}]{r.outcome}[/]" if colour else r.outcome
         if r.version:
             outcome += f" → {r.version}"
-        rounds.add_row(str(r.round), r.parent, outcome, gates, f"{r.stagnation:.1f}", r.reason)
+        reason = Text(r.reason)  # reasons quote cases and models: "[evidence]" is text
+        rounds.add_row(str(r.round), r.parent, outcome, gates, f"{r.stagnation:.1f}", reason)
     console.print(rounds)
     versions = Table(title="versions", title_justify="left")
     for column in ("version", "round", "selection F1", "holdout F1", "golden F1", "verify"):
@@ -169,3 +171,19 @@ def _print_result(result: EvolveResult) -> None:
         f"{result.final_version} {_num(result.holdout_final)}; stopped: {result.stop_reason}"
     )
     console.print(f"summary: {result.summary_path}")
+    hint = next_step(result)
+    if hint:
+        console.print(hint, markup=False, highlight=False)
+
+
+def next_step(result: EvolveResult) -> str | None:
+    """Every stop names the command that moves the work on."""
+    if result.stop_reason == "awaiting_approval":
+        queued = next((r.candidate for r in reversed(result.rounds) if r.candidate), None)
+        if queued is not None:
+            return (
+                f"next: {queued} awaits approval — skillsmith queue approve {queued} --why "
+                f'"<your reason>" (or a in the workbench), then run this command again to go '
+                "on from the new version"
+            )
+    return None

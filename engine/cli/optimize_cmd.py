@@ -106,6 +106,12 @@ def _optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+NO_IMPROVEMENT_ADVICE = (
+    "nothing to approve: give the search more budget (--max-metric-calls), add failing cases "
+    "to the benchmark's feedback split, or try outcome-driven rounds: skillsmith evolve"
+)
+
+
 def _summary(result: OptimizeResult) -> Table:
     table = Table(title=f"experiment {result.experiment_id}", title_justify="left")
     table.add_column("")
@@ -135,6 +141,8 @@ def _summary(result: OptimizeResult) -> Table:
     if result.candidate:
         rows.append(("candidate", f"{result.candidate} ({result.candidate_status})"))
     rows.append(("record", result.experiment_dir))
+    if not result.candidate:
+        rows.append(("next", NO_IMPROVEMENT_ADVICE))
     for key, value in rows:
         table.add_row(key, value)
     return table

@@ -116,9 +116,35 @@ def _review(args: argparse.Namespace) -> int:
             }
         )
     else:
-        queued = sum(1 for r in results for c in r.candidates if c.get("id"))
         print(
-            f"{len(results)} review job(s): {queued} candidate(s) queued, {len(failed)} failed, "
-            f"{stats['inline']} ran inline (queue full); log {log.path}"
+            review_line(
+                len(results),
+                [c for r in results for c in r.candidates],
+                stats,
+                len(failed),
+                str(log.path),
+            )
         )
     return 1 if failed else 0
+
+
+def review_line(
+    jobs: int, candidates: list[dict[str, Any]], stats: dict[str, Any], failed: int, log: str
+) -> str:
+    """The review's one-line account: candidates by what became of them (a rejected one is not
+    "queued"), and inline runs only when there were any, with their cause."""
+
+    def count(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    waiting = sum(1 for c in candidates if c.get("id") and c.get("status") != "rejected")
+    rejected = sum(1 for c in candidates if c.get("status") == "rejected")
+    parts = [f"{count(waiting, 'candidate')} queued for approval"]
+    if rejected:
+        parts.append(f"{rejected} rejected by the gates")
+    if failed:
+        parts.append(f"{failed} failed")
+    inline = int(stats.get("inline") or 0)
+    if inline:
+        parts.append(f"{inline} ran in this process (the worker queue was full or stopping)")
+    return f"{count(jobs, 'review job')}: {', '.join(parts)}; log {log}"

@@ -144,9 +144,15 @@ def existing_skill_names(ws: Workspace) -> list[str]:
 # -- the gates ---------------------------------------------------------------------------------
 
 
+# The Agent Skills convention says when to use a skill in its description ("… Use when building
+# MCP servers …"); real skills (Anthropic's among them) have no separate section for it.
+_USE_WHEN = re.compile(r"\buse (?:it |this skill )?(?:when|whenever|for|if)\b", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Spec:
-    """Name, description and when_to_use present, enough steps, and a create that is new."""
+    """Name, description and when_to_use (a section, or a "Use when …" in the description)
+    present, enough steps, and a create that is new."""
 
     min_steps: int = MIN_STEPS
     max_name_chars: int = MAX_NAME_CHARS
@@ -167,7 +173,9 @@ class Spec:
             reasons.append(f"name longer than {self.max_name_chars} characters")
         if not (doc.description or "").strip():
             reasons.append("missing description")
-        if not (doc.section("when_to_use") or "").strip():
+        if not (doc.section("when_to_use") or "").strip() and not _USE_WHEN.search(
+            doc.description or ""
+        ):
             reasons.append("missing when_to_use")
         steps = len(doc.steps)
         if steps < self.min_steps:

@@ -1,0 +1,83 @@
+"""Messages that used to mislead or leave the user at a dead end: each shows the corrected text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from engine.cli import main
+from engine.cli.evolve_cmd import next_step
+from engine.cli.optimize_cmd import NO_IMPROVEMENT_ADVICE, _summary
+from engine.cli.review_cmd import review_line
+from engine.evolve import EvolveResult
+from engine.evolve.checkpoint import RoundRecord
+from engine.optimize import OptimizeResult
+from tests.runner_helpers import command_workspace, mode_benchmark
+
+
+def _evolve_result(stop: str, rounds: list[RoundRecord]) -> EvolveResult:
+    return EvolveResult(
+        "evolve-1", "s", "b", 7, "offline", False, stop, rounds, [], "v0", "v0", None, None, ""
+    )
+
+
+def test_evolve_stopping_at_a_queued_candidate_names_the_approve_command() -> None:
+    queued = RoundRecord(1, "v0", "queued", "all gates passed", 0.0, 0.0, candidate="cand-1")
+    hint = next_step(_evolve_result("awaiting_approval", [queued]))
+    assert hint is not None
+    assert 'skillsmith queue approve cand-1 --why "<your reason>"' in hint
+    assert "run this command again" in hint
+    assert next_step(_evolve_result("max_rounds", [])) is None
+
+
+def test_a_rejected_candidate_is_not_counted_as_queued() -> None:
+    line = review_line(
+        1, [{"id": "c1", "status": "rejected"}], {"inline": 0}, 0, "sessions/r.jsonl"
+    )
+    assert line == (
+        "1 review job: 0 candidates queued for approval, 1 rejected by the gates; "
+        "log sessions/r.jsonl"
+    )
+    busy = review_line(2, [{"id": "c2", "status": "pending_approval"}], {"inline": 1}, 0, "l")
+    assert "1 candidate queued for approval" in busy
+    assert "1 ran in this process (the worker queue was full or stopping)" in busy
+
+
+def test_optimize_without_an_improvement_gives_advice() -> None:
+    reason = "no accepted candidate improved validation"
+    result = OptimizeResult("opt-1", "experiments/opt-1", "s", "b", "not_submitted", reason)
+    console = Console(record=True, width=300)
+    console.print(_summary(result))
+    text = console.export_text()
+    assert reason in text and NO_IMPROVEMENT_ADVICE in text
+    assert "skillsmith evolve" in NO_IMPROVEMENT_ADVICE
+
+
+def test_eval_table_at_80_columns_keeps_ids_whole_and_names_failed_checks(
+    tmp_path: Path,
+    count_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    ws = command_workspace(tmp_path / "ws")
+    long_a, long_b = "xss-js-innerhtml-template-literal", "xss-js-innerhtml-sanitized-dompurify"
+    mode_benchmark(
+        ws,
+        {
+            long_a: ("answer", "q = eval(x)\n", "vulnerable"),
+            long_b: ("answer", "q = int(x)\n", "vulnerable"),
+        },
+        runs=1,
+    )
+    assert main(["eval", "b", "-w", str(ws.root), "-j", "2"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("metrics")[0]
+    rows = [line.split("│") for line in table.splitlines() if line.startswith("│")]
+    ids = "".join(cells[1].strip() for cells in rows)
+    assert long_a in ids and long_b in ids  # folded over lines, never "xss-js-innerh…"
+    assert "…" not in table
+    verdicts = " ".join(cells[5].strip() for cells in rows)
+    assert "failed:" in verdicts and "verdict is" in verdicts
