@@ -76,26 +76,8 @@ def lint_text(text: str, *, path: Path | None = None, folder: str | None = None)
     findings.extend(_size(doc, text))
     if path is not None and path.parent.is_dir():
         findings.extend(reference_findings(doc, path.parent))
-    findings.extend(_safety(text))
+    findings.extend(scan(text))
     return sorted(findings, key=lambda f: (f.line, f.severity != "error", f.rule_id))
-
-
-# The Safety scan reads any `>` on a line as a shell redirect, which turns a one-level `../` into a
-# write outside the skill. In Markdown a `>` is as often an arrow (`a -> b`, Graphviz edges, `=>`)
-# or a blockquote marker; for the path rule those are shown to the scan as a neutral character.
-_NOT_A_REDIRECT = re.compile(r"(?<=[-=])>|^([ \t]*)>", re.MULTILINE)
-
-
-def _safety(text: str) -> list[Finding]:
-    """The Safety scan, with path-traversal errors that only an arrow made errors re-judged."""
-    found = scan(text)
-    suspect = {f.line for f in found if f.rule_id == "path.traversal" and f.severity == "error"}
-    if not suspect:
-        return found
-    plain = _NOT_A_REDIRECT.sub(lambda m: (m.group(1) or "") + "\u203a", text)
-    again = {f.line: f for f in scan(plain) if f.rule_id == "path.traversal"}
-    kept = [f for f in found if not (f.rule_id == "path.traversal" and f.line in suspect)]
-    return kept + [again[n] for n in sorted(suspect) if n in again]
 
 
 def reason(error: FormatError) -> str:

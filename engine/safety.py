@@ -81,6 +81,9 @@ def _force_push(match: re.Match[str], _line: str) -> Severity | None:
 _WRITE_VERB = re.compile(
     r"(?i)\b(?:cp|mv|rm|tee|write|save|copy|move|overwrite|unzip|extract|rsync)\b|>"
 )
+# In Markdown a `>` is as often an arrow (`a -> b`, Graphviz edges, `=>`) or a blockquote marker
+# as a shell redirect; only a redirect turns a one-level `../` into a write outside the skill.
+_NOT_A_REDIRECT = re.compile(r"(?<=[-=])>|^[ \t]*>")
 
 
 def _traversal(match: re.Match[str], line: str) -> Severity | None:
@@ -97,7 +100,7 @@ def _traversal(match: re.Match[str], line: str) -> Severity | None:
             depth += 1
     if lowest >= 0:
         return None
-    if lowest <= -2 or _WRITE_VERB.search(line):
+    if lowest <= -2 or _WRITE_VERB.search(_NOT_A_REDIRECT.sub(" ", line)):
         return "error"
     return "warning"
 

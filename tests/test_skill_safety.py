@@ -259,3 +259,23 @@ def test_real_world_prose_is_clean() -> None:
         "Clean up with `rm -rf ./build dist/` and link [docs](references/../README.md).\n"
     )
     assert scan(text) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Compare `git diff base..head` with ../notes.md -> the summary",
+        "digraph { a -> b } as drawn in ../graphs/flow.dot",
+        "Each entry => see ../reference.md",
+        "> Quoted from ../README.md",
+    ],
+)
+def test_an_arrow_or_a_blockquote_is_no_write_outside_the_skill(line: str) -> None:
+    # the Safety gate and lint share this scan: neither may call these lines a write
+    errors = [f for f in scan(line) if f.severity == "error"]
+    assert errors == []
+
+
+def test_a_real_redirect_beside_a_parent_path_stays_an_error() -> None:
+    (finding,) = [f for f in scan("echo done > ../outside.txt") if f.rule_id == "path.traversal"]
+    assert finding.severity == "error"
