@@ -126,6 +126,36 @@ def test_guardrail_fails_when_the_other_cases_are_worse_with_confidence() -> Non
     assert "worse at one-sided p<0.05" in result.reasons[0]
 
 
+def test_guardrail_fails_a_break_that_repeats_on_fresh_runs_even_when_fixes_hide_it() -> None:
+    # pooled over the other cases, two fixes cancel two breaks (delta 0: not worse); rerun on
+    # their own, the broken cases break again on every fresh run, which is a regression
+    before = rows({"a": (True, True), "b": (True, True), "c": (False, False), "d": (False, False)})
+    after = rows({"a": (False, False), "b": (False, False), "c": (True, True), "d": (True, True)})
+    asked: list[tuple[list[str], int]] = []
+
+    def repeats(cases: Any, runs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        asked.append((list(cases), runs))
+        return rows({c: (True,) * runs for c in cases}), rows({c: (False,) * runs for c in cases})
+
+    gate = Guardrail(Sampling(alpha=0.05, max_extra_runs=12, looks=3))
+    result = gate.judge(before, after, rerun=repeats)
+    assert result.verdict == "fail"
+    assert asked[-1] == (["a", "b"], 6)  # only the broken cases, 12 // 2 runs each
+    assert "broke again on fresh runs" in result.reasons[-1] and "(a, b)" in result.reasons[-1]
+    assert Guardrail().judge(before, after, rerun=repeats).verdict == "pass"  # no budget: pooled
+
+
+def test_guardrail_keeps_a_chance_flip_that_does_not_repeat() -> None:
+    before = rows({"a": (True, True), "b": (True, True), "c": (False, False)})
+    after = rows({"a": (True, False), "b": (True, True), "c": (True, True)})
+
+    def passes_again(cases: Any, runs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return rows({c: (True,) * runs for c in cases}), rows({c: (True,) * runs for c in cases})
+
+    gate = Guardrail(Sampling(alpha=0.05, max_extra_runs=12, looks=3))
+    assert gate.judge(before, after, rerun=passes_again).verdict == "pass"
+
+
 def test_guardrail_refuses_a_case_that_could_not_be_measured() -> None:
     before = rows({"a": (True,), "b": (True,)})
     invalid = {**row("a", False), "pass_fail": "invalid", "failure_kind": None}

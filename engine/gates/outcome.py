@@ -33,7 +33,7 @@ from typing import Any
 from engine.config import GatesConfig
 from engine.gates.result import GateResult
 from engine.metrics import CaseStatus, case_status, metrics
-from engine.verdict import Rerun, Verdict, compare_f1, compare_paired, decide
+from engine.verdict import Rerun, Verdict, compare_f1, compare_paired, decide, reindex
 from engine.verify import verify_score
 
 Rows = Sequence[Mapping[str, Any]]
@@ -149,7 +149,9 @@ class Guardrail:
     """The cases the patch did not aim at are not worse with confidence ("nothing old broke").
 
     It fails when they are worse at one-sided ``alpha`` — a single chance failure of a case
-    that used to pass is what a noisy agent does, not a regression. A case measured before
+    that used to pass is what a noisy agent does, not a regression. Cases that broke are then
+    rerun on their own (``_confirm``): a break that repeats fails the gate even when fixes
+    elsewhere hide it in the pooled figure. A case measured before
     whose runs are all invalid now could not be checked; that is no proof of no harm, so it
     fails the gate too (listed apart).
     """
@@ -186,14 +188,21 @@ class Guardrail:
         reasons = [f"{_plural(len(guarded), 'other case')}: {verdict.line()}"]
         if verdict.worse:
             reasons[0] += f" (worse at one-sided p<{self.sampling.alpha:g})"
+        confirmed = None if verdict.worse else self._confirm(broken, before_all, after_all, rerun)
+        if confirmed is not None and confirmed.worse:
+            reasons.append(
+                f"{_plural(len(broken), 'case')} that passed before broke again on fresh runs: "
+                f"{confirmed.line()} ({', '.join(broken)})"
+            )
         if unmeasured:
             reasons.append(
                 f"{_plural(len(unmeasured), 'case')} could not be measured "
                 "(only invalid runs): " + ", ".join(unmeasured)
             )
+        confirmed_worse = confirmed is not None and confirmed.worse
         return GateResult(
             gate=self.name,
-            verdict="fail" if verdict.worse or unmeasured else "pass",
+            verdict="fail" if verdict.worse or unmeasured or confirmed_worse else "pass",
             figures={
                 "guarded": len(guarded),
                 "newly_broken": len(broken),
@@ -205,6 +214,32 @@ class Guardrail:
             case_ids=guarded,
             fixed=fixed,
             newly_broken=broken,
+        )
+
+    def _confirm(
+        self, broken: Sequence[str], before: Rows, after: Rows, rerun: Rerun | None
+    ) -> Verdict | None:
+        """Rerun the cases that broke and judge the fresh runs alone.
+
+        Pooled over every other case, a few real breaks hide behind fixes and passes; judged per
+        case on the runs that showed them, chance looks like harm (the cases were picked for
+        failing). Fresh runs of just those cases, both variants on the same seeds, are an
+        independent experiment: a break that repeats is a regression, one chance flip is not.
+        This can only turn a pass into a fail, so the false-accept rate stays within ``alpha``.
+        """
+        budget = self.sampling.max_extra_runs
+        if rerun is None or not broken or budget <= 0:
+            return None
+        runs_each = max(2, min(6, budget // len(broken)))
+        new_before, new_after = rerun(list(broken), runs_each)
+        existing = [*before, *after]
+        return compare_paired(
+            reindex(existing, new_before),
+            reindex(existing, new_after),
+            cases=broken,
+            alpha=self.sampling.alpha,
+            test="runs",
+            alternative="less",
         )
 
 
