@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,6 @@ from engine.store import unified_diff
 from engine.taboo import TabooEntry, diff_hash
 from engine.vault import ANTHROPIC_KEY_NAME, write_secret
 from engine.workspace import Workspace
-from tests.conftest import REAL_SKILLS
 from tests.llm_server import MessagesServer, Reply, last_user_text, request_text
 from tests.patch_helpers import DEMO_WORKSPACE, SKILL, diagnosis, patch_of
 
@@ -312,7 +312,7 @@ def test_limits_come_from_the_constructor(messages_server: MessagesServer) -> No
 def _big_skill() -> str:
     """A 74 KB SKILL.md of real text: the public mcp-builder skill with its reference guides
     folded in, cut at a line to the size of the largest public SKILL.md."""
-    folder = REAL_SKILLS / "mcp-builder"
+    folder = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"  # the repo's copy
     parts = [(folder / "SKILL.md").read_text("utf-8")]
     parts += [(folder / "reference" / n).read_text("utf-8") for n in REFERENCES]
     lines = "\n".join(parts).splitlines(keepends=True)
