@@ -75,7 +75,9 @@ def test_shipped_skill_is_mediocre_and_a_better_one_scores_clearly_higher(tmp_pa
     shipped = ws.skill_path(DEMO_SKILL).read_text(encoding="utf-8")
 
     cases = len(load_benchmark(ws.benchmarks_dir / DEMO_BENCHMARK).cases)
-    base = run_evaluation(ws, DEMO_BENCHMARK, runs=2, jobs=2)
+    # fixed seeds: the demo is noisy, and a band check on one unseeded draw fails now and then
+    # (the shipped skill's F1 spreads about 0.50-0.56 over seeds)
+    base = run_evaluation(ws, DEMO_BENCHMARK, runs=2, jobs=2, seed=20261201)
     assert base.metrics.invalid == 0 and base.metrics.valid == 2 * cases
     assert base.metrics.f1 is not None and 0.45 <= base.metrics.f1 <= 0.75
     assert {r["run_index"] for r in base.rows} == {0, 1}
@@ -86,6 +88,8 @@ def test_shipped_skill_is_mediocre_and_a_better_one_scores_clearly_higher(tmp_pa
 
     better = better_skill(shipped)
     assert better != shipped
-    improved = run_evaluation(ws, DEMO_BENCHMARK, runs=1, jobs=2, skills={DEMO_SKILL: better})
+    improved = run_evaluation(
+        ws, DEMO_BENCHMARK, runs=1, jobs=2, skills={DEMO_SKILL: better}, seed=20261202
+    )
     assert improved.metrics.f1 is not None
     assert improved.metrics.f1 >= base.metrics.f1 + 0.2
