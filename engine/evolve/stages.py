@@ -375,22 +375,19 @@ class Evolution:
         The gates compare these two, never the parent's rows diagnosis picked the targets from:
         cases chosen because they failed once tend to pass on a rerun whatever the patch does
         (regression to the mean), which would make noise look like a fix. The fresh parent run
-        draws its own seed (:meth:`gate_seed`): the round's evaluation seed would replay the
+        draws its own seed (:meth:`role_seed`): the round's evaluation seed would replay the
         diagnosis rows exactly.
         """
         splits = self.judged_splits()
         self.evaluate(self.candidate_text(), splits, "candidate")
-        self.evaluate_fresh(self.parent_text(), splits, "parent_paired", seed=self.gate_seed())
+        seed = self.role_seed("gate")
+        self.evaluate_fresh(self.parent_text(), splits, "parent_paired", seed=seed)
 
-    def gate_seed(self) -> int:
-        """The fresh parent evaluation's seed: reproducible from the session, unlike diagnosis'."""
-        digest = hashlib.sha256(f"{self.pending.seed}:gate:{self.pending.round}".encode())
+    def role_seed(self, role: str) -> int:
+        """A gate evaluation's seed, fixed by the session seed, the round and the role: unlike
+        diagnosis' rows, and the same again when a killed round resumes before its manifest."""
+        digest = hashlib.sha256(f"{self.pending.seed}:{role}:{self.pending.round}".encode())
         return int.from_bytes(digest.digest()[:4], "big") >> 1
-
-    def run_seed(self, run_id: str) -> int | None:
-        """The evaluation seed a run was drawn with (its manifest records it)."""
-        seed = json.loads((self.ws.runs_dir / run_id / "manifest.json").read_bytes()).get("seed")
-        return seed if isinstance(seed, int) else None
 
     def judged_splits(self) -> tuple[str, ...]:
         return ("selection", "holdout") if self.holdout_round() else ("selection",)
@@ -448,10 +445,12 @@ class Evolution:
         number = self._reruns
         self._reruns += 1
         splits = tuple(sorted({c.split for c in self.bench.cases if c.id in set(case_ids)}))
+        seed = self.role_seed(f"rerun-{number}")
         after = self.evaluate_fresh(
             self.candidate_text(),
             splits,
             f"rerun-candidate-{number}",
+            seed=seed,
             case_ids=case_ids,
             runs=runs,
         )
@@ -459,7 +458,7 @@ class Evolution:
             self.parent_text(),
             splits,
             f"rerun-parent-{number}",
-            seed=self.run_seed(self.pending.run_ids[f"rerun-candidate-{number}"]),
+            seed=seed,
             case_ids=case_ids,
             runs=runs,
         )
