@@ -16,8 +16,9 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.config import Config, LimitsConfig, PathsConfig, check_config
@@ -58,6 +59,42 @@ _CONFIG_HEADER = (
 # Another thread of the same process opens its own file and so waits like another process would.
 _held: dict[tuple[Path, int], int] = {}
 _held_guard = threading.RLock()
+
+
+@dataclass
+class _Turnstile:
+    """First come, first served among one process's threads waiting for one workspace.
+
+    flock is not fair: a thread that releases and retakes the lock in a loop (snapshots in a
+    worker) wins every race against threads polling for it, which then time out although the
+    lock was free many times. Threads queue here first, so only the head polls flock.
+    """
+
+    cond: threading.Condition = field(default_factory=threading.Condition)
+    line: deque[int] = field(default_factory=deque)
+    tickets: int = 0
+
+    def enter(self, deadline: float) -> bool:
+        with self.cond:
+            ticket = self.tickets
+            self.tickets += 1
+            self.line.append(ticket)
+            while self.line[0] != ticket:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.line.remove(ticket)
+                    self.cond.notify_all()
+                    return False
+                self.cond.wait(left)
+            return True
+
+    def leave(self) -> None:
+        with self.cond:
+            self.line.popleft()
+            self.cond.notify_all()
+
+
+_turnstiles: dict[Path, _Turnstile] = {}
 
 
 @dataclass(frozen=True)
@@ -244,34 +281,45 @@ class Workspace:
         if wait_s is None:
             wait_s = float(os.environ.get("SKILLSMITH_LOCK_WAIT") or self._settings().lock_wait)
         lock_path = self.root / LOCK_NAME
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_s
+        with _held_guard:
+            turnstile = _turnstiles.setdefault(self.root, _Turnstile())
+        if not turnstile.enter(deadline):
+            raise self._busy(lock_path)
         try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise LockError(
-                            f"{lock_path}: workspace is locked by {_read_holder(lock_path)}; "
-                            "try again when it finishes"
-                        ) from None
-                    time.sleep(0.05)
-            holder = {"pid": os.getpid(), "purpose": purpose, "argv": sys.argv[:4]}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(holder).encode(), 0)
-            with _held_guard:
-                _held[key] = 1
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                yield
-            finally:
-                with _held_guard:
-                    _held.pop(key, None)
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            raise self._busy(lock_path) from None
+                        time.sleep(0.05)
+                holder = {"pid": os.getpid(), "purpose": purpose, "argv": sys.argv[:4]}
                 os.ftruncate(fd, 0)
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.pwrite(fd, json.dumps(holder).encode(), 0)
+                with _held_guard:
+                    _held[key] = 1
+                try:
+                    yield
+                finally:
+                    with _held_guard:
+                        _held.pop(key, None)
+                    os.ftruncate(fd, 0)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
         finally:
-            os.close(fd)
+            turnstile.leave()
+
+    @staticmethod
+    def _busy(lock_path: Path) -> LockError:
+        return LockError(
+            f"{lock_path}: workspace is locked by {_read_holder(lock_path)}; "
+            "try again when it finishes"
+        )
 
 
 def _has_pending_journal(root: Path) -> bool:
