@@ -40,7 +40,7 @@ BENCH = "vuln-detect"
 
 def _rows(ws_root: Path) -> list[dict[str, Any]]:
     """Result rows shaped like a full demo evaluation's (every case, two runs)."""
-    from engine.benchmark import load_benchmark
+    from engine.core.benchmark import load_benchmark
 
     bench = load_benchmark(ws_root / "benchmarks" / BENCH)
     return [
@@ -60,7 +60,7 @@ def _rows(ws_root: Path) -> list[dict[str, Any]]:
 
 
 def _record(ws_root: Path, title: str) -> Any:
-    from engine.scoreboard import Runtime, record_from_rows
+    from engine.core.scoreboard import Runtime, record_from_rows
 
     return record_from_rows(
         _rows(ws_root),
@@ -74,8 +74,8 @@ def _record(ws_root: Path, title: str) -> Any:
 
 def build(base: Path, factor: int) -> dict[int, Path]:
     """Demo workspaces with 1× and ``factor``× the history, and the history files to reset."""
-    from engine.demo import copy_demo
-    from engine.scoreboard import append_record
+    from engine.core.scoreboard import append_record
+    from engine.evaluation.demo import copy_demo
 
     roots = {}
     for size in (1, factor):
@@ -97,23 +97,23 @@ def build(base: Path, factor: int) -> dict[int, Path]:
 def child(kind: str, ws_root: Path, cases: int) -> float:
     bench = ws_root / "benchmarks" / BENCH
     if kind == "append":
-        from engine.scoreboard import append_record
+        from engine.core.scoreboard import append_record
 
         record = _record(ws_root, "measured")
         started = time.perf_counter()
         append_record(bench, record)
         return time.perf_counter() - started
     if kind == "eval":
-        from engine.benchmark import load_benchmark
-        from engine.runner import run_evaluation
-        from engine.workspace import Workspace
+        from engine.core.benchmark import load_benchmark
+        from engine.core.workspace import Workspace
+        from engine.evaluation.runner import run_evaluation
 
         ids = [c.id for c in load_benchmark(bench).cases[:cases]]
         started = time.perf_counter()
         run_evaluation(Workspace.at(ws_root), BENCH, runs=1, jobs=1, case_ids=ids)
         return time.perf_counter() - started
     if kind == "heads":
-        from engine.scoreboard import read_heads
+        from engine.core.scoreboard import read_heads
 
         started = time.perf_counter()
         heads = read_heads(bench)

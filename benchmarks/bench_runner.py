@@ -32,9 +32,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.agents.sandbox import make_sandbox  # noqa: E402
-from engine.runner import run_evaluation  # noqa: E402
-from engine.workspace import Workspace  # noqa: E402
+from engine.core.workspace import Workspace  # noqa: E402
+from engine.evaluation.agents.sandbox import make_sandbox  # noqa: E402
+from engine.evaluation.runner import run_evaluation  # noqa: E402
 
 TRIVIAL = textwrap.dedent(
     """

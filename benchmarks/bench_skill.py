@@ -19,9 +19,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.lint import lint_text  # noqa: E402
-from engine.skill import SkillDoc  # noqa: E402
-from engine.verify import verify_score  # noqa: E402
+from engine.core.lint import lint_text  # noqa: E402
+from engine.core.skill import SkillDoc  # noqa: E402
+from engine.evaluation.verify import verify_score  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "real-skills"
 

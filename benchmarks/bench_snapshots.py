@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.snapshots import create_snapshot, restore
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.snapshots import create_snapshot, restore
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
 
 ITEMS = ["skillsmith.yaml", "AGENTS.md", "skills", "history"]
 

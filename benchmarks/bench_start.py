@@ -39,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from engine.workspace import Workspace
+    from engine.core.workspace import Workspace
 
     with tempfile.TemporaryDirectory(prefix="bench-start-") as tmp:
         ws = Workspace.init(Path(tmp) / "ws")

@@ -24,8 +24,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.skill import SkillDoc, Step
-from engine.traces import load_trace, summarise
+from engine.core.skill import SkillDoc, Step
+from engine.evaluation.traces import load_trace, summarise
 
 SKILL = """---
 name: vuln-audit

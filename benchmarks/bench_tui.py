@@ -45,13 +45,13 @@ LATENCY_SAMPLES = 5
 
 # -- the workspace ---------------------------------------------------------------------------------
 def build(root: Path) -> None:
-    from engine.events import SessionLog
-    from engine.fsutil import atomic_write_json, atomic_write_text
-    from engine.queue import CandidateQueue
-    from engine.runs import RunFolder
-    from engine.scoreboard import Runtime, append_record, record_from_rows
-    from engine.store import SkillStore, unified_diff
-    from engine.workspace import Workspace
+    from engine.core.events import SessionLog
+    from engine.core.fsutil import atomic_write_json, atomic_write_text
+    from engine.core.queue import CandidateQueue
+    from engine.core.runs import RunFolder
+    from engine.core.scoreboard import Runtime, append_record, record_from_rows
+    from engine.core.store import SkillStore, unified_diff
+    from engine.core.workspace import Workspace
     from tests.tui_workspace import BENCH, CASES, GATES_PASS, SKILL, _copy_benchmark, skill_text
 
     ws = Workspace.init(root)
@@ -158,9 +158,9 @@ def child_ours(ws_root: str) -> dict[str, float]:
 
     from textual.pilot import Pilot
 
-    from engine.queue import CandidateQueue
-    from engine.store import SkillStore
-    from engine.workspace import Workspace
+    from engine.core.queue import CandidateQueue
+    from engine.core.store import SkillStore
+    from engine.core.workspace import Workspace
     from tests.tui_workspace import SKILL, submit_candidate
     from tui.app import make_app
     from tui.scoreboard_pane import ScoreboardPane
@@ -229,8 +229,8 @@ def child_watch(ws_root: str) -> dict[str, float]:
 
     from watchfiles import awatch
 
-    from engine.queue import CandidateQueue
-    from engine.workspace import Workspace
+    from engine.core.queue import CandidateQueue
+    from engine.core.workspace import Workspace
     from tests.tui_workspace import SKILL, submit_candidate
     from tui.app import WATCH_DEBOUNCE_MS, WATCH_STEP_MS
     from tui.watch import WorkspaceFilter

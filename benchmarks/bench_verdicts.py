@@ -41,16 +41,16 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.config import GatesConfig  # noqa: E402
-from engine.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
-from engine.gates.candidate import Outcome  # noqa: E402
-from engine.gates.outcome import Guardrail, Holdout, Sampling, Target  # noqa: E402
-from engine.gates.queued import evaluate_queued  # noqa: E402
-from engine.gates.submission import submit_candidate  # noqa: E402
-from engine.runner import run_evaluation  # noqa: E402
-from engine.store import SkillStore  # noqa: E402
-from engine.verdict import compare_paired  # noqa: E402
-from engine.workspace import Workspace  # noqa: E402
+from engine.core.config import GatesConfig  # noqa: E402
+from engine.core.store import SkillStore  # noqa: E402
+from engine.core.workspace import Workspace  # noqa: E402
+from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
+from engine.evaluation.gates.candidate import Outcome  # noqa: E402
+from engine.evaluation.gates.outcome import Guardrail, Holdout, Sampling, Target  # noqa: E402
+from engine.evaluation.gates.queued import evaluate_queued  # noqa: E402
+from engine.evaluation.gates.submission import submit_candidate  # noqa: E402
+from engine.evaluation.runner import run_evaluation  # noqa: E402
+from engine.evaluation.verdict import compare_paired  # noqa: E402
 
 Rows = list[dict[str, Any]]
 KINDS = ("no effect", "improvement", "regression")

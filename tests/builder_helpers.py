@@ -40,9 +40,9 @@ PICK = (
 
 def built_demo(root: Path, *, iterations: int = 1, cases: int = 6) -> Path:
     """A copy of the demo with benchmark ``mini`` built from vuln-detect (a Formal Baseline)."""
-    from engine.builder import build_benchmark
-    from engine.demo import copy_demo
-    from engine.workspace import Workspace
+    from engine.core.workspace import Workspace
+    from engine.evaluation.demo import copy_demo
+    from engine.loops.builder import build_benchmark
 
     path = copy_demo(root)
     # The Optimizer tests assert exact keep/roll-back decisions and scores of single runs, so the
@@ -65,7 +65,7 @@ def built_demo(root: Path, *, iterations: int = 1, cases: int = 6) -> Path:
 
 def clone(source: Path, dest: Path) -> Any:
     """An independent copy of a workspace (history pointers stay symlinks)."""
-    from engine.workspace import Workspace
+    from engine.core.workspace import Workspace
 
     shutil.copytree(source, dest, symlinks=True)
     return Workspace.at(dest)
@@ -145,7 +145,7 @@ def _count_and_run() -> int:
             marker.touch()
             sys.stderr.write(f"test agent: crashing on {crash_file}\n")
             return 3
-    from engine.demo.agent import main
+    from engine.evaluation.demo.agent import main
 
     return main()
 

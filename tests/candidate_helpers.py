@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 
 DEFAULT_STEPS = ("Read the input: `read <file>`.", "Write the verdict line.")
 

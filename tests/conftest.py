@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 
 # The local Messages-API server fixture (`messages_server`), shared by every model-client test;
 # the scripted agents' launch counter (`count_dir`), shared by the runner tests.

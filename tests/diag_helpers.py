@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.skill import SkillDoc, Step
+from engine.core.skill import SkillDoc, Step
 
 TRACE_DATA = Path(__file__).parent / "data" / "traces"
 SKILL_NAME = "vuln-audit"

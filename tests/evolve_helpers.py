@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 # A third of the demo benchmark: enough for a rejected and an accepted round in two rounds,
@@ -87,7 +87,7 @@ def state(ws: Workspace) -> dict[str, Any]:
     """What must not depend on interruptions or on the wall clock: the versions, the current
     pointer and active text, the taboo signatures, and the queued candidates' contents."""
     store = SkillStore(ws, DEMO_SKILL)
-    from engine.queue import CandidateQueue
+    from engine.core.queue import CandidateQueue
 
     return {
         "versions": versions(ws),

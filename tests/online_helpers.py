@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.config import ModelConfig
-from engine.llm import AnthropicLLM
-from engine.online import ModelReviewer
-from engine.workspace import Workspace
+from engine.core.config import ModelConfig
+from engine.core.workspace import Workspace
+from engine.evaluation.llm import AnthropicLLM
+from engine.loops.online import ModelReviewer
 from tests.candidate_helpers import add_skill, skill_text
 from tests.llm_server import MessagesServer
 

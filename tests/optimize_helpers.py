@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 from tests.bench_helpers import write_benchmark, write_case
 from tests.candidate_helpers import add_skill, skill_text
 from tests.llm_server import MessagesServer, Reply, last_user_text

@@ -6,13 +6,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.config import LimitsConfig
-from engine.patches import FilterReport, run_filters
-from engine.store import unified_diff
-from engine.taboo import TabooEntry
-from engine.workspace import Workspace
+from engine.core.config import LimitsConfig
+from engine.core.store import unified_diff
+from engine.core.taboo import TabooEntry
+from engine.core.workspace import Workspace
+from engine.evaluation.patches import FilterReport, run_filters
 
-DEMO_WORKSPACE = Path(__file__).resolve().parents[1] / "engine" / "demo" / "workspace"
+DEMO_WORKSPACE = (
+    Path(__file__).resolve().parents[1] / "engine" / "evaluation" / "demo" / "workspace"
+)
 DEMO_SKILL = "security-audit"
 DEMO_BENCH = "vuln-detect"
 
@@ -68,7 +70,7 @@ def filters_hit(report: FilterReport) -> set[str]:
 
 
 def diagnosis(*causes: dict[str, Any], failing: int = 10) -> dict[str, Any]:
-    """A diagnosis in engine.diagnosis JSON form with the given root causes."""
+    """A diagnosis in engine.evaluation.diagnosis JSON form with the given root causes."""
     return {
         "run_id": "run-test",
         "min_share": 0.3,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 from tests.bench_helpers import write_benchmark, write_case
 
 AGENTS = Path(__file__).resolve().parent / "agents"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 STATE_ITEMS = ("skillsmith.yaml", "AGENTS.md", "skills", "history")

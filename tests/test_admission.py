@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from engine.cli import main
-from engine.queue import CandidateQueue, content_hash
-from engine.store import SkillStore, unified_diff
-from engine.workspace import Workspace
+from engine.core.queue import CandidateQueue, content_hash
+from engine.core.store import SkillStore, unified_diff
+from engine.core.workspace import Workspace
 from tests.store_helpers import make_skill
 
 GOOD = "---\nname: x\ndescription: Do x. Use when x is asked for.\n---\n1. Do x.\n"

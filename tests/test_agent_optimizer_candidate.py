@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.agent_optimizer.candidate import (
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import copy_demo
+from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_PROTOCOL,
     Candidate,
     NoneLeft,
@@ -17,11 +20,8 @@ from engine.agent_optimizer.candidate import (
     file_diff,
     parse_candidate,
 )
-from engine.agent_optimizer.offline import EVIDENCE_LINE, THOROUGH_LINE, optimizer_offline
-from engine.builder.protocol import ProtocolError, data_message
-from engine.demo import copy_demo
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.loops.agent_optimizer.offline import EVIDENCE_LINE, THOROUGH_LINE, optimizer_offline
+from engine.loops.builder.protocol import ProtocolError, data_message
 
 SKILL = "skills/security-audit/SKILL.md"
 CASES = ("a", "b")

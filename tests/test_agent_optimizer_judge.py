@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.agent_optimizer import optimize_agent
-from engine.builder import build_benchmark
-from engine.builder.judge import offline_judge
-from engine.builder.standard import evidence_rule
-from engine.config import ModelConfig
-from engine.demo import copy_demo
-from engine.workspace import Workspace
+from engine.core.config import ModelConfig
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import copy_demo
+from engine.loops.agent_optimizer import optimize_agent
+from engine.loops.builder import build_benchmark
+from engine.loops.builder.judge import offline_judge
+from engine.loops.builder.standard import evidence_rule
 from tests.builder_helpers import BENCH, COUNT_ENV, events, launches, result_rows
 from tests.builder_helpers import use_counting_agent as counting
 from tests.llm_server import MessagesServer

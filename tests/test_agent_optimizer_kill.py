@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.benchmark import load_benchmark
 from engine.cli import main
-from engine.snapshots import list_snapshots
-from engine.workspace import Workspace
+from engine.core.benchmark import load_benchmark
+from engine.core.snapshots import list_snapshots
+from engine.core.workspace import Workspace
 from tests.builder_helpers import (
     BENCH,
     COUNT_ENV,

@@ -11,12 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import RoomSpec, SkillFiles, build_room, remove_room, room_env, scratch_root
 from engine.cli import main
-from engine.errors import SkillsmithError
-from engine.runner import run_evaluation
-from engine.vault import write_secret
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.vault import write_secret
+from engine.core.workspace import Workspace
+from engine.evaluation.agents import (
+    RoomSpec,
+    SkillFiles,
+    build_room,
+    remove_room,
+    room_env,
+    scratch_root,
+)
+from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_benchmark, write_case
 from tests.runner_helpers import (
     ADVERSARIAL,

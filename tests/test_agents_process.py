@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from engine.agents import run_process, survivors
+from engine.evaluation.agents import run_process, survivors
 from tests.runner_helpers import alive
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from engine.agents import OutputError, parse_claude_stream, parse_session_jsonl
-from engine.agents.sessions import claude_retry_note
-from engine.traces import load_trace, summarise
+from engine.evaluation.agents import OutputError, parse_claude_stream, parse_session_jsonl
+from engine.evaluation.agents.sessions import claude_retry_note
+from engine.evaluation.traces import load_trace, summarise
 
 
 def _stream(*objs: dict[str, Any]) -> bytes:

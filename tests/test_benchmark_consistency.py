@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.benchmark import check_benchmark, load_benchmark
-from engine.errors import FormatError
+from engine.core.benchmark import check_benchmark, load_benchmark
+from engine.core.errors import FormatError
 from tests.bench_helpers import write_benchmark, write_case
 
 CODE = 'def login(user):\n    q = "SELECT * FROM users WHERE name=\'" + user + "\'"  # safe?\n'

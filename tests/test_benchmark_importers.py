@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 import yaml
 
-from engine import importers
-from engine.benchmark import load_benchmark
 from engine.cli import main
-from engine.errors import FormatError, SkillsmithError
-from engine.grading import grade
-from engine.importers import import_cases, import_evals, import_run
-from engine.llm import OfflineLLM
-from engine.metrics import metrics, read_results
-from engine.runs import RunFolder
-from engine.workspace import Workspace
+from engine.core import importers
+from engine.core.benchmark import load_benchmark
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.importers import import_cases, import_evals, import_run
+from engine.core.runs import RunFolder
+from engine.core.workspace import Workspace
+from engine.evaluation.grading import grade
+from engine.evaluation.llm import OfflineLLM
+from engine.evaluation.metrics import metrics, read_results
 from tests.bench_helpers import labelled_cases, tree_state, write_benchmark
 
 ARTICLE_ROWS = [

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.benchmark import Check, load_benchmark, normalise_label
-from engine.errors import FormatError
+from engine.core.benchmark import Check, load_benchmark, normalise_label
+from engine.core.errors import FormatError
 from tests.bench_helpers import labelled_cases, tree_state, write_benchmark, write_case
 
 

@@ -7,8 +7,8 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from engine.benchmark import assign_splits, load_benchmark
-from engine.demo import DEMO_BENCHMARK, copy_demo
+from engine.core.benchmark import assign_splits, load_benchmark
+from engine.evaluation.demo import DEMO_BENCHMARK, copy_demo
 from tests.bench_helpers import labelled_cases, write_benchmark
 
 

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.benchmark import load_benchmark
-from engine.builder import build_benchmark, formal_baseline
 from engine.cli import main
-from engine.demo import copy_demo
-from engine.errors import SkillsmithError
-from engine.runner import bench_fingerprint
-from engine.scoreboard import read_records
-from engine.sessions import list_sessions, trace_record
-from engine.workspace import Workspace
+from engine.core.benchmark import load_benchmark
+from engine.core.errors import SkillsmithError
+from engine.core.scoreboard import read_records
+from engine.core.sessions import list_sessions, trace_record
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import copy_demo
+from engine.evaluation.runner import bench_fingerprint
+from engine.loops.builder import build_benchmark, formal_baseline
 from tests.bench_helpers import write_case
 from tests.builder_helpers import BENCH, PICK, clone, events, recompute, result_rows
 

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from engine.benchmark import load_benchmark
-from engine.builder.checks import check_cases
-from engine.builder.standard import (
+from engine.core.benchmark import load_benchmark
+from engine.core.errors import FormatError
+from engine.loops.builder.checks import check_cases
+from engine.loops.builder.standard import (
     Standard,
     evidence_rule,
     load_standard,
     standard_path,
     write_standard,
 )
-from engine.errors import FormatError
 from tests.bench_helpers import write_benchmark, write_case
 
 LABELS = {"labels": ["vulnerable", "safe"]}

@@ -8,20 +8,20 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.benchmark import load_benchmark
-from engine.builder.judge import (
+from engine.core.benchmark import load_benchmark
+from engine.core.config import ModelConfig
+from engine.core.errors import SkillsmithError
+from engine.evaluation.grading import grade
+from engine.evaluation.llm import AnthropicLLM, OfflineLLM
+from engine.loops.builder.judge import (
     JUDGE_PROTOCOL,
     ProtocolJudge,
     make_judge,
     offline_judge,
     parse_judge_reply,
 )
-from engine.builder.protocol import ProtocolError, ask, load_reply
-from engine.builder.standard import evidence_rule
-from engine.config import ModelConfig
-from engine.errors import SkillsmithError
-from engine.grading import grade
-from engine.llm import AnthropicLLM, OfflineLLM
+from engine.loops.builder.protocol import ProtocolError, ask, load_reply
+from engine.loops.builder.standard import evidence_rule
 from tests.bench_helpers import write_benchmark, write_case
 from tests.llm_server import MessagesServer, Reply
 
@@ -188,7 +188,7 @@ def test_make_judge_offline_grades_by_the_offline_judge(tmp_path: Path) -> None:
 def test_an_evaluation_grades_judge_checks_by_the_protocol_judge_by_default(
     tmp_path: Path,
 ) -> None:
-    from engine.runner import run_evaluation
+    from engine.evaluation.runner import run_evaluation
     from tests.runner_helpers import command_workspace
 
     ws = command_workspace(tmp_path / "ws")

@@ -11,9 +11,9 @@ from engine.cli import main
 from engine.cli.evolve_cmd import next_step
 from engine.cli.optimize_cmd import NO_IMPROVEMENT_ADVICE, _summary
 from engine.cli.review_cmd import review_line
-from engine.evolve import EvolveResult
-from engine.evolve.checkpoint import RoundRecord
-from engine.optimize import OptimizeResult
+from engine.loops.evolve import EvolveResult
+from engine.loops.evolve.checkpoint import RoundRecord
+from engine.loops.gepa import OptimizeResult
 from tests.runner_helpers import command_workspace, mode_benchmark
 
 

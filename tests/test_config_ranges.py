@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import make_agent
 from engine.cli import main
-from engine.errors import FormatError, SkillsmithError
-from engine.workspace import Workspace
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.workspace import Workspace
+from engine.evaluation.agents import make_agent
 from tests.bench_helpers import write_benchmark, write_case
 
 

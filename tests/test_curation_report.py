@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.curation import curate
-from engine.fsutil import append_jsonl
-from engine.queue import CandidateQueue
-from engine.skill import SkillDoc
-from engine.workspace import Workspace
+from engine.core.fsutil import append_jsonl
+from engine.core.queue import CandidateQueue
+from engine.core.skill import SkillDoc
+from engine.core.workspace import Workspace
+from engine.loops.curation import curate
 from tests.candidate_helpers import add_skill, skill_text
 
 OLD_S = 60 * 86_400  # two months: past the 30-day staleness line

@@ -1,7 +1,8 @@
 """The demo agent, run as a real subprocess in crafted run directories.
 
 Each failure mode is checked twice: by the shape of the trace, and by the real diagnosis rule
-that must fire on it (engine.diagnosis), since making every rule fire is the agent's purpose.
+that must fire on it (engine.evaluation.diagnosis), since making every rule fire is the agent's
+purpose.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from engine.config import DiagnosisConfig
-from engine.demo import DEMO_SKILL, demo_source
-from engine.diagnosis import CaseContext, Registry
-from engine.skill import SkillDoc
-from engine.traces import load_trace, summarise
+from engine.core.config import DiagnosisConfig
+from engine.core.skill import SkillDoc
+from engine.evaluation.demo import DEMO_SKILL, demo_source
+from engine.evaluation.diagnosis import CaseContext, Registry
+from engine.evaluation.traces import load_trace, summarise
 
 SHIPPED_SKILL = (demo_source() / "skills" / DEMO_SKILL / "SKILL.md").read_text(encoding="utf-8")
 ANSWER = "End your answer with one line: `VERDICT: vulnerable` or `VERDICT: safe`."
@@ -84,7 +85,7 @@ def audit(name: str) -> str:
 def run_agent(room: Path, **env: str) -> list[dict[str, Any]]:
     environ = {"PATH": os.environ["PATH"], "HOME": str(room), **env}
     proc = subprocess.run(
-        [sys.executable, "-m", "engine.demo.agent"],
+        [sys.executable, "-m", "engine.evaluation.demo.agent"],
         cwd=room,
         env=environ,
         capture_output=True,

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.benchmark import load_benchmark
-from engine.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
-from engine.diagnosis import BUILTIN_RULE_IDS
-from engine.diagnosis.run import diagnose_run, load_run
-from engine.runner import run_evaluation
-from engine.skill import SkillDoc
-from engine.workspace import Workspace
+from engine.core.benchmark import load_benchmark
+from engine.core.skill import SkillDoc
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
+from engine.evaluation.diagnosis import BUILTIN_RULE_IDS
+from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.runner import run_evaluation
 
 pytestmark = pytest.mark.slow
 

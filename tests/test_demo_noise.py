@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine.evaluation.demo.noise import Slips, clarity, difficulty
 
 from engine.cli import main
-from engine.demo import DEMO_BENCHMARK, copy_demo
-from engine.demo.noise import Slips, clarity, difficulty
-from engine.errors import FormatError
-from engine.metrics import read_results
-from engine.runner import run_evaluation, unit_seed
-from engine.workspace import Workspace
+from engine.core.errors import FormatError
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import DEMO_BENCHMARK, copy_demo
+from engine.evaluation.metrics import read_results
+from engine.evaluation.runner import run_evaluation, unit_seed
 
 # a few demo cases whose shipped-skill verdict rests on hits the agent may slip on
 CASES = "cmdi-js-exec,cmdi-py-quoted,deser-py-pickle,crypto-py-md5-etag,cmdi-php-escaped"

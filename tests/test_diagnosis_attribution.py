@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.diagnosis import CaseInput, diagnose
-from engine.diagnosis.run import diagnose_run, load_run
-from engine.traces import load_trace, summarise
+from engine.evaluation.diagnosis import CaseInput, diagnose
+from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.traces import load_trace, summarise
 from tests.diag_helpers import (
     SKILL_NAME,
     WORKED_FINAL,

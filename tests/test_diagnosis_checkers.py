@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.diagnosis import BUILTIN_RULE_IDS, Registry
-from engine.diagnosis.run import diagnose_run, load_run
-from engine.errors import FormatError, SkillsmithError
+from engine.core.errors import FormatError, SkillsmithError
+from engine.evaluation.diagnosis import BUILTIN_RULE_IDS, Registry
+from engine.evaluation.diagnosis.run import diagnose_run, load_run
 from tests.diag_helpers import thirteen_failures_run
 
 FUNCTION_CHECKER = """
-from engine.diagnosis import checker
+from engine.evaluation.diagnosis import checker
 
 @checker("scanner_not_run", "the audit never ran scan.py")
 def scanner_not_run(ctx):
@@ -95,7 +95,7 @@ def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
 
 def test_a_failing_checker_names_itself_and_the_case(tmp_path: Path) -> None:
     body = """
-    from engine.diagnosis import checker
+    from engine.evaluation.diagnosis import checker
 
     @checker("crashy")
     def crashy(ctx):
@@ -112,7 +112,7 @@ def test_a_failing_checker_names_itself_and_the_case(tmp_path: Path) -> None:
 
 def test_a_checker_must_return_evidence_strings(tmp_path: Path) -> None:
     body = """
-    from engine.diagnosis import checker
+    from engine.evaluation.diagnosis import checker
 
     @checker("sloppy")
     def sloppy(ctx):
@@ -125,7 +125,7 @@ def test_a_checker_must_return_evidence_strings(tmp_path: Path) -> None:
 
 
 def test_checker_ids_must_be_snake_case() -> None:
-    from engine.diagnosis import checker
+    from engine.evaluation.diagnosis import checker
 
     with pytest.raises(SkillsmithError, match="lower_snake_case"):
         checker("Bad-Id")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 from tests.bench_helpers import write_benchmark
 from tests.diag_helpers import (
     SKILL_TEXT,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from engine.config import DiagnosisConfig
-from engine.diagnosis import BUILTIN_RULE_IDS, CaseInput, Diagnosis, diagnose
-from engine.traces import load_trace, summarise
+from engine.core.config import DiagnosisConfig
+from engine.evaluation.diagnosis import BUILTIN_RULE_IDS, CaseInput, Diagnosis, diagnose
+from engine.evaluation.traces import load_trace, summarise
 from tests.diag_helpers import (
     SKILL_NAME,
     TRACE_DATA,
@@ -194,6 +194,6 @@ def test_budget_exhaustion_from_tokens_and_invalid_reason(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("rule_id", BUILTIN_RULE_IDS)
 def test_every_rule_has_a_description(rule_id: str) -> None:
-    from engine.diagnosis import Registry
+    from engine.evaluation.diagnosis import Registry
 
     assert Registry.builtin().get(rule_id).description

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from engine.config import Config
+from engine.core.config import Config
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -55,7 +55,7 @@ def test_every_config_key_is_documented_with_its_default() -> None:
 
 def test_nothing_user_facing_points_outside_the_repository() -> None:
     pages = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
-    pages.append(REPO / "engine" / "demo" / "workspace" / "skillsmith.yaml")
+    pages.append(REPO / "engine" / "evaluation" / "demo" / "workspace" / "skillsmith.yaml")
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert "../shared" not in text and "DESIGN.md" not in text, page

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from engine.runner import run_evaluation
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
+from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_benchmark, write_case
 from tests.llm_server import MessagesServer, Reply, ToolUse, last_user_text, request_text
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.queue import CandidateQueue
-from engine.store import SkillStore
-from engine.views import compact_count
+from engine.core.queue import CandidateQueue
+from engine.core.store import SkillStore
+from engine.views.rows import compact_count
 from tests.tui_workspace import BENCH, SKILL, build_workspace, demo_cases
 
 pytestmark = pytest.mark.e2e

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.errors import FormatError, SkillsmithError
-from engine.evolve import EvolveOptions, evolve
-from engine.evolve.checkpoint import (
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.workspace import Workspace
+from engine.loops.evolve import EvolveOptions, evolve
+from engine.loops.evolve.checkpoint import (
     CandidateDraft,
     Evaluation,
     PendingRound,
@@ -21,7 +22,6 @@ from engine.evolve.checkpoint import (
     load,
     save,
 )
-from engine.workspace import Workspace
 from tests.evolve_helpers import demo
 
 

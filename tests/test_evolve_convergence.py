@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import LimitsConfig
-from engine.evolve import Convergence, RoundSignal, round_seed, stagnation
-from engine.gates import GateResult
+from engine.core.config import LimitsConfig
+from engine.evaluation.gates import GateResult
+from engine.loops.evolve import Convergence, RoundSignal, round_seed, stagnation
 
 
 def test_three_guardrail_regressions_and_two_stalls_weigh_3_6() -> None:

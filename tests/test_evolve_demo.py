@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from engine.benchmark import load_benchmark
 from engine.cli import main
-from engine.demo import DEMO_BENCHMARK, DEMO_SKILL
-from engine.metrics import case_status, metrics, read_results
-from engine.queue import CandidateQueue
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.benchmark import load_benchmark
+from engine.core.queue import CandidateQueue
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL
+from engine.evaluation.metrics import case_status, metrics, read_results
 from tests.evolve_helpers import SMALL_FAMILIES, demo, run_evolve, session_events
 
 # the outcome gates, then the gates every candidate meets at the queue's door

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from engine.evolve import checkpoint
-from engine.evolve.checkpoint import STAGES
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
+from engine.loops.evolve import checkpoint
+from engine.loops.evolve.checkpoint import STAGES
 from tests.evolve_helpers import (
     ROOT,
     SMALL_FAMILIES,

@@ -8,13 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.benchmark import load_benchmark
-from engine.demo import DEMO_BENCHMARK, DEMO_SKILL
-from engine.evolve import EvolveOptions, evolve
-from engine.evolve.checkpoint import Evaluation, PendingRound, RoundRecord, VersionRecord, save
-from engine.runner import run_evaluation
-from engine.store import SkillStore
-from engine.verify import verify_score
+from engine.core.benchmark import load_benchmark
+from engine.core.store import SkillStore
+from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL
+from engine.evaluation.runner import run_evaluation
+from engine.evaluation.verify import verify_score
+from engine.loops.evolve import EvolveOptions, evolve
+from engine.loops.evolve.checkpoint import (
+    Evaluation,
+    PendingRound,
+    RoundRecord,
+    VersionRecord,
+    save,
+)
 from tests.evolve_helpers import SMALL_FAMILIES, demo, session_events
 
 pytestmark = pytest.mark.slow

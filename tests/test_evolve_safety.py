@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.demo import DEMO_SKILL
-from engine.queue import CandidateQueue
-from engine.store import SkillStore, unified_diff
+from engine.core.queue import CandidateQueue
+from engine.core.store import SkillStore, unified_diff
+from engine.evaluation.demo import DEMO_SKILL
 from tests.evolve_helpers import SMALL_FAMILIES, demo, run_evolve
 from tests.llm_server import MessagesServer, last_user_text
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import make_agent
 from engine.cli import main
-from engine.failfast import FirstUnits, environment_fault
-from engine.runs import RunFolder
-from engine.workspace import Workspace
+from engine.core.runs import RunFolder
+from engine.core.workspace import Workspace
+from engine.evaluation.agents import make_agent
+from engine.evaluation.failfast import FirstUnits, environment_fault
 from tests.bench_helpers import write_benchmark, write_case
 from tests.llm_server import MessagesServer
 from tests.runner_helpers import COUNT_ENV, LABELS, command_workspace, mode_benchmark
@@ -179,7 +179,8 @@ def test_one_valid_unit_among_the_first_keeps_the_evaluation_going(tmp_path: Pat
 @pytest.mark.parametrize(
     ("reason", "fault"),
     [
-        # The claude CLI's own words (observed with claude 2.1.328), through engine.agents.
+        # The claude CLI's own words (observed with claude 2.1.328), through
+        # engine.evaluation.agents.
         (
             "claude reported an error (success): API Error: Connection refused — a firewall or "
             "proxy may be blocking it (ECONNREFUSED)",

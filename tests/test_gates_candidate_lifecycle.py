@@ -15,9 +15,12 @@ from typing import cast
 import pytest
 
 from engine.cli import main
-from engine.config import GatesConfig
-from engine.errors import SkillsmithError
-from engine.gates.candidate import (
+from engine.core.config import GatesConfig
+from engine.core.errors import SkillsmithError
+from engine.core.queue import CandidateQueue
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.gates.candidate import (
     CandidateGates,
     Operation,
     Outcome,
@@ -26,12 +29,9 @@ from engine.gates.candidate import (
     family_key,
     run_candidate_gates,
 )
-from engine.gates.expiry import expire_pending, sweep_expired
-from engine.gates.result import GateResult
-from engine.gates.submission import submit_candidate
-from engine.queue import CandidateQueue
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.evaluation.gates.expiry import expire_pending, sweep_expired
+from engine.evaluation.gates.result import GateResult
+from engine.evaluation.gates.submission import submit_candidate
 from tests.candidate_helpers import add_skill, skill_text
 
 

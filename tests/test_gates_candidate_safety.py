@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.gates.candidate import Outcome, run_candidate_gates
-from engine.safety import RULES_BY_ID
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.safety import RULES_BY_ID
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.gates.candidate import Outcome, run_candidate_gates
 from tests.candidate_helpers import skill_text
 
 # Key-shaped strings are assembled at run time so the repository holds none verbatim.

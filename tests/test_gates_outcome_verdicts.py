@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from engine.config import GatesConfig
-from engine.errors import FormatError
-from engine.gates import GateResult, all_passed, first_failure, gates_json
-from engine.gates.outcome import (
+from engine.core.config import GatesConfig
+from engine.core.errors import FormatError
+from engine.evaluation.gates import GateResult, all_passed, first_failure, gates_json
+from engine.evaluation.gates.outcome import (
     Guardrail,
     Holdout,
     OutcomeGates,
@@ -20,12 +20,13 @@ from engine.gates.outcome import (
     Verify,
     verify_calibration,
 )
-from engine.verify import verify_score
+from engine.evaluation.verify import verify_score
 from tests.bench_helpers import result_row
 
 DEMO_SKILL = (
     Path(__file__).resolve().parents[1]
     / "engine"
+    / "evaluation"
     / "demo"
     / "workspace"
     / "skills"
@@ -45,7 +46,8 @@ def rows(spec: dict[str, tuple[bool, ...]], truth: str = "vulnerable") -> list[d
 
 
 # -- Target --------------------------------------------------------------------------------------
-# The gates are paired experiments now (engine.verdict): a targeted case passing on one more run
+# The gates are paired experiments now (engine.evaluation.verdict): a targeted case passing on one
+# more run
 # is no longer "fixed" proof — the agent is noisy — so these tests use enough cases and runs for
 # the exact tests to decide, and check the figures against the textbook binomial tails.
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from engine.benchmark import Benchmark, load_benchmark
-from engine.errors import FormatError
-from engine.grading import answer_of, extract_verdict, failure_kind, grade
-from engine.llm import OfflineLLM
+from engine.core.benchmark import Benchmark, load_benchmark
+from engine.core.errors import FormatError
+from engine.evaluation.grading import answer_of, extract_verdict, failure_kind, grade
+from engine.evaluation.llm import OfflineLLM
 from tests.bench_helpers import write_benchmark, write_case
 
 

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from engine.cli import main
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 from tests.bench_helpers import result_row, write_benchmark
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from engine.errors import FormatError
-from engine.grading import compare, metrics
-from engine.metrics import Spread, infer_positive_label, read_results
+from engine.core.errors import FormatError
+from engine.evaluation.grading import compare, metrics
+from engine.evaluation.metrics import Spread, infer_positive_label, read_results
 
 V, S = "vulnerable", "safe"
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.benchmark import load_benchmark
-from engine.config import GtAuditConfig
-from engine.diagnosis.run import diagnose_run, load_run
-from engine.gt_audit import (
+from engine.core.benchmark import load_benchmark
+from engine.core.config import GtAuditConfig
+from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.gt_audit import (
     SIGNALS,
     CaseFacts,
     Observation,
@@ -18,7 +18,7 @@ from engine.gt_audit import (
     shingles,
     similarity,
 )
-from engine.traces import TraceSummary, load_trace, summarise
+from engine.evaluation.traces import TraceSummary, load_trace, summarise
 from tests.bench_helpers import write_benchmark, write_case
 from tests.diag_helpers import (
     SKILL_NAME,

@@ -28,7 +28,7 @@ def engine_modules() -> list[str]:
     names = []
     for path in sorted(ENGINE.rglob("*.py")):
         rel = path.relative_to(ROOT).with_suffix("")
-        if "workspace" in rel.parts[:3] and rel.parts[:2] == ("engine", "demo"):
+        if rel.parts[:4] == ("engine", "evaluation", "demo", "workspace"):
             continue
         parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
         if parts[-1] == "__main__":
@@ -125,7 +125,7 @@ def test_quick_commands_load_only_what_they_run(
 
     code = (
         f"sys.argv = ['skillsmith', '-w', {str(tmp_path)!r}, *{argv!r}]\n"
-        "from engine.workspace import Workspace\n"
+        "from engine.core.workspace import Workspace\n"
         f"Workspace.init({str(tmp_path)!r})\n"
         "import tui.launch\n"
         "tui.launch.main()"

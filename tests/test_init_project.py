@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.store import SkillStore
-from engine.workspace import Workspace, resolve
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace, resolve
 from tests.bench_helpers import write_benchmark, write_case
 from tests.runner_helpers import LABELS
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from engine.config import ModelConfig
-from engine.errors import SkillsmithError
-from engine.llm import AnthropicLLM, Completion, Usage, cost_usd, price_for
+from engine.core.config import ModelConfig
+from engine.core.errors import SkillsmithError
+from engine.evaluation.llm import AnthropicLLM, Completion, Usage, cost_usd, price_for
 from tests.llm_server import (
     MessagesServer,
     Reply,

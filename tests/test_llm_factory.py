@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import ModelConfig
-from engine.errors import SkillsmithError
-from engine.llm import AnthropicLLM, Messages, OfflineLLM, make_llm
-from engine.vault import write_secret
-from engine.workspace import Workspace
+from engine.core.config import ModelConfig
+from engine.core.errors import SkillsmithError
+from engine.core.vault import write_secret
+from engine.core.workspace import Workspace
+from engine.evaluation.llm import AnthropicLLM, Messages, OfflineLLM, make_llm
 from tests.llm_server import MessagesServer
 
 ENV_KEY = "sk-ant-api03-fromTHEenvironment000000000000000"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.queue import CandidateQueue
-from engine.workspace import Workspace
+from engine.core.queue import CandidateQueue
+from engine.core.workspace import Workspace
 from tests.llm_server import MessagesServer
 from tests.online_helpers import CLAUDE, KEY, PLAIN, add_weather_skill, copy_session
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from engine.online import ReviewDecision, ReviewerError, SkillSpec, parse_decision, reconcile
-from engine.online.library import ExistingSkill
-from engine.online.reconciler import is_variant_suffix
-from engine.online.spec import SkillUpdate, render_new, render_update
-from engine.skill import SkillDoc
+from engine.core.skill import SkillDoc
+from engine.loops.online import ReviewDecision, ReviewerError, SkillSpec, parse_decision, reconcile
+from engine.loops.online.library import ExistingSkill
+from engine.loops.online.reconciler import is_variant_suffix
+from engine.loops.online.spec import SkillUpdate, render_new, render_update
 
 
 def existing(name: str, folder: str | None = None, *, pinned: bool = False) -> ExistingSkill:

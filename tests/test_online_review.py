@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.events import SessionLog
-from engine.fsutil import append_jsonl
-from engine.online import CursorStore, OnlineLearner
-from engine.queue import CandidateQueue
-from engine.skill import SkillDoc
-from engine.vault import write_secret
-from engine.workspace import Workspace
+from engine.core.events import SessionLog
+from engine.core.fsutil import append_jsonl
+from engine.core.queue import CandidateQueue
+from engine.core.skill import SkillDoc
+from engine.core.vault import write_secret
+from engine.core.workspace import Workspace
+from engine.loops.online import CursorStore, OnlineLearner
 from tests.llm_server import MessagesServer, Reply
 from tests.online_helpers import (
     CLAUDE,

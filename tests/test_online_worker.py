@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.online import BoundedWorkers, OnlineLearner, ReviewResult, watch_folder
-from engine.online.worker import fnv1a_32
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
+from engine.loops.online import BoundedWorkers, OnlineLearner, ReviewResult, watch_folder
+from engine.loops.online.worker import fnv1a_32
 from tests.llm_server import MessagesServer, Reply
 from tests.online_helpers import CLAUDE, CLAUDE_FOLLOWUP, PLAIN, append, decision, model_reviewer
 

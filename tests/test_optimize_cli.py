@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from engine.cli import main
-from engine.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
-from engine.fsutil import read_jsonl
-from engine.queue import CandidateQueue
-from engine.workspace import Workspace
+from engine.core.fsutil import read_jsonl
+from engine.core.queue import CandidateQueue
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--splits", "0.125,0.125,0.125", "-j", "2"]  # 10 cases per split out of 80

@@ -1,7 +1,8 @@
 """The optimiser's decisions on hand-made score tables: Pareto parent draw, the minibatch screen,
 final pick and its tie rule, holdout promotion (lower bound, minimum gain, critical cases).
 
-The pick and the promotion are paired verdicts now (engine.verdict): a gain must hold at its
+The pick and the promotion are paired verdicts now (engine.evaluation.verdict): a gain must hold at
+its
 interval's lower bound, so the promotion tests use a holdout of twelve cases — on four, no gain
 short of every case improving could be told from noise.
 """
@@ -14,7 +15,7 @@ from collections import Counter
 import pytest
 from scipy import stats
 
-from engine.optimize.pareto import (
+from engine.loops.gepa.pareto import (
     assess_promotion,
     best_candidate,
     coverage,

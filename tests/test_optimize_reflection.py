@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from engine.optimize.offline import offline_reflection
-from engine.optimize.reflection import (
+from engine.loops.gepa.offline import offline_reflection
+from engine.loops.gepa.reflection import (
     RECORDS_CLOSE,
     RECORDS_OPEN,
     ReflectionRejected,
@@ -17,7 +17,7 @@ from engine.optimize.reflection import (
     field,
     parse_rewrite,
 )
-from engine.optimize.sections import candidate_id, check_section, render, sections_of
+from engine.loops.gepa.sections import candidate_id, check_section, render, sections_of
 from tests.candidate_helpers import skill_text
 
 SEED = skill_text(

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import UsageError
-from engine.fsutil import read_jsonl
-from engine.optimize import OptimizeFailed, OptimizeOptions, optimize
-from engine.queue import CandidateQueue
-from engine.sessions import list_sessions
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.errors import UsageError
+from engine.core.fsutil import read_jsonl
+from engine.core.queue import CandidateQueue
+from engine.core.sessions import list_sessions
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.loops.gepa import OptimizeFailed, OptimizeOptions, optimize
 from tests.llm_server import MessagesServer, Reply
 from tests.optimize_helpers import (
     BENCH,

@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from engine.config import LimitsConfig, ModelConfig
-from engine.evolve.convergence import Convergence
-from engine.llm import AnthropicLLM
-from engine.patches import (
+from engine.core.config import LimitsConfig, ModelConfig
+from engine.core.store import unified_diff
+from engine.core.taboo import TabooEntry, diff_hash
+from engine.core.vault import ANTHROPIC_KEY_NAME, write_secret
+from engine.core.workspace import Workspace
+from engine.evaluation.llm import AnthropicLLM
+from engine.evaluation.patches import (
     AnthropicProposer,
     FilterReport,
     PatchError,
@@ -21,11 +24,8 @@ from engine.patches import (
     make_proposer,
     run_filters,
 )
-from engine.patches.prompts import PROMPT_BUDGET, extract_diff
-from engine.store import unified_diff
-from engine.taboo import TabooEntry, diff_hash
-from engine.vault import ANTHROPIC_KEY_NAME, write_secret
-from engine.workspace import Workspace
+from engine.evaluation.patches.prompts import PROMPT_BUDGET, extract_diff
+from engine.loops.evolve.convergence import Convergence
 from tests.llm_server import MessagesServer, Reply, last_user_text, request_text
 from tests.patch_helpers import DEMO_WORKSPACE, SKILL, diagnosis, patch_of
 

@@ -6,10 +6,16 @@ import random
 
 import pytest
 
-from engine.patches import PatchError, apply_patch, signature, split_taboo_rule, taboo_rule
-from engine.patches.signature import blocking_entry, same_edit
-from engine.store import unified_diff
-from engine.taboo import TabooEntry, diff_hash
+from engine.core.store import unified_diff
+from engine.core.taboo import TabooEntry, diff_hash
+from engine.evaluation.patches import (
+    PatchError,
+    apply_patch,
+    signature,
+    split_taboo_rule,
+    taboo_rule,
+)
+from engine.evaluation.patches.signature import blocking_entry, same_edit
 from tests.patch_helpers import SKILL, patch_of
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import LimitsConfig
-from engine.errors import FormatError
-from engine.patches import load_text_rules
-from engine.patches.filters import run_filters
-from engine.store import unified_diff
-from engine.taboo import TabooEntry, diff_hash
-from engine.workspace import Workspace
+from engine.core.config import LimitsConfig
+from engine.core.errors import FormatError
+from engine.core.store import unified_diff
+from engine.core.taboo import TabooEntry, diff_hash
+from engine.core.workspace import Workspace
+from engine.evaluation.patches import load_text_rules
+from engine.evaluation.patches.filters import run_filters
 from tests.patch_helpers import SKILL, check, filters_hit, patch_of
 
 GOOD_STEP = '4. Flag pickle loads: `grep -nE "pickle\\.loads?\\(" *.py`\n5. Confirm'

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 import yaml
+from engine.evaluation.demo.agent import discard_rules, plan
 
-from engine.benchmark import Benchmark, load_benchmark
-from engine.demo.agent import discard_rules, plan
-from engine.diagnosis.run import diagnose_run, load_run
-from engine.patches import OfflineProposer, ProposalContext, make_proposer, run_filters
-from engine.runner import run_evaluation
-from engine.skill import SkillDoc
-from engine.taboo import TabooEntry, diff_hash
-from engine.workspace import Workspace
+from engine.core.benchmark import Benchmark, load_benchmark
+from engine.core.skill import SkillDoc
+from engine.core.taboo import TabooEntry, diff_hash
+from engine.core.workspace import Workspace
+from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.patches import OfflineProposer, ProposalContext, make_proposer, run_filters
+from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_case
 from tests.patch_helpers import DEMO_BENCH, DEMO_SKILL, demo_workspace, diagnosis
 

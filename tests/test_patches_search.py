@@ -10,16 +10,16 @@ import re
 from typing import Any
 
 import yaml
+from engine.evaluation.demo.agent import discard_rules, plan
 
-from engine.benchmark import load_benchmark
-from engine.demo.agent import discard_rules, plan
-from engine.patches import OfflineProposer, ProposalContext
-from engine.patches.mining import calls, nesting
-from engine.patches.offline_proposer import guard_tokens
-from engine.runner import run_evaluation
-from engine.skill import SkillDoc
-from engine.taboo import TabooEntry, diff_hash
-from engine.workspace import Workspace
+from engine.core.benchmark import load_benchmark
+from engine.core.skill import SkillDoc
+from engine.core.taboo import TabooEntry, diff_hash
+from engine.core.workspace import Workspace
+from engine.evaluation.patches import OfflineProposer, ProposalContext
+from engine.evaluation.patches.mining import calls, nesting
+from engine.evaluation.patches.offline_proposer import guard_tokens
+from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_case
 from tests.patch_helpers import diagnosis
 

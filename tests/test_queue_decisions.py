@@ -9,11 +9,11 @@ import subprocess
 import pytest
 import yaml
 
-from engine.errors import FormatError, SkillsmithError
-from engine.queue import CandidateQueue
-from engine.snapshots import list_snapshots
-from engine.store import SkillStore, diff_hash
-from engine.workspace import Workspace
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.queue import CandidateQueue
+from engine.core.snapshots import list_snapshots
+from engine.core.store import SkillStore, diff_hash
+from engine.core.workspace import Workspace
 from tests.store_helpers import make_skill, run
 
 V0 = "---\nname: audit\ndescription: Audits code.\n---\n## Steps\n1. run `grep -rn eval src/`\n"

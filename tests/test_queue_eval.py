@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.demo import DEMO_SKILL, copy_demo
-from engine.errors import SkillsmithError
-from engine.gates.candidate import Effectiveness, Outcome
-from engine.gates.submission import submit_candidate
-from engine.queue import CandidateQueue
-from engine.store import SkillStore
-from engine.verdict import compare_paired
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.queue import CandidateQueue
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import DEMO_SKILL, copy_demo
+from engine.evaluation.gates.candidate import Effectiveness, Outcome
+from engine.evaluation.gates.submission import submit_candidate
+from engine.evaluation.verdict import compare_paired
 
 FLAG_STEPS = re.compile(r"(3|4|5|6|7|10)\. ")
 MINI = "mini"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.runner import run_evaluation
+from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_benchmark, write_case
 from tests.runner_helpers import ADVERSARIAL, LABELS, add_skill, command_workspace
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.store import SkillStore
+from engine.core.store import SkillStore
 from tests.runner_helpers import add_skill, command_workspace, launches, mode_benchmark
 
 VULN = "q = eval(x)\n"

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import RoomSpec, build_room, remove_room, scratch_root, sweep_rooms
-from engine.benchmark import load_benchmark
-from engine.fsutil import STALE_AFTER_S, atomic_open, is_temp_file, sweep_temp_files
-from engine.runner import bench_fingerprint, run_evaluation
-from engine.scoreboard import read_records
-from engine.workspace import Workspace
+from engine.core.benchmark import load_benchmark
+from engine.core.fsutil import STALE_AFTER_S, atomic_open, is_temp_file, sweep_temp_files
+from engine.core.scoreboard import read_records
+from engine.core.workspace import Workspace
+from engine.evaluation.agents import RoomSpec, build_room, remove_room, scratch_root, sweep_rooms
+from engine.evaluation.runner import bench_fingerprint, run_evaluation
 from tests.runner_helpers import command_workspace, mode_benchmark
 
 SAFE = "q = int(x)\n"
@@ -45,7 +45,7 @@ def _kill_while_writing(path: Path) -> Path:
         f"""
         import time
         from pathlib import Path
-        from engine.fsutil import atomic_open
+        from engine.core.fsutil import atomic_open
         with atomic_open(Path({str(path)!r})) as fh:
             fh.write(b"half a file")
             fh.flush()
@@ -135,7 +135,7 @@ def test_unit_folders_of_a_killed_evaluation_are_swept_and_live_ones_stay(
         f"""
         import time
         from pathlib import Path
-        from engine.agents import RoomSpec, build_room
+        from engine.evaluation.agents import RoomSpec, build_room
         spec = RoomSpec(Path({str(statement)!r}), "# Task\\n", (), "skills")
         build_room(spec, Path({str(root)!r}))
         print("ready", flush=True)

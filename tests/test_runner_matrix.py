@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import make_agent
-from engine.benchmark import load_benchmark
-from engine.errors import SkillsmithError
-from engine.events import Event
-from engine.metrics import read_results
-from engine.runner import make_plan, run_evaluation
-from engine.scoreboard import read_records
-from engine.store import SkillStore
+from engine.core.benchmark import load_benchmark
+from engine.core.errors import SkillsmithError
+from engine.core.events import Event
+from engine.core.scoreboard import read_records
+from engine.core.store import SkillStore
+from engine.evaluation.agents import make_agent
+from engine.evaluation.metrics import read_results
+from engine.evaluation.runner import make_plan, run_evaluation
 from tests.runner_helpers import (
     SCRIPTED,
     add_skill,

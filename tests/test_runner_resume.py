@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import FormatError, SkillsmithError
-from engine.events import Cancelled, CancelToken, Event
-from engine.runner import run_evaluation
-from engine.scoreboard import read_records
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.events import Cancelled, CancelToken, Event
+from engine.core.scoreboard import read_records
+from engine.evaluation.runner import run_evaluation
 from tests.runner_helpers import COUNT_ENV, command_workspace, launches, mode_benchmark
 
 SAFE = "x = int(y)\n"

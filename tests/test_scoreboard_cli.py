@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.runner import run_evaluation
-from engine.views import compact_count
+from engine.evaluation.runner import run_evaluation
+from engine.views.rows import compact_count
 from tests.runner_helpers import command_workspace, mode_benchmark
 
 SAFE = "q = int(x)\n"

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.errors import FormatError, LockError
-from engine.schema import to_mapping
-from engine.scoreboard import (
+from engine.core.errors import FormatError, LockError
+from engine.core.schema import to_mapping
+from engine.core.scoreboard import (
     Runtime,
     append_record,
     count_records,
@@ -23,7 +23,7 @@ from engine.scoreboard import (
     read_records,
     record_from_rows,
 )
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 
 RUNTIME = Runtime(provider="offline", model="demo-agent")
 
@@ -166,7 +166,7 @@ def test_append_takes_the_workspace_lock(
         [
             sys.executable,
             "-c",
-            "import sys, time\nfrom engine.workspace import Workspace\n"
+            "import sys, time\nfrom engine.core.workspace import Workspace\n"
             f"with Workspace.at({str(workspace.root)!r}).lock('test holder'):\n"
             "    print('held', flush=True)\n    time.sleep(30)\n",
         ],

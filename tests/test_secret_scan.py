@@ -1,7 +1,8 @@
 """The one secret scanner: a corpus of each pattern and its near miss, and one verdict everywhere.
 
 A text the Safety gate passes must snapshot, and a text it refuses must not: both ask
-``engine.secret_scan``. Key-shaped strings are assembled at run time so the repository holds none
+``engine.core.secret_scan``. Key-shaped strings are assembled at run time so the repository holds
+none
 verbatim.
 """
 
@@ -9,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import SkillsmithError
-from engine.gates.candidate import Outcome, run_candidate_gates
-from engine.safety import scan
-from engine.secret_scan import SECRET_RULES, VAULT_RULE, find_secrets, is_secret_value
-from engine.snapshots import create_snapshot
-from engine.store import SkillStore
-from engine.vault import redact, write_secret
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.safety import scan
+from engine.core.secret_scan import SECRET_RULES, VAULT_RULE, find_secrets, is_secret_value
+from engine.core.snapshots import create_snapshot
+from engine.core.store import SkillStore
+from engine.core.vault import redact, write_secret
+from engine.core.workspace import Workspace
+from engine.evaluation.gates.candidate import Outcome, run_candidate_gates
 from tests.candidate_helpers import add_skill, skill_text
 
 _R = "a8Kd92jdLQm3ZpX7vB1nR4tY6uW0eS5cH2gF"

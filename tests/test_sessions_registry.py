@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import FormatError, SkillsmithError
-from engine.runner import run_evaluation
-from engine.scoreboard import read_records
-from engine.sessions import (
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.scoreboard import read_records
+from engine.core.sessions import (
     hold,
     is_held,
     list_sessions,
@@ -23,7 +22,8 @@ from engine.sessions import (
     trace_record,
     verify_record,
 )
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
+from engine.evaluation.runner import run_evaluation
 from tests.runner_helpers import command_workspace, mode_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +116,7 @@ def test_a_scoreboard_record_traces_to_its_runs_and_a_changed_row_is_caught(
 def test_a_held_session_folder_is_seen_from_another_process(tmp_path: Path) -> None:
     folder = tmp_path / "experiments" / "optimizer-x"
     script = (
-        "import sys, time; from pathlib import Path; from engine.sessions import hold\n"
+        "import sys, time; from pathlib import Path; from engine.core.sessions import hold\n"
         f"with hold(Path({str(folder)!r})):\n"
         "    print('held', flush=True); time.sleep(60)\n"
     )

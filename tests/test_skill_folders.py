@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import SkillsmithError
-from engine.runner import run_evaluation
-from engine.skill_folder import Resource, folder_changes, read_resources
-from engine.snapshots import create_snapshot, restore
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.skill_folder import Resource, folder_changes, read_resources
+from engine.core.snapshots import create_snapshot, restore
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_benchmark, write_case
 from tests.runner_helpers import ADVERSARIAL, LABELS, add_skill, command_workspace
 from tests.store_helpers import run, tree

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import FormatError
-from engine.lint import lint, lint_text
-from engine.safety import Finding
-from engine.skill import SkillDoc
+from engine.core.errors import FormatError
+from engine.core.lint import lint, lint_text
+from engine.core.safety import Finding
+from engine.core.skill import SkillDoc
 from tests.conftest import REAL_SKILLS
 
 REAL_FILES = sorted(REAL_SKILLS.glob("*/SKILL.md"))

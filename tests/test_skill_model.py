@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import FormatError
-from engine.skill import SkillDoc, canonical_section, read_skill_text
+from engine.core.errors import FormatError
+from engine.core.skill import SkillDoc, canonical_section, read_skill_text
 from tests.conftest import REAL_SKILLS
 
 CORPUS = Path(__file__).parent / "data" / "skills"

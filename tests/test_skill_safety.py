@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.safety import RULES, RULES_BY_ID, scan
+from engine.core.safety import RULES, RULES_BY_ID, scan
 from tests.test_secret_scan import CORPUS as SECRET_CORPUS
 
 # Key-shaped strings are assembled at run time so the repository holds none verbatim.

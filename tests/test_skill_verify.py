@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.skill import SkillDoc
-from engine.verify import CHECKS, POINTS, VerifyReport, verify_score
+from engine.core.skill import SkillDoc
+from engine.evaluation.verify import CHECKS, POINTS, VerifyReport, verify_score
 from tests.conftest import REAL_SKILLS
 
 GOOD = """---

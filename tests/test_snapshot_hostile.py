@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.errors import SkillsmithError
-from engine.snapshots import create_snapshot, restore
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.snapshots import create_snapshot, restore
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
 from tests.store_helpers import REPO, cli, leftovers, make_skill, state, tree, untar
 
 Adder = Callable[[tarfile.TarFile], None]
@@ -273,8 +273,8 @@ def test_a_planted_restore_journal_is_refused(workspace: Workspace) -> None:
 # -- the crash gap -------------------------------------------------------------------------------
 KILL_BETWEEN_RENAMES = r"""
 import os, signal, sys
-from engine.snapshots import restore
-from engine.workspace import Workspace
+from engine.core.snapshots import restore
+from engine.core.workspace import Workspace
 
 ws = Workspace.at(sys.argv[1])
 config = str(ws.root / "skillsmith.yaml")

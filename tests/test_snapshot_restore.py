@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.errors import SkillsmithError
-from engine.snapshots import create_snapshot, import_snapshot, list_snapshots, restore
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.snapshots import create_snapshot, import_snapshot, list_snapshots, restore
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
 from tests.store_helpers import cli, leftovers, make_skill, state, tar_members, tree, untar
 
 SECRET = "sk-vault-value-0123456789abcdef"

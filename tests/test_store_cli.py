@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
 from tests.store_helpers import REPO, cli, make_skill, run
 
 HEAD = "---\nname: x\ndescription: Do x. Use when x is asked for.\n---\n"
@@ -93,7 +93,7 @@ def test_a_second_writer_waits_then_names_the_holder(workspace: Workspace, tmp_p
             "-c",
             textwrap.dedent(f"""
             import sys
-            from engine.workspace import Workspace
+            from engine.core.workspace import Workspace
             with Workspace.at({str(workspace.root)!r}).lock("evolve round"):
                 print("held", flush=True)
                 sys.stdin.readline()

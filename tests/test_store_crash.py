@@ -16,19 +16,19 @@ import sys
 import time
 from pathlib import Path
 
-from engine.queue import CandidateQueue
-from engine.snapshots import create_snapshot, list_snapshots
-from engine.store import RESOURCES_DIR, VERSION_FILES, SkillStore
-from engine.workspace import Workspace
+from engine.core.queue import CandidateQueue
+from engine.core.snapshots import create_snapshot, list_snapshots
+from engine.core.store import RESOURCES_DIR, VERSION_FILES, SkillStore
+from engine.core.workspace import Workspace
 from tests.store_helpers import REPO, leftovers, make_skill, state, tar_members, untar
 
 CHILD = r"""
 import itertools, os, sys
 from pathlib import Path
-from engine.queue import CandidateQueue
-from engine.snapshots import create_snapshot, restore
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.queue import CandidateQueue
+from engine.core.snapshots import create_snapshot, restore
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
 
 ws = Workspace.at(sys.argv[1])
 mode, base = sys.argv[2], Path(sys.argv[3]).read_text()
@@ -151,7 +151,7 @@ def test_sigkill_at_random_points_leaves_a_consistent_store(
         )
         assert child.stdout is not None
         assert child.stdout.readline() == "ready\n"
-        # an approval lints the whole candidate before it publishes (engine.admission): give
+        # an approval lints the whole candidate before it publishes (engine.core.admission): give
         # that loop long enough to publish now and then, and still die inside its writes
         time.sleep(rng.uniform(0.01, 0.3) + (2.5 if mode == "approve" else 0.0))
         child.send_signal(signal.SIGKILL)

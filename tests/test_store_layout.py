@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import SkillsmithError
-from engine.store import SkillStore, diff_hash
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.store import SkillStore, diff_hash
+from engine.core.workspace import Workspace
 from tests.store_helpers import make_skill
 
 ORIGINAL = "---\r\nname: demo\r\ndescription: Finds things.\r\n---\r\n# Demo\r\n\r\n## Steps\r\n"

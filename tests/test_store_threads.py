@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import threading
 
-from engine.queue import CandidateQueue
-from engine.snapshots import create_snapshot, list_snapshots
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.queue import CandidateQueue
+from engine.core.snapshots import create_snapshot, list_snapshots
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
 from tests.store_helpers import leftovers, make_skill
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import FormatError
-from engine.traces import detect_format, load_trace, summarise
+from engine.core.errors import FormatError
+from engine.evaluation.traces import detect_format, load_trace, summarise
 from tests.diag_helpers import TRACE_DATA, skill_steps, write_jsonl
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.config import DiagnosisConfig
-from engine.skill import SkillDoc
-from engine.traces import load_trace, skeleton, summarise
+from engine.core.config import DiagnosisConfig
+from engine.core.skill import SkillDoc
+from engine.evaluation.traces import load_trace, skeleton, summarise
 from tests.diag_helpers import (
     WORKED_FINAL,
     err,

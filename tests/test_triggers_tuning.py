@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.errors import FormatError
-from engine.queue import CandidateQueue
-from engine.skill import SkillDoc
-from engine.triggers import TriggerQuery, load_queries, split_queries, tune_description
-from engine.workspace import Workspace
+from engine.core.errors import FormatError
+from engine.core.queue import CandidateQueue
+from engine.core.skill import SkillDoc
+from engine.core.workspace import Workspace
+from engine.loops.triggers import TriggerQuery, load_queries, split_queries, tune_description
 from tests.candidate_helpers import add_skill, skill_text
 from tests.online_helpers import DATA, add_weather_skill
 

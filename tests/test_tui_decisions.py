@@ -8,10 +8,10 @@ from pathlib import Path
 import yaml
 from textual.pilot import Pilot
 
-from engine.queue import CandidateQueue
-from engine.snapshots import list_snapshots
-from engine.store import SkillStore
-from engine.workspace import Workspace
+from engine.core.queue import CandidateQueue
+from engine.core.snapshots import list_snapshots
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
 from tests.tui_pilot import SIZE, settle, toasts, user_config_home
 from tests.tui_workspace import SKILL, build_workspace
 from tui.app import SkillsmithApp, make_app

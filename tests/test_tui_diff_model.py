@@ -3,7 +3,7 @@ forgiveness for patches the viewer must still show."""
 
 from __future__ import annotations
 
-from engine.store import unified_diff
+from engine.core.store import unified_diff
 from tui.diff_model import parse_patch, split_rows, stats
 
 OLD = "line 1\nline 2\nline 3\nline 4\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.queue import CandidateQueue
-from engine.skill_folder import Resource, folder_diff
+from engine.core.queue import CandidateQueue
+from engine.core.skill_folder import Resource, folder_diff
 from tests.tui_pilot import SIZE, settle
 from tests.tui_workspace import build_workspace, skill_text
 from tui.app import make_app

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.snapshots import create_snapshot, list_snapshots
-from engine.store import SkillStore
+from engine.core.snapshots import create_snapshot, list_snapshots
+from engine.core.store import SkillStore
 from tests.tui_pilot import SIZE, settle, toasts, user_config_home
 from tests.tui_workspace import SKILL, build_workspace
 from tui.app import make_app

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from textual.message import Message
 
-from engine.config import AgentConfig
-from engine.events import Event
-from engine.scoreboard import read_records
-from engine.workspace import Workspace
+from engine.core.config import AgentConfig
+from engine.core.events import Event
+from engine.core.scoreboard import read_records
+from engine.core.workspace import Workspace
 from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home, wait_until
 from tests.tui_workspace import BENCH, CASES, build_workspace, demo_cases
 from tui.app import make_app

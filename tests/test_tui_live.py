@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 from tests.tui_pilot import SIZE, settle, user_config_home, wait_until
 from tests.tui_workspace import SKILL, build_workspace
 from tui.app import make_app
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_python(ws: Workspace, code: str) -> None:
     """Run ``code`` in a separate Python process (another writer, like a CLI command)."""
-    script = "import sys\nfrom pathlib import Path\nfrom engine.workspace import Workspace\n"
+    script = "import sys\nfrom pathlib import Path\nfrom engine.core.workspace import Workspace\n"
     script += f"ws = Workspace.at({str(ws.root)!r})\n" + textwrap.dedent(code)
     subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True, timeout=60)
 
@@ -34,7 +34,7 @@ async def test_a_candidate_written_by_another_process_appears(tmp_path: Path) ->
         run_python(
             ws,
             """
-            from engine.queue import CandidateQueue
+            from engine.core.queue import CandidateQueue
             from tests.tui_workspace import submit_candidate
             text = ws.skill_path("security-audit").read_text()
             submit_candidate(CandidateQueue(ws), text, "From the CLI", "v1")
@@ -82,7 +82,7 @@ async def test_a_session_log_is_tailed_while_it_grows(tmp_path: Path) -> None:
     run_python(
         ws,
         """
-        from engine.events import SessionLog
+        from engine.core.events import SessionLog
         log = SessionLog(ws.sessions_dir, "optimize", session_id="optimize-20260301-090000-abc123")
         log.emit("started", message="round 1")
         """,
@@ -98,7 +98,7 @@ async def test_a_session_log_is_tailed_while_it_grows(tmp_path: Path) -> None:
         run_python(
             ws,
             """
-            from engine.events import SessionLog
+            from engine.core.events import SessionLog
             log = SessionLog(
                 ws.sessions_dir, "optimize", session_id="optimize-20260301-090000-abc123"
             )

@@ -8,9 +8,9 @@ from pathlib import Path
 from textual.command import CommandPalette
 from textual.widgets import Input
 
-from engine.queue import CandidateQueue
-from engine.snapshots import list_snapshots
-from engine.store import SkillStore, unified_diff
+from engine.core.queue import CandidateQueue
+from engine.core.snapshots import list_snapshots
+from engine.core.store import SkillStore, unified_diff
 from tests.tui_pilot import SIZE, settle, toasts, user_config_home
 from tests.tui_workspace import SKILL, build_workspace, skill_text, submit_candidate
 from tui.app import SkillsmithApp, make_app

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.evolve.checkpoint import RoundRecord
-from engine.overview import evaluation_size, load_overview
-from engine.queue import CandidateQueue
-from engine.scoreboard import RecordHead, Runtime
-from engine.views import compact_count, record_versions
-from engine.workspace import Workspace
+from engine.core.queue import CandidateQueue
+from engine.core.scoreboard import RecordHead, Runtime
+from engine.core.workspace import Workspace
+from engine.loops.evolve.checkpoint import RoundRecord
+from engine.views.overview import evaluation_size, load_overview
+from engine.views.rows import compact_count, record_versions
 from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home
 from tests.tui_workspace import BENCH, CASES, SKILL, build_workspace
 from tui.activity import ActivityPane, Link
@@ -68,7 +68,7 @@ def test_every_scoreboard_row_names_its_versions() -> None:
 
 
 def test_a_rejected_round_names_its_gate_and_keeps_its_verdicts(tmp_path: Path) -> None:
-    from engine.evolve import EvolveResult
+    from engine.loops.evolve import EvolveResult
 
     folder = tmp_path / "experiments" / "evolve-1" / "round-01"
     folder.mkdir(parents=True)

@@ -1,13 +1,14 @@
-"""engine/views: the read-only loaders behind the live panes."""
+"""engine/views/rows: the read-only loaders behind the live panes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from engine.events import SessionLog
-from engine.queue import CandidateQueue
-from engine.runs import RunFolder
-from engine.views import (
+from engine.core.events import SessionLog
+from engine.core.queue import CandidateQueue
+from engine.core.runs import RunFolder
+from engine.core.workspace import Workspace
+from engine.views.rows import (
     CandidateCache,
     benchmark_ids,
     list_session_logs,
@@ -15,7 +16,6 @@ from engine.views import (
     run_figures,
     transcript_path,
 )
-from engine.workspace import Workspace
 from tests.tui_workspace import BENCH, SKILL, build_workspace, submit_candidate
 
 

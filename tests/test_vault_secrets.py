@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from engine.errors import FormatError, SkillsmithError
-from engine.vault import (
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.vault import (
     MASK,
     anthropic_api_key,
     has_secret,
@@ -17,7 +17,7 @@ from engine.vault import (
     secret_names,
     write_secret,
 )
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from engine.verdict import compare_f1, compare_paired, decide, deciding_cases, look_alphas, pair
+from engine.evaluation.verdict import (
+    compare_f1,
+    compare_paired,
+    decide,
+    deciding_cases,
+    look_alphas,
+    pair,
+)
 
 
 def rows(outcomes: dict[str, list[str]], **extra: Any) -> list[dict[str, Any]]:

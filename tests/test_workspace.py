@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import FormatError, LockError, SkillsmithError
-from engine.workspace import LAYOUT_DIRS, Workspace
+from engine.core.errors import FormatError, LockError, SkillsmithError
+from engine.core.workspace import LAYOUT_DIRS, Workspace
 
 
 def test_init_creates_layout_and_valid_config(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_second_writer_waits_then_names_holder(workspace: Workspace) -> None:
             "-c",
             textwrap.dedent(f"""
             import sys, time
-            from engine.workspace import Workspace
+            from engine.core.workspace import Workspace
             ws = Workspace.at({str(workspace.root)!r})
             with ws.lock("publish"):
                 print("held", flush=True)

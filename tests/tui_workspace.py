@@ -16,13 +16,13 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-import engine.demo
-from engine.fsutil import atomic_write_json, atomic_write_text, atomic_write_yaml
-from engine.queue import Candidate, CandidateQueue, content_hash
-from engine.store import SkillStore, unified_diff
-from engine.workspace import Workspace
+import engine.evaluation.demo
+from engine.core.fsutil import atomic_write_json, atomic_write_text, atomic_write_yaml
+from engine.core.queue import Candidate, CandidateQueue, content_hash
+from engine.core.store import SkillStore, unified_diff
+from engine.core.workspace import Workspace
 
-DEMO = Path(engine.demo.__file__).parent / "workspace"
+DEMO = Path(engine.evaluation.demo.__file__).parent / "workspace"
 SKILL = "security-audit"
 BENCH = "vuln-detect"
 CASES = ("cmdi-js-exec", "cmdi-php-escaped")

@@ -26,13 +26,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
-from engine.errors import SkillsmithError, UsageError
-from engine.events import Cancelled, CancelToken, Event
-from engine.overview import evaluation_size
-from engine.queue import CandidateQueue
-from engine.store import SkillStore, unified_diff
-from engine.views import CandidateCache, benchmark_ids, current_versions
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError, UsageError
+from engine.core.events import Cancelled, CancelToken, Event
+from engine.core.queue import CandidateQueue
+from engine.core.store import SkillStore, unified_diff
+from engine.core.workspace import Workspace
+from engine.views.overview import evaluation_size
+from engine.views.rows import CandidateCache, benchmark_ids, current_versions
 from themes.palette import DEFAULT_THEME, STYLESHEET, THEMES, resolve_theme_name, variable_defaults
 from tui.activity import ActivityLog, ActivityPane, Kind, Link
 from tui.dialogs import ConfirmScreen, ErrorScreen, ReasonScreen
@@ -665,7 +665,7 @@ class SkillsmithApp(App[None]):
                 store.rollback(move.frm, why=f"undid the rollback to {move.to} in the workbench")
                 text = f"Undid the rollback: {move.skill} is back at {move.frm}."
             elif move.kind == "restore":
-                from engine.snapshots import restore
+                from engine.core.snapshots import restore
 
                 restore(self.workspace, self.workspace.snapshots_dir / move.frm, yes=True)
                 text = f"Undid the restore: the workspace is back as it was ({move.frm})."
@@ -747,7 +747,7 @@ class SkillsmithApp(App[None]):
 
     def action_snapshot(self) -> None:
         def snapshot() -> str:
-            from engine.snapshots import create_snapshot
+            from engine.core.snapshots import create_snapshot
 
             path = create_snapshot(self.workspace, note="taken in the workbench")
             return f"Snapshot written: snapshots/{path.name}"
@@ -762,7 +762,7 @@ class SkillsmithApp(App[None]):
         snapshot = message.snapshot
 
         def run() -> str:
-            from engine.snapshots import restore
+            from engine.core.snapshots import restore
 
             before = restore(self.workspace, snapshot.path, yes=True)
             self._moved(Move("restore", frm=before.name))
@@ -855,7 +855,7 @@ class SkillsmithApp(App[None]):
     def _start_evaluation(self, bench: str) -> None:
 
         def evaluate(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
-            from engine.runner import run_evaluation  # job modules load on first use
+            from engine.evaluation.runner import run_evaluation  # job modules load on first use
 
             result = run_evaluation(self.workspace, bench, reporter=reporter, cancel=cancel)
             m = result.metrics
@@ -875,7 +875,9 @@ class SkillsmithApp(App[None]):
         c = entry.candidate
 
         def settle(reporter: Callable[[Event], None], cancel: CancelToken) -> str:
-            from engine.gates.queued import evaluate_queued  # runs the agent: loads lazily
+            from engine.evaluation.gates.queued import (
+                evaluate_queued,  # runs the agent: loads lazily
+            )
 
             done = evaluate_queued(self.workspace, c.id, reporter=reporter, cancel=cancel)
             return f"{c.id}: {done.verdict.line()} → {done.status}"
@@ -888,7 +890,7 @@ class SkillsmithApp(App[None]):
             return
 
         def one_round(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
-            from engine.evolve import EvolveOptions, evolve  # imports the model SDK: lazily
+            from engine.loops.evolve import EvolveOptions, evolve  # imports the model SDK: lazily
 
             options = EvolveOptions(skill=skill, bench=bench, rounds=1)
             result = evolve(self.workspace, options, reporter=reporter, cancel=cancel)
@@ -902,7 +904,7 @@ class SkillsmithApp(App[None]):
             return
 
         def optimise(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
-            from engine.optimize import optimize  # imports gepa and the model SDK: lazily
+            from engine.loops.gepa import optimize  # imports gepa and the model SDK: lazily
 
             result = optimize(self.workspace, skill, bench, reporter=reporter, cancel=cancel)
             text = f"Optimisation of {skill}: {result.status} ({result.reason})"

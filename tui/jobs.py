@@ -19,7 +19,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Label, ProgressBar
 
-from engine.events import Event
+from engine.core.events import Event
 from tui.activity import Kind, Link
 
 JobFunction = Callable[..., "str | JobOutcome"]

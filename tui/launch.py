@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from engine.cli import main as cli_main
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
 
 
 def open_workbench(workspace: Workspace, args: argparse.Namespace) -> int:

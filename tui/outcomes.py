@@ -15,7 +15,7 @@ from tui.activity import Link
 from tui.jobs import JobOutcome
 
 if TYPE_CHECKING:
-    from engine.evolve import EvolveResult
+    from engine.loops.evolve import EvolveResult
 
 
 def _round_gates(root: Path, folder: str, reason: str) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 A new user opening the demo saw an empty queue and had to find the skill, the benchmark and its
 score two tabs away; this pane puts them first, and says in words which key moves the work on.
-Read by ``engine.overview`` in a thread worker; every text is engine data, so none is markup.
+Read by ``engine.views.overview`` in a thread worker; every text is engine data, so none is markup.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from engine.errors import SkillsmithError
-from engine.overview import NextAction, Overview, load_overview
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.workspace import Workspace
+from engine.views.overview import NextAction, Overview, load_overview
 from tui.navigation import SCROLL_BINDINGS
 
 Parts = list[tuple[str, str] | str]

@@ -1,6 +1,6 @@
 """Scoreboard: every evaluation of a benchmark as a bar over time and a row in a table.
 
-Records come from ``engine.scoreboard.read_heads``: their headlines only, so opening the pane
+Records come from ``engine.core.scoreboard.read_heads``: their headlines only, so opening the pane
 never parses the per-run rows of a long history. Pass rate and tokens are not part of a record
 (PenguinHarness' scoreboard keeps scores, cost and duration), so a second worker reads them
 from each run's results.jsonl right after the records are shown: the table paints at once and
@@ -20,10 +20,10 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from engine.errors import SkillsmithError
-from engine.scoreboard import RecordHead, read_heads
-from engine.views import RunFigures, benchmark_ids, compact_count, record_versions, run_figures
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.scoreboard import RecordHead, read_heads
+from engine.core.workspace import Workspace
+from engine.views.rows import RunFigures, benchmark_ids, compact_count, record_versions, run_figures
 from tui.navigation import VimTable
 from tui.score_chart import ScoreChart
 

@@ -1,7 +1,8 @@
 """Skills & history: each skill's versions and current pointer, its timeline and taboo list,
 and the workspace snapshots.
 
-Everything is read through ``engine.store.SkillStore`` and ``engine.snapshots`` in a thread
+Everything is read through ``engine.core.store.SkillStore`` and ``engine.core.snapshots`` in a
+thread
 worker; the pane only lays it out. The highlighted skill and version are what ``b`` (roll back)
 acts on.
 """
@@ -19,13 +20,13 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from engine.errors import SkillsmithError
-from engine.store import SkillStore, TabooEntry, VersionInfo, stores_of
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.store import SkillStore, TabooEntry, VersionInfo, stores_of
+from engine.core.workspace import Workspace
 from tui.navigation import SCROLL_BINDINGS, ListsPane, VimTable
 
 if TYPE_CHECKING:
-    from engine.snapshots import SnapshotInfo
+    from engine.core.snapshots import SnapshotInfo
 
 _TIMELINE_SHOWN = 40
 
@@ -67,7 +68,7 @@ def load_history(ws: Workspace) -> HistorySnapshot:
         except SkillsmithError as exc:
             skills.append(SkillHistory(name, error=str(exc)))
     try:
-        from engine.snapshots import list_snapshots  # tarfile, zlib: when first shown
+        from engine.core.snapshots import list_snapshots  # tarfile, zlib: when first shown
 
         snapshots, snapshot_error = list_snapshots(ws), None
     except SkillsmithError as exc:

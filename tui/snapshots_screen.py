@@ -18,14 +18,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from engine.errors import SkillsmithError
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.workspace import Workspace
 from tui.dialogs import ConfirmScreen
 from tui.navigation import VimTable
 from tui.skills_pane import human_size
 
 if TYPE_CHECKING:
-    from engine.snapshots import SnapshotInfo
+    from engine.core.snapshots import SnapshotInfo
 
 
 def restore_prompt(snapshot: SnapshotInfo, current: int | None) -> tuple[str, str]:
@@ -100,7 +100,7 @@ class SnapshotsScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False)
     def _list(self) -> None:
         try:
-            from engine.snapshots import list_snapshots  # tarfile, zlib: when first shown
+            from engine.core.snapshots import list_snapshots  # tarfile, zlib: when first shown
 
             snapshots, error = list_snapshots(self.workspace), None
             current: int | None = self.workspace.load_config().version

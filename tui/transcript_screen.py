@@ -1,6 +1,7 @@
 """The transcript of one case run, opened from a session event that names the run and case.
 
-Parsing is the engine's (``engine.traces.load_trace`` reads the session format and both Claude
+Parsing is the engine's (``engine.evaluation.traces.load_trace`` reads the session format and both
+Claude
 Code formats); this screen lays the trace out as plain lines in a Log, which stays fast on the
 megabyte transcripts of looping agents.
 """
@@ -17,10 +18,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 from textual.worker import get_current_worker
 
-from engine.errors import SkillsmithError
-from engine.traces import Trace, load_trace
-from engine.views import transcript_path
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError
+from engine.core.workspace import Workspace
+from engine.evaluation.traces import Trace, load_trace
+from engine.views.rows import transcript_path
 from tui.navigation import SCROLL_BINDINGS
 
 _RESULT_PREVIEW = 400

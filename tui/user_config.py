@@ -11,8 +11,8 @@ from pathlib import Path
 
 import platformdirs
 
-from engine.fsutil import atomic_write_yaml
-from engine.schema import from_mapping, load_yaml, to_mapping
+from engine.core.fsutil import atomic_write_yaml
+from engine.core.schema import from_mapping, load_yaml, to_mapping
 
 
 @dataclass

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.errors import SkillsmithError
-from engine.workspace import Workspace, resolve
+from engine.core.errors import SkillsmithError
+from engine.core.workspace import Workspace, resolve
 
 OpenTui = Callable[[Workspace, argparse.Namespace], int]
 

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.cli.progress import SessionProgress, interrupted
-from engine.events import Cancelled
+from engine.core.events import Cancelled
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from engine.builder import build_benchmark
+    from engine.loops.builder import build_benchmark
 
     ws = workspace_of(args)
     pick = [c.strip() for group in args.pick for c in group.split(",") if c.strip()]

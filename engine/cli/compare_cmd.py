@@ -14,11 +14,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from engine.benchmark import load_benchmark
 from engine.cli import print_json, wants_json, workspace_if_any
-from engine.errors import SkillsmithError
-from engine.metrics import Comparison, Metrics, compare, read_results
-from engine.workspace import Workspace
+from engine.core.benchmark import load_benchmark
+from engine.core.errors import SkillsmithError
+from engine.core.workspace import Workspace
+from engine.evaluation.metrics import Comparison, Metrics, compare, read_results
 
 FATES = ("fixed", "newly_broken", "still_failing", "flaky", "unmeasured")
 
@@ -76,7 +76,9 @@ def _compare(args: argparse.Namespace) -> int:
     dirs = [_run_dir(args.run_a, ws), _run_dir(args.run_b, ws)]
     rows_a, rows_b = (_rows(d, args.variant) for d in dirs)
     result = compare(rows_a, rows_b, _positive_label(dirs, ws))
-    from engine.verdict import compare_paired  # scipy: loaded only by the commands that decide
+    from engine.evaluation.verdict import (
+        compare_paired,  # scipy: loaded only by the commands that decide
+    )
 
     verdict = compare_paired(rows_a, rows_b)
     if wants_json(args):

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.curation import curate, default_transcripts
-from engine.events import SessionLog
-from engine.online import session_files
+from engine.core.events import SessionLog
+from engine.loops.curation import curate, default_transcripts
+from engine.loops.online import session_files
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import platformdirs
 
 from engine.cli import print_json, wants_json
-from engine.demo import copy_demo
-from engine.workspace import Workspace
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import copy_demo
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

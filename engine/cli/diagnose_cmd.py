@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_if_any
-from engine.config import Config
-from engine.diagnosis import Diagnosis, Registry
-from engine.diagnosis.run import benchmark_of, diagnose_run, load_run
-from engine.gt_audit import GtAudit, audit_runs
+from engine.core.config import Config
+from engine.evaluation.diagnosis import Diagnosis, Registry
+from engine.evaluation.diagnosis.run import benchmark_of, diagnose_run, load_run
+from engine.evaluation.gt_audit import GtAudit, audit_runs
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -18,15 +18,15 @@ from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.cli.progress import progress_bar, resume_line, unit_counts
-from engine.demo import demo_agent_notice
-from engine.errors import SkillsmithError, UsageError
-from engine.events import Cancelled, Event
-from engine.metrics import Metrics, Spread
-from engine.runner import BASELINE, SEED_BITS, SKILL, RunResult, run_evaluation
-from engine.workspace import Workspace
+from engine.core.errors import SkillsmithError, UsageError
+from engine.core.events import Cancelled, Event
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import demo_agent_notice
+from engine.evaluation.metrics import Metrics, Spread
+from engine.evaluation.runner import BASELINE, SEED_BITS, SKILL, RunResult, run_evaluation
 
 if TYPE_CHECKING:
-    from engine.verdict import Verdict
+    from engine.evaluation.verdict import Verdict
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -58,7 +58,7 @@ def _skill_texts(ws: Workspace, specs: list[str]) -> dict[str, str] | None:
     """``NAME`` → the active text, ``NAME@vK`` → that stored version's text."""
     if not specs:
         return None
-    from engine.store import SkillStore
+    from engine.core.store import SkillStore
 
     texts: dict[str, str] = {}
     for spec in specs:
@@ -165,7 +165,9 @@ def _baseline_verdict(result: RunResult) -> Verdict | None:
     """The paired change from the baseline variant to the skill variant (same run, same cases)."""
     if result.baseline_metrics is None:
         return None
-    from engine.verdict import compare_paired  # scipy: loaded only when there is a comparison
+    from engine.evaluation.verdict import (
+        compare_paired,  # scipy: loaded only when there is a comparison
+    )
 
     before = [r for r in result.rows if r["variant"] == BASELINE]
     return compare_paired(before, [r for r in result.rows if r["variant"] == SKILL])

@@ -16,12 +16,12 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.demo import demo_agent_notice
-from engine.errors import UsageError
-from engine.events import Cancelled, Event
+from engine.core.errors import UsageError
+from engine.core.events import Cancelled, Event
+from engine.evaluation.demo import demo_agent_notice
 
 if TYPE_CHECKING:
-    from engine.evolve import EvolveResult
+    from engine.loops.evolve import EvolveResult
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def _evolve(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
     # imported here: the model SDK behind the proposers is slow to import, and every other
     # command would pay for it at start-up
-    from engine.evolve import EvolveOptions, checkpoint, evolve
+    from engine.loops.evolve import EvolveOptions, checkpoint, evolve
 
     ws = workspace_of(args)
     notice = demo_agent_notice(ws, args.bench)

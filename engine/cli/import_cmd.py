@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.errors import SkillsmithError, UsageError
-from engine.importers import import_cases, import_evals, import_run
+from engine.core.errors import SkillsmithError, UsageError
+from engine.core.importers import import_cases, import_evals, import_run
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

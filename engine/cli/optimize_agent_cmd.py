@@ -15,7 +15,7 @@ from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.cli.progress import SessionProgress, interrupted
-from engine.events import Cancelled
+from engine.core.events import Cancelled
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from engine.agent_optimizer import optimize_agent
+    from engine.loops.agent_optimizer import optimize_agent
 
     ws = workspace_of(args)
     try:

@@ -16,10 +16,10 @@ from rich.table import Table
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.cli.progress import progress_bar
-from engine.events import Event
+from engine.core.events import Event
 
 if TYPE_CHECKING:
-    from engine.optimize import OptimizeResult
+    from engine.loops.gepa import OptimizeResult
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -66,8 +66,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _optimize(args: argparse.Namespace) -> int:
     # Imported here: the model client and gepa would slow down every other command's start.
-    from engine.optimize import OptimizeFailed, OptimizeOptions, optimize
-    from engine.optimize.splits import parse_ratios
+    from engine.loops.gepa import OptimizeFailed, OptimizeOptions, optimize
+    from engine.loops.gepa.splits import parse_ratios
 
     ws = workspace_of(args)
     options = OptimizeOptions(

@@ -21,7 +21,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from engine.events import Event
+from engine.core.events import Event
 
 
 def progress_bar(console: Console, *, transient: bool = True, status: bool = True) -> Progress:

@@ -7,9 +7,9 @@ import sys
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.errors import UsageError
-from engine.gates.expiry import sweep_expired
-from engine.queue import Candidate, CandidateQueue
+from engine.core.errors import UsageError
+from engine.core.queue import Candidate, CandidateQueue
+from engine.evaluation.gates.expiry import sweep_expired
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -119,7 +119,7 @@ def _reject(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from engine.gates.queued import evaluate_queued
+    from engine.evaluation.gates.queued import evaluate_queued
 
     for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
         if value is not None and value < 1:

@@ -15,10 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.errors import UsageError
-from engine.events import SessionLog
-from engine.gates.candidate import Outcome
-from engine.online import BoundedWorkers, OnlineLearner, ReviewResult, session_files, watch_folder
+from engine.core.errors import UsageError
+from engine.core.events import SessionLog
+from engine.evaluation.gates.candidate import Outcome
+from engine.loops.online import (
+    BoundedWorkers,
+    OnlineLearner,
+    ReviewResult,
+    session_files,
+    watch_folder,
+)
 
 STATUSES = ("success", "partial", "fail", "agent_error")
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json
-from engine.errors import FormatError, SkillsmithError, UsageError
-from engine.lint import lint_text, reason
-from engine.safety import Finding
-from engine.skill import SKILL_FILE, SkillDoc, read_skill_text
-from engine.verify import verify_score
+from engine.core.errors import FormatError, SkillsmithError, UsageError
+from engine.core.lint import lint_text, reason
+from engine.core.safety import Finding
+from engine.core.skill import SKILL_FILE, SkillDoc, read_skill_text
+from engine.evaluation.verify import verify_score
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

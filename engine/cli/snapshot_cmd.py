@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.snapshots import create_snapshot, import_snapshot, list_snapshots, restore
-from engine.workspace import Workspace
+from engine.core.snapshots import create_snapshot, import_snapshot, list_snapshots, restore
+from engine.core.workspace import Workspace
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -6,13 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from engine.admission import check_skill
 from engine.cli import print_json, wants_json, workspace_of
-from engine.errors import SkillsmithError
-from engine.schema import to_mapping
-from engine.skill import SKILL_FILE, resolve_skill_file
-from engine.skill_folder import read_resources
-from engine.store import SkillStore, read_text
+from engine.core.admission import check_skill
+from engine.core.errors import SkillsmithError
+from engine.core.schema import to_mapping
+from engine.core.skill import SKILL_FILE, resolve_skill_file
+from engine.core.skill_folder import read_resources
+from engine.core.store import SkillStore, read_text
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

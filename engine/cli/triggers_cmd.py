@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.events import SessionLog
-from engine.triggers import load_queries, tune_description
+from engine.core.events import SessionLog
+from engine.loops.triggers import load_queries, tune_description
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -13,13 +13,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from engine.agents.kinds import CLAUDE_BIN_ENV
 from engine.cli import print_json, wants_json
-from engine.config import Config
-from engine.errors import SkillsmithError
-from engine.skill import SKILL_FILE
-from engine.store import SkillStore
-from engine.workspace import PROJECT_MARKERS, Workspace
+from engine.core.config import Config
+from engine.core.errors import SkillsmithError
+from engine.core.skill import SKILL_FILE
+from engine.core.store import SkillStore
+from engine.core.workspace import PROJECT_MARKERS, Workspace
+from engine.evaluation.agents.kinds import CLAUDE_BIN_ENV
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

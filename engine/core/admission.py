@@ -1,0 +1,65 @@
+"""What may become a skill's active version: the last check before ``publish`` and ``approve``.
+
+Both make a text the SKILL.md every later evaluation loads, so both refuse what lint calls an
+error (an empty file, missing or broken frontmatter, a name that is not the skill's, a leaked
+secret) and a file too large for any agent's context, with one line naming the file and line. An
+approved candidate also records its ``patch.diff`` in the history, so that must be a diff: text,
+every line a unified-diff line — not a binary blob or prose a hand edit put there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.core.errors import SkillsmithError
+from engine.core.lint import lint_text
+
+MAX_SKILL_FILE_BYTES = 1_000_000
+# hunk lines, hunk and file headers, and the git extended headers a pasted git diff carries
+_DIFF_PREFIXES: tuple[str, ...] = ("+", "-", " ", "@@", "\\", "diff ", "index ", "new file")
+_DIFF_PREFIXES += ("deleted file", "old mode", "new mode", "similarity", "rename ")
+
+
+def check_skill(text: str, *, skill: str, where: Path) -> None:
+    """Refuse a SKILL.md text that must not become skill ``skill``'s active version."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_SKILL_FILE_BYTES:
+        raise SkillsmithError(
+            f"{where}: the file has {size} bytes; a skill may hold at most "
+            f"{MAX_SKILL_FILE_BYTES} (move detail into references/)"
+        )
+    if not text.strip():
+        raise SkillsmithError(f"{where}: the file is empty; a skill needs frontmatter and a body")
+    errors = [f for f in lint_text(text, path=where, folder=skill) if f.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more; see 'skillsmith skill lint')" if errors[1:] else ""
+        raise SkillsmithError(f"{where}:{first.line}: {first.message} [{first.rule_id}]{more}")
+
+
+def text_of(path: Path) -> str:
+    """A file's text exactly as stored, or one line saying why it is not text."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise SkillsmithError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise SkillsmithError(f"{path}: expected UTF-8 text (byte {exc.start} is not)") from None
+
+
+def check_diff(data: bytes, *, where: Path) -> str:
+    """The text of a recorded patch, refused unless it is a unified diff (or a piece of one)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillsmithError(
+            f"{where}: not a diff (binary data: byte {exc.start} is not UTF-8)"
+        ) from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "\0" in line or (line and not line.startswith(_DIFF_PREFIXES)):
+            shown = line.replace("\0", "\\0")[:60]
+            raise SkillsmithError(
+                f"{where}:{number}: not a diff (a unified-diff line starts with '+', '-', ' ' "
+                f"or '@@'): {shown!r}"
+            )
+    return text

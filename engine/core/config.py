@@ -1,0 +1,298 @@
+"""The shape of ``skillsmith.yaml``.
+
+One dataclass per section; defaults are the numbers of the source designs so an empty file is a
+valid configuration and every threshold stays configurable. :func:`check_config` range-checks
+the values the types cannot (a negative timeout, split shares that do not add up, a regex that
+does not compile), so a bad value is refused when the file is read, not deep inside a run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from engine.core.errors import FormatError, SkillsmithError
+
+
+@dataclass
+class AgentConfig:
+    """How the target agent is launched (see engine.evaluation.agents)."""
+
+    kind: Literal["demo", "claude-code", "command"] = "demo"
+    command: list[str] = field(default_factory=list)
+    model: str | None = None
+    timeout_s: float = 120.0
+    max_output_bytes: int = 4_000_000
+    max_turns: int = 20
+    allowed_tools: list[str] = field(default_factory=lambda: ["Skill", "Bash", "Read", "Grep"])
+    env_allow: list[str] = field(default_factory=list)
+    noise: float = 0.0  # the demo agent's run-to-run slips, 0 (deterministic) … 1
+    # every run is sealed by bubblewrap; "none" runs agents unconfined (see
+    # engine.evaluation.agents.sandbox)
+    sandbox: Literal["bwrap", "none"] = "bwrap"
+    network: bool | None = None  # None: only claude-code (it calls the Messages API) gets it
+    read_only_paths: list[str] = field(default_factory=list)  # more host paths the agent may read
+    writable_paths: list[str] = field(default_factory=list)  # and may write (outside the workspace)
+
+
+@dataclass
+class ModelConfig:
+    """One model role (proposer, judge, reviewer, reflection)."""
+
+    provider: Literal["offline", "anthropic"] = "offline"
+    model: str = "claude-sonnet-4-6"
+    max_tokens: int = 4096
+    timeout_s: float = 120.0
+    max_retries: int = 3
+
+
+@dataclass
+class ModelsConfig:
+    proposer: ModelConfig = field(default_factory=ModelConfig)
+    judge: ModelConfig = field(default_factory=ModelConfig)
+    reviewer: ModelConfig = field(default_factory=ModelConfig)
+    reflection: ModelConfig = field(default_factory=ModelConfig)
+
+
+@dataclass
+class GatesConfig:
+    """Thresholds of the outcome-driven gates and the candidate gates.
+
+    ``alpha`` is the one-sided false-accept rate of every paired verdict
+    (engine.evaluation.verdict);
+    ``max_extra_runs`` the case-runs per variant a decision may add when it is inconclusive,
+    spread over ``looks − 1`` extra looks.
+    """
+
+    alpha: float = 0.05
+    max_extra_runs: int = 24
+    looks: int = 3
+    holdout_every: int = 5
+    holdout_max_f1_drop: float = 0.01
+    verify_min_score: float = 75.0
+    verify_max_drop: float = 5.0
+    effectiveness_min_score: float = 0.8
+    human: Literal["none", "create-only", "always"] = "always"
+    shadow: bool = False
+    approval_timeout_s: float | None = None
+
+
+@dataclass
+class SplitsConfig:
+    """Deterministic split assignment: ratios and the seed that orders the cases."""
+
+    seed: int = 7
+    selection: float = 0.60
+    holdout: float = 0.25
+    golden: float = 0.15
+
+
+@dataclass
+class LimitsConfig:
+    max_patch_lines: int = 80
+    max_skill_bytes: int = 15_000
+    max_skill_lines: int = 500
+    root_cause_min_share: float = 0.30
+    convergence_f1: float = 0.95
+    stagnation_limit: float = 5.0
+    max_rounds: int = 10
+    workers: int = 0  # 0 = CPU count
+    lock_wait_s: float = 5.0
+    # restore refuses archives beyond these (a gzip bomb or a planted huge file)
+    snapshot_max_member_bytes: int = 256 * 1024 * 1024
+    snapshot_max_total_bytes: int = 4 * 1024 * 1024 * 1024
+
+
+@dataclass
+class GtAuditConfig:
+    """Weights of the five ground-truth suspicion signals (they sum to 1) and the flag line.
+
+    The two disagreement signals together stay below the flag line: a case that every version
+    keeps failing is as likely a hard case as a wrong label, so a flag also needs evidence from
+    the content (an evidenced, confident conclusion or a near-identical case labelled otherwise).
+    """
+
+    flag_threshold: float = 0.5
+    w_consistent_disagreement: float = 0.20
+    w_cross_version_disagreement: float = 0.20
+    w_evidenced_conclusion: float = 0.25
+    w_similar_case_contradiction: float = 0.25
+    w_type_label_outlier: float = 0.10
+    similarity_min: float = 0.8
+    outlier_max_share: float = 0.25
+    min_type_cases: int = 3
+    hedge_words: list[str] = field(
+        default_factory=lambda: [
+            "uncertain",
+            "not sure",
+            "unclear",
+            "low confidence",
+            "cannot determine",
+            "could not verify",
+            "possibly",
+            "might be",
+            "置信度低",
+            "不确定",
+            "可能",
+        ]
+    )
+
+
+@dataclass
+class DiagnosisConfig:
+    """Thresholds of the trace-diagnosis rules (engine.evaluation.diagnosis) and the GT audit."""
+
+    error_burst_min: int = 3
+    error_burst_window: int = 10
+    benign_error_patterns: list[str] = field(
+        default_factory=lambda: [
+            r"\b0 (results|matches|files)\b",
+            r"\bno (results|matches|files)( found)?\b",
+            r"\bfound 0\b",
+            r"no such file",
+            r"does not exist",
+            r"not found",
+        ]
+    )
+    search_tools: list[str] = field(
+        default_factory=lambda: ["grep", "glob", "search", "ls", "read", "find", "websearch"]
+    )
+    search_commands: list[str] = field(
+        default_factory=lambda: ["grep", "egrep", "fgrep", "rg", "ag", "find", "ls", "git grep"]
+    )
+    redundant_retry_min: int = 2
+    tool_loop_min_repeats: int = 5
+    premature_min_calls: int = 3
+    token_budget: int = 1_000_000
+    budget_reasons: list[str] = field(
+        default_factory=lambda: ["max_turns", "budget", "max_tokens", "timeout", "timed out"]
+    )
+    label_pattern: str = r"VERDICT:\s*(\S+)"
+    checkers_dir: str = "checkers"
+    gt_audit: GtAuditConfig = field(default_factory=GtAuditConfig)
+
+
+@dataclass
+class OnlineConfig:
+    """Online learning from finished sessions (tRPC-Agent-Go's review policy and workers).
+
+    A segment is reviewed when it has at least ``min_tool_calls`` tool calls (≤ 0 turns that
+    trigger off), a user correction, or an error the agent recovered from.
+    """
+
+    min_tool_calls: int = 4
+    user_correction: bool = True
+    recovered_error: bool = True
+    workers: int = 1
+    queue_size: int = 10
+    excerpt_chars: int = 600
+    message_max_chars: int = 4000
+
+
+@dataclass
+class CurationConfig:
+    """Hermes' Curator thresholds: when a skill is stale, when two skills overlap."""
+
+    stale_after_days: float = 30.0
+    overlap_min: float = 0.5
+
+
+@dataclass
+class PathsConfig:
+    """Where the live agent state sits, relative to the workspace folder (``~`` is expanded).
+
+    A standalone workspace keeps both inside itself; a workspace adopted into a project
+    (``<project>/.skillsmith/``) points them at the project's own files, so a published version
+    is what the next ``claude`` session in that project loads (docs/workspace.md).
+    """
+
+    skills: str = "skills"
+    agents_md: str = "AGENTS.md"
+
+
+@dataclass
+class Config:
+    """``skillsmith.yaml``; ``version`` is the workspace (agent-state) version."""
+
+    version: int = 0
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    gates: GatesConfig = field(default_factory=GatesConfig)
+    splits: SplitsConfig = field(default_factory=SplitsConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    diagnosis: DiagnosisConfig = field(default_factory=DiagnosisConfig)
+    online: OnlineConfig = field(default_factory=OnlineConfig)
+    curation: CurationConfig = field(default_factory=CurationConfig)
+    pinned_skills: list[str] = field(default_factory=list)
+    keymap: dict[str, str] = field(default_factory=dict)
+
+
+def check_config(cfg: Config, path: Path) -> Config:
+    """Refuse values of the right type but outside their range, naming file and field."""
+
+    def positive(name: str, value: float | None, *, optional: bool = False) -> None:
+        if value is None and optional:
+            return
+        if value is None or not math.isfinite(value) or value <= 0:
+            raise FormatError(path, name, f"expected a number > 0, got {value!r}")
+
+    agent = cfg.agent
+    positive("agent.timeout_s", agent.timeout_s)
+    positive("agent.max_output_bytes", agent.max_output_bytes)
+    positive("agent.max_turns", agent.max_turns)
+    if not 0.0 <= agent.noise <= 1.0:  # also refuses nan
+        raise FormatError(path, "agent.noise", f"expected a number in [0, 1], got {agent.noise!r}")
+    for role in ("proposer", "judge", "reviewer", "reflection"):
+        positive(f"models.{role}.timeout_s", getattr(cfg.models, role).timeout_s)
+        positive(f"models.{role}.max_tokens", getattr(cfg.models, role).max_tokens)
+    positive("gates.approval_timeout_s", cfg.gates.approval_timeout_s, optional=True)
+    if cfg.limits.lock_wait_s < 0:
+        raise FormatError(path, "limits.lock_wait_s", f"expected ≥ 0, got {cfg.limits.lock_wait_s}")
+    shares = {k: getattr(cfg.splits, k) for k in ("selection", "holdout", "golden")}
+    for name, share in shares.items():
+        if not 0 < share < 1:
+            raise FormatError(path, f"splits.{name}", f"expected a share in (0, 1), got {share}")
+    if not math.isclose(sum(shares.values()), 1.0, abs_tol=1e-6):
+        total = " + ".join(f"{v:g}" for v in shares.values())
+        raise FormatError(
+            path, "splits", f"selection, holdout and golden must sum to 1 (got {total})"
+        )
+    patterns = {"diagnosis.label_pattern": cfg.diagnosis.label_pattern}
+    for i, pattern in enumerate(cfg.diagnosis.benign_error_patterns):
+        patterns[f"diagnosis.benign_error_patterns[{i}]"] = pattern
+    for name, pattern in patterns.items():
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise FormatError(path, name, f"regex does not compile ({exc}): {pattern!r}") from None
+    for name in ("read_only_paths", "writable_paths"):
+        for i, entry in enumerate(getattr(agent, name)):
+            if not os.path.isabs(entry):
+                raise FormatError(
+                    path, f"agent.{name}[{i}]", f"expected an absolute path: {entry!r}"
+                )
+    return cfg
+
+
+def check_agent_command(agent: AgentConfig, path: Path) -> None:
+    """The configured agent program must exist before any unit is started with it."""
+    if not agent.command:
+        return
+    program = agent.command[0]
+    if os.sep in program:
+        ok = os.path.isfile(program) and os.access(program, os.X_OK)
+    else:
+        ok = shutil.which(program) is not None
+    if (
+        not ok
+    ):  # worded like the fail-fast stop of a unit that could not start (engine.evaluation.failfast)
+        raise SkillsmithError(
+            f"cannot start the agent {program}: not an executable file or a program on PATH "
+            f"({path}: field 'agent.command')"
+        )

@@ -1,0 +1,242 @@
+"""Crash-safe file primitives.
+
+Files are the database (DESIGN principle 6), so every write goes through here: a crash at any
+instant leaves a file either old or new, never half-written, and history logs only ever grow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import yaml
+
+
+def fsync_dir(path: Path) -> None:
+    """Persist a rename: without syncing the directory the new name may vanish on power loss."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_open(path: Path, mode: int = 0o644, *, sync_dir: bool = True) -> Iterator[BinaryIO]:
+    """Stream a file too large to hold in memory (a snapshot) with the temp + fsync + rename
+    guarantee of :func:`atomic_write_bytes`; an exception inside the block leaves ``path`` old.
+
+    ``sync_dir=False`` leaves the folder's fsync to a caller that writes several files into it
+    and syncs it once (:func:`fsync_dir`) before it relies on their names."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    try:
+        # locked until renamed, so a sweep (sweep_temp_files) knows the temp is still being written
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with os.fdopen(os.dup(fd), "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    finally:
+        os.close(fd)
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+TEMP_SUFFIX = ".tmp"
+STALE_AFTER_S = 1.0  # a temp untouched this long and unlocked was left by a killed writer
+
+
+_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")  # mkstemp's 8 random characters
+
+
+def is_temp_file(name: str) -> bool:
+    """Whether ``name`` is an :func:`atomic_open` temp file (``.<name>.<random>.tmp``).
+
+    Such a file is never content: fingerprints and listings skip it.
+    """
+    return _TEMP_NAME.match(name) is not None
+
+
+def sweep_temp_files(folder: Path) -> list[Path]:
+    """Delete the temp files a killed writer left in ``folder`` (not recursive); return them.
+
+    A temp file is stale when no writer holds its lock and it has not changed for a moment (the
+    moment covers a writer that created it but has not locked it yet).
+    """
+    try:
+        names = [n for n in os.listdir(folder) if is_temp_file(n)]
+    except OSError:
+        return []
+    swept = []
+    for name in names:
+        path = Path(folder) / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        with contextlib.suppress(OSError), stale_hold(path) as stale:
+            if stale:
+                path.unlink()
+                swept.append(path)
+    return swept
+
+
+@contextlib.contextmanager
+def stale_hold(path: Path) -> Iterator[bool]:
+    """Yield whether ``path`` (a file or folder) was abandoned: its flock is free and it has not
+    changed for :data:`STALE_AFTER_S`. While the block runs the lock is ours, so its owner cannot
+    come back; a live owner holds the lock for as long as it uses the path."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield time.time() - os.fstat(fd).st_mtime >= STALE_AFTER_S
+    finally:
+        os.close(fd)
+
+
+def hold(path: Path) -> int:
+    """Open ``path`` and flock it for as long as the returned fd stays open (see stale_hold)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+@contextlib.contextmanager
+def staged_open(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """Create a NEW file inside a staging folder that is later renamed into place as a whole.
+
+    The folder's rename is the atomic step, so the file needs no temp name of its own (a restore
+    writes thousands); it is fsynced so the rename publishes complete data. fsync the folder too
+    (:func:`fsync_dir`) before renaming it.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        os.fchmod(fd, mode)
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, mode: int = 0o644, *, sync_dir: bool = True
+) -> None:
+    """Write ``data`` to ``path`` via temp file + fsync + rename."""
+    with atomic_open(path, mode, sync_dir=sync_dir) as fh:
+        fh.write(data)
+
+
+def atomic_write_text(path: Path, text: str, *, sync_dir: bool = True) -> None:
+    """Text variant of :func:`atomic_write_bytes`; no newline translation, so CRLF survives."""
+    atomic_write_bytes(path, text.encode("utf-8"), sync_dir=sync_dir)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def atomic_write_yaml(path: Path, obj: Any) -> None:
+    atomic_write_text(path, yaml.safe_dump(obj, sort_keys=False, allow_unicode=True))
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append one JSON line and fsync it.
+
+    A single ``write`` of a line under ``O_APPEND`` keeps concurrent appenders from interleaving
+    inside a line; readers skip a torn last line (see :func:`read_jsonl`).
+    """
+    append_jsonl_many(path, [record])
+
+
+def append_jsonl_many(path: Path, records: list[dict[str, Any]]) -> None:
+    """Append several JSON lines with one ``write`` and one fsync (a batch costs one sync).
+
+    When this returns every line is on disk, as after the same number of :func:`append_jsonl`.
+    """
+    if not records:
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(
+        json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n" for record in records
+    ).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:  # a short write on a full disk must not leave half a batch unreported
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_jsonl(path: Path, *, strict: bool = False) -> list[dict[str, Any]]:
+    """Read a JSONL log.
+
+    With ``strict`` a malformed line raises a :class:`FormatError` naming file and line; without
+    it only a torn *last* line (a crash mid-append) is tolerated and dropped.
+    """
+    from engine.core.errors import FormatError
+
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows: list[dict[str, Any]] = []
+    lines = path.read_bytes().splitlines()
+    for number, data in enumerate(lines, start=1):
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if not strict and number == len(lines):
+                break
+            raise FormatError(
+                path, None, f"line is not UTF-8 text (byte {exc.start} of the line)", line=number
+            ) from None
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            if not strict and number == len(lines):
+                break
+            raise FormatError(
+                path, None, f"line is not valid JSON ({exc.msg})", line=number
+            ) from None
+        if not isinstance(value, dict):
+            raise FormatError(path, None, "line must be a JSON object", line=number)
+        rows.append(value)
+    return rows
+
+
+def iter_files(root: Path) -> Iterator[Path]:
+    """Every regular file below ``root`` in a stable order (for hashing and snapshots).
+
+    A killed writer's temp file is not content, so it is not listed.
+    """
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if not is_temp_file(name):
+                yield Path(dirpath) / name

@@ -1,0 +1,623 @@
+"""The approval queue: ``candidates/<id>/`` folders waiting for a human keypress (DESIGN.md).
+
+A candidate is a proposed full SKILL.md with its patch and the gate verdicts it earned. Approving
+publishes it through the version store and snapshots the agent state; rejecting puts its patch on
+the skill's taboo list. Both are refused when what the human saw is not what is on disk (the
+content hash changed) or when the skill moved on since the candidate was made (a stale parent), so
+a keypress never publishes something nobody reviewed. Every decision goes to the append-only
+``decisions.jsonl``, which is what :meth:`CandidateQueue.undo_last` walks back.
+
+Like the store, a decision is first written down as an intent (``candidates/.pending.json``) and
+finished by whoever opens the queue next if the process died half-way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.core.admission import check_diff, check_skill, text_of
+from engine.core.errors import FormatError, LockError, SkillsmithError
+from engine.core.events import new_id, utc_now
+from engine.core.fsutil import (
+    append_jsonl,
+    atomic_write_json,
+    atomic_write_text,
+    atomic_write_yaml,
+    fsync_dir,
+    read_jsonl,
+)
+from engine.core.schema import from_mapping, load_yaml, to_mapping
+from engine.core.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
+from engine.core.workspace import INTENT_JOURNAL, Workspace
+
+Status = Literal[
+    "proposed", "rejected", "pending_eval", "pending_approval", "approved", "published"
+]
+Source = Literal["evolve", "optimize", "review", "manual", "curate"]
+Operation = Literal["update", "create", "delete"]
+
+Records = list[dict[str, Any]]
+Names = list[str]  # spelled as aliases: inside CandidateQueue, ``list`` is the method
+Steps = list[tuple[str, str]]
+
+DECISIONS = "decisions.jsonl"
+JOURNAL = INTENT_JOURNAL
+_UNDECIDED = ("proposed", "pending_eval", "pending_approval")
+
+
+@dataclass
+class StatusChange:
+    status: Status
+    at: str
+    why: str | None = None
+
+
+@dataclass
+class CandidateRecord:
+    """The fields of ``candidate.yaml`` (the brief's Candidate format)."""
+
+    id: str
+    skill: str
+    source: Source
+    operation: Operation
+    status: Status
+    parent_version: str | None
+    summary: str
+    delta_score: float | None = None
+    unproven: bool = False
+    reason: str | None = None
+    root_causes: list[str] = field(default_factory=list)
+    rule_id: str | None = None
+    created_at: str = ""
+    history: list[StatusChange] = field(default_factory=list)
+    content_hash: str = ""
+
+
+@dataclass
+class Candidate(CandidateRecord):
+    """A candidate as loaded from its folder."""
+
+    dir: Path = field(default=Path("."), compare=False)
+
+    def skill_text(self) -> str:
+        return read_text(self.dir / "SKILL.md")
+
+    def patch_text(self) -> str:
+        return read_text(self.dir / "patch.diff")
+
+    def gates(self) -> list[dict[str, Any]]:
+        path = self.dir / "gates.json"
+        if not path.exists():
+            return []
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FormatError(
+                path, None, f"expected a JSON list of gate verdicts ({exc})"
+            ) from None
+        if not isinstance(data, list) or not all(isinstance(g, dict) for g in data):
+            raise FormatError(path, None, "expected a JSON list of gate verdict objects")
+        return data
+
+    def evidence(self, name: str) -> dict[str, Any]:
+        """An optional ``metrics.json`` / ``provenance.json`` the proposing loop attached; the
+        published version keeps them, so its figures trace back to the runs behind them."""
+        path = self.dir / name
+        if not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FormatError(path, None, f"expected a JSON object ({exc})") from None
+        if not isinstance(data, dict):
+            raise FormatError(path, None, "expected a JSON object")
+        return data
+
+    def disk_hash(self) -> str:
+        """sha256 of SKILL.md + patch.diff as they are on disk now."""
+        return content_hash(
+            (self.dir / "SKILL.md").read_bytes(), (self.dir / "patch.diff").read_bytes()
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {
+            f.name: to_mapping(getattr(self, f.name)) for f in dataclasses.fields(CandidateRecord)
+        }
+
+
+def content_hash(skill: bytes, patch: bytes) -> str:
+    return hashlib.sha256(skill + patch).hexdigest()
+
+
+class CandidateQueue:
+    """The candidates of one workspace and the decisions taken on them."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.dir = ws.candidates_dir
+        self.decisions_path = self.dir / DECISIONS
+        self._recover_if_needed()
+
+    # -- reading -----------------------------------------------------------------------------------
+    def list(self) -> list[Candidate]:
+        if not self.dir.is_dir():
+            return []
+        found = [
+            self._load(p)
+            for p in self.dir.iterdir()
+            if p.is_dir() and not is_leftover(p.name) and (p / "candidate.yaml").is_file()
+        ]
+        return sorted(found, key=lambda c: (c.created_at, c.id))
+
+    def get(self, candidate_id: str) -> Candidate:
+        check_name("candidate", candidate_id)
+        path = self.dir / candidate_id
+        if not (path / "candidate.yaml").is_file():
+            raise SkillsmithError(f"{path}: no such candidate")
+        return self._load(path)
+
+    def decisions(self) -> Records:
+        return read_jsonl(self.decisions_path)
+
+    @staticmethod
+    def _load(path: Path) -> Candidate:
+        yaml_path = path / "candidate.yaml"
+        record = from_mapping(CandidateRecord, load_yaml(yaml_path), yaml_path)
+        if record.id != path.name:
+            raise FormatError(yaml_path, "id", f"expected {path.name!r} (the folder name)")
+        fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+        return Candidate(**fields, dir=path)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def submit(
+        self,
+        skill: str,
+        text: str,
+        patch: str,
+        *,
+        source: str,
+        operation: str,
+        status: str,
+        parent_version: str | None,
+        summary: str,
+        gates: Records | None = None,
+        delta_score: float | None = None,
+        unproven: bool = False,
+        root_causes: Names | None = None,
+        rule_id: str | None = None,
+        reason: str | None = None,
+        metrics: dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
+        history: Steps | None = None,
+    ) -> Candidate:
+        """Queue a candidate; its folder appears complete or not at all.
+
+        ``metrics`` and ``provenance`` (optional) become the published version's metrics.json
+        and provenance.json on approval, merged under the queue's own keys. ``history`` lists
+        the (status, why) steps the candidate went through before it was queued (proposed, then
+        what the gates made of it) and must end at ``status``; without it the history is the
+        one entry ``status`` (why: the summary).
+        """
+        check_name("skill", skill)
+        candidate_id = new_id("cand")
+        target = self.dir / candidate_id
+        now = utc_now()
+        steps = history if history is not None else [(status, summary)]
+        if not steps or steps[-1][0] != status:
+            raise SkillsmithError(f"{target}: history must end at the status {status!r}")
+        mapping = {
+            "id": candidate_id,
+            "skill": skill,
+            "source": source,
+            "operation": operation,
+            "status": status,
+            "parent_version": parent_version,
+            "summary": summary,
+            "delta_score": delta_score,
+            "unproven": unproven,
+            "reason": reason,
+            "root_causes": list(root_causes or []),
+            "rule_id": rule_id,
+            "created_at": now,
+            "history": [{"status": st, "at": now, "why": why} for st, why in steps],
+            "content_hash": content_hash(text.encode("utf-8"), patch.encode("utf-8")),
+        }
+        from_mapping(CandidateRecord, mapping, target / "candidate.yaml")  # one-line errors
+        with self.ws.lock(f"queue {candidate_id}"):
+            stage = self.dir / f".tmp-{candidate_id}"
+            atomic_write_text(stage / "SKILL.md", text)
+            atomic_write_text(stage / "patch.diff", patch)
+            atomic_write_json(stage / "gates.json", list(gates or []))
+            if metrics is not None:
+                atomic_write_json(stage / "metrics.json", metrics)
+            if provenance is not None:
+                atomic_write_json(stage / "provenance.json", provenance)
+            atomic_write_yaml(stage / "candidate.yaml", mapping)
+            fsync_dir(stage)
+            stage.rename(target)
+            fsync_dir(self.dir)
+        return self.get(candidate_id)
+
+    def approve(
+        self, candidate_id: str, *, expected_hash: str | None = None, why: str = "approved"
+    ) -> str:
+        """Publish the candidate as the skill's next version and snapshot; returns the new "vN"."""
+        with self.ws.lock(f"approve {candidate_id}"):
+            self._recover()
+            cand = self._decidable(candidate_id, expected_hash, "approve")
+            if cand.status != "pending_approval":
+                raise SkillsmithError(
+                    f"{cand.dir}: is {cand.status}; only pending_approval candidates can be "
+                    "approved (evaluate it first)"
+                )
+            if cand.operation == "delete":
+                raise SkillsmithError(
+                    f"{cand.dir}: deleting a skill is not supported by approve; "
+                    f"remove skills/{cand.skill}/ by hand (its history stays)"
+                )
+            skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
+            check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
+            check_diff(patch_file.read_bytes(), where=patch_file)
+            store = SkillStore(self.ws, cand.skill)
+            current = store.ensure_adopted()
+            if cand.operation == "create" and current is not None:
+                raise SkillsmithError(
+                    f"{cand.dir}: stale: skill '{cand.skill}' already exists (at {current})"
+                )
+            if cand.operation == "update" and current != cand.parent_version:
+                raise SkillsmithError(
+                    f"{cand.dir}: stale: made against {cand.parent_version} but skill "
+                    f"'{cand.skill}' is now at {current}; propose it again"
+                )
+            intent = self._commit(
+                {
+                    "op": "approve",
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "previous_version": current,
+                    "why": why,
+                }
+            )
+            return str(intent["version"])
+
+    def reject(
+        self, candidate_id: str, *, why: str, expected_hash: str | None = None
+    ) -> TabooEntry:
+        """Refuse the candidate and put its patch on the skill's taboo list."""
+        with self.ws.lock(f"reject {candidate_id}"):
+            self._recover()
+            cand = self._decidable(candidate_id, expected_hash, "reject")
+            if cand.status not in _UNDECIDED:
+                raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
+            intent = self._commit(
+                {
+                    "op": "reject",
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "why": why,
+                }
+            )
+            return TabooEntry(**intent["taboo"])
+
+    def record_evaluation(
+        self, candidate_id: str, gate: dict[str, Any], *, passed: bool, why: str
+    ) -> TabooEntry | None:
+        """Settle a ``pending_eval`` candidate with the verdict of its paired evaluation.
+
+        The verdict joins its gates.json; a candidate that proved itself moves on to
+        ``pending_approval`` (a person still decides), one that did not is rejected (taboo).
+        """
+        with self.ws.lock(f"evaluate {candidate_id}"):
+            self._recover()
+            cand = self._decidable(candidate_id, None, "record an evaluation of")
+            if cand.status != "pending_eval":
+                raise SkillsmithError(
+                    f"{cand.dir}: is {cand.status}; only pending_eval candidates are evaluated"
+                )
+            gates = [g for g in cand.gates() if g.get("gate") != gate.get("gate")]
+            atomic_write_json(cand.dir / "gates.json", [*gates, gate])
+            if not passed:
+                entry = self.reject(candidate_id, why=why)
+                return entry
+            self._commit(
+                {
+                    "op": "evaluate",
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "why": why,
+                }
+            )
+            return None
+
+    def undo_last(self) -> str:
+        """Revert the newest decision not yet undone; returns a one-line account of it.
+
+        An approval is undone by rolling the skill back to the version before it (the published
+        version stays in history); a rejection by putting the candidate back to its earlier
+        status and taking back the taboo entry it added (an entry that was already on the list
+        before the rejection stays), so an undone rejection no longer blocks its patch.
+        """
+        with self.ws.lock("undo"):
+            self._recover()
+            rows = self.decisions()
+            undone = {d.get("undoes") for d in rows if d.get("action") == "undo"}
+            last = next(
+                (
+                    d
+                    for d in reversed(rows)
+                    if d.get("action") not in ("undo", "evaluate") and d["id"] not in undone
+                ),
+                None,
+            )
+            if last is None:
+                raise SkillsmithError(f"{self.decisions_path}: no decision to undo")
+            if last["action"] == "approve":
+                if last.get("previous_version") is None:
+                    raise SkillsmithError(
+                        f"{self.decisions_path}: approval {last['id']} created skill "
+                        f"'{last['skill']}'; a creation cannot be undone here"
+                    )
+                now = SkillStore(self.ws, last["skill"]).current()
+                if now != last["version"]:
+                    raise SkillsmithError(
+                        f"{self.decisions_path}: cannot undo approval {last['id']}: skill "
+                        f"'{last['skill']}' moved from {last['version']} to {now} since"
+                    )
+            self._commit({"op": "undo", "undoes": last, "candidate": last["candidate"]})
+            what = "approval" if last["action"] == "approve" else "rejection"
+            detail = (
+                f"skill '{last['skill']}' back at {last['previous_version']}"
+                if last["action"] == "approve"
+                else "its taboo entry is removed"
+                if _added_taboo(last)
+                else "its patch was on the taboo list before and stays there"
+            )
+            return f"undid the {what} of {last['candidate']}: {detail}"
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _decidable(self, candidate_id: str, expected_hash: str | None, verb: str) -> Candidate:
+        cand = self.get(candidate_id)
+        on_disk = cand.disk_hash()
+        if on_disk != cand.content_hash:
+            raise SkillsmithError(
+                f"{cand.dir}: SKILL.md or patch.diff changed on disk after it was queued "
+                f"(content_hash {cand.content_hash[:12]}, now {on_disk[:12]}); refusing to {verb}"
+            )
+        if expected_hash is not None and (
+            len(expected_hash) < 8 or not on_disk.startswith(expected_hash)
+        ):
+            raise SkillsmithError(
+                f"{cand.dir}: changed on disk since it was shown (shown {expected_hash[:12]}, "
+                f"now {on_disk[:12]}); review it again before you {verb}"
+            )
+        return cand
+
+    def _commit(self, intent: dict[str, Any]) -> dict[str, Any]:
+        intent = {**intent, "id": new_id("dec"), "when": utc_now()}
+        journal = self.dir / JOURNAL
+        atomic_write_json(journal, intent)
+        try:
+            intent = self._apply(intent, resuming=False)
+        except SkillsmithError:
+            # A refusal half-way (a hand-edited SKILL.md, a secret the snapshot will not carry)
+            # is settled like a crash: finished if the publish happened, else dropped.
+            with contextlib.suppress(SkillsmithError):
+                self._recover()
+            raise
+        journal.unlink()
+        fsync_dir(self.dir)
+        return intent
+
+    def _apply(self, intent: dict[str, Any], *, resuming: bool) -> dict[str, Any]:
+        """Carry out or finish one decision; each step notices when it already happened."""
+        cand = self.get(intent["candidate"])
+        store = SkillStore(self.ws, cand.skill)
+        if intent["op"] == "approve":
+            version = _published_by(store, intent["id"])
+            if version is None:
+                if resuming:  # never published: the queue stays as it was
+                    return intent
+                version = store.publish(
+                    cand.skill_text(),
+                    why=f"{cand.id}: {cand.summary} ({intent['why']})",
+                    metrics={
+                        **cand.evidence("metrics.json"),
+                        "delta_score": cand.delta_score,
+                        "unproven": cand.unproven,
+                    },
+                    gate_verdict={
+                        "verdict": "accepted",
+                        "gates": cand.gates(),
+                        "why": intent["why"],
+                    },
+                    patch=cand.patch_text(),
+                    provenance={
+                        **cand.evidence("provenance.json"),
+                        "source": cand.source,
+                        "candidate": cand.id,
+                        "decision_id": intent["id"],
+                        "summary": cand.summary,
+                        "root_causes": cand.root_causes,
+                        "rule_id": cand.rule_id,
+                    },
+                )
+            intent["version"] = version
+            self._set_status(store, cand, intent, ["approved", "published"], intent["why"])
+            note = f"{cand.skill} {version}: approved {cand.id}"
+            from engine.core.snapshots import (  # tarfile: on approval
+                create_snapshot,
+                list_snapshots,
+            )
+
+            if not any(s.note == note for s in list_snapshots(self.ws)):
+                create_snapshot(self.ws, note=note)
+        elif intent["op"] == "evaluate":
+            self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
+        elif intent["op"] == "reject":
+            rule, patch = cand.rule_id or "manual", cand.patch_text()
+            intent["taboo_added"] = not store.taboo().contains(rule, patch)
+            entry = store.taboo().add(rule, patch, intent["why"])
+            intent["taboo"] = to_mapping(entry)
+            self._set_status(store, cand, intent, ["rejected"], intent["why"])
+        else:
+            self._undo(store, cand, intent)
+        self._decide(intent)
+        return intent
+
+    def _undo(self, store: SkillStore, cand: Candidate, intent: dict[str, Any]) -> None:
+        last = intent["undoes"]
+        why = f"undo {last['action']} {last['id']}"
+        if last["action"] == "approve" and store.current() == last["version"]:
+            store.rollback(last["previous_version"], why=why)
+        removed = last["action"] == "reject" and _added_taboo(last)
+        if removed:
+            store.remove_taboo(TabooEntry(**last["taboo"]), why=why)
+        self._set_status(store, cand, intent, [last["from_status"]], why)
+        if not _recorded(store, "undo", intent["id"]):
+            store.record(
+                "undo",
+                decision_id=intent["id"],
+                undoes=last["id"],
+                candidate=cand.id,
+                action=last["action"],
+                taboo_kept=last["action"] == "reject" and not removed,
+            )
+
+    @staticmethod
+    def _set_status(
+        store: SkillStore, cand: Candidate, intent: dict[str, Any], statuses: Names, why: str
+    ) -> None:
+        """Move the candidate through ``statuses`` (yaml history, then timeline), each once.
+
+        Every decision changes the status, so a candidate already at the final status was
+        written by an interrupted attempt and must not get its history entries twice.
+        """
+        before = intent["from_status"] if intent["op"] != "undo" else _decided(intent["undoes"])
+        if cand.status != statuses[-1]:
+            record = cand.record()
+            now = utc_now()
+            record["status"] = statuses[-1]
+            record["history"] += [{"status": s, "at": now, "why": why} for s in statuses]
+            if statuses[-1] == "rejected":
+                record["reason"] = why
+            elif before == "rejected":
+                record["reason"] = None
+            atomic_write_yaml(cand.dir / "candidate.yaml", record)
+        if not _recorded(store, "candidate", intent["id"]):
+            store.record(
+                "candidate",
+                decision_id=intent["id"],
+                candidate=cand.id,
+                from_status=before,
+                to_status=statuses[-1],
+                why=why,
+            )
+
+    def _decide(self, intent: dict[str, Any]) -> None:
+        if any(d.get("id") == intent["id"] for d in self.decisions()):
+            return
+        record = {k: v for k, v in intent.items() if k not in ("op", "undoes")}
+        record["action"] = intent["op"]
+        if intent["op"] == "undo":
+            record["undoes"] = intent["undoes"]["id"]
+            record["skill"] = intent["undoes"]["skill"]
+        append_jsonl(self.decisions_path, record)
+
+    # -- recovery ----------------------------------------------------------------------------------
+    def _leftovers(self) -> Iterator[Path]:
+        """Temp folders of an interrupted submit and temp files of interrupted yaml rewrites."""
+        if not self.dir.is_dir():
+            return
+        for path in self.dir.iterdir():
+            if is_leftover(path.name):
+                yield path
+            elif path.is_dir():
+                yield from (p for p in path.iterdir() if is_leftover(p.name))
+
+    def _recover_if_needed(self) -> None:
+        if not (self.dir / JOURNAL).exists() and not any(self._leftovers()):
+            return
+        try:
+            with self.ws.lock("recover queue", wait_s=0):
+                self._recover()
+        except LockError:
+            pass  # the holder is alive and finishes its own decision
+        except SkillsmithError:
+            pass  # still refused (see _commit); reading goes on, the next decision reports it
+
+    def _recover(self) -> None:
+        journal = self.dir / JOURNAL
+        if journal.exists():
+            try:
+                intent = json.loads(journal.read_bytes().decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise FormatError(journal, None, f"expected the pending decision ({exc})") from None
+            self._apply(_checked_intent(journal, intent), resuming=True)
+            journal.unlink()
+            fsync_dir(self.dir)
+        for path in list(self._leftovers()):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+
+def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
+    """A pending decision read back as untrusted input before it is replayed unattended."""
+
+    def bad(field: str, expected: str) -> FormatError:
+        return FormatError(journal, field, expected + "; remove the file if you did not write it")
+
+    if not isinstance(intent, dict) or intent.get("op") not in ("approve", "reject", "undo"):
+        raise bad("op", "expected approve, reject or undo")
+    candidate = intent.get("candidate")
+    if not isinstance(candidate, str):
+        raise bad("candidate", "expected a candidate id")
+    check_name("candidate", candidate)
+    if not isinstance(intent.get("id"), str) or not isinstance(intent.get("why", ""), str):
+        raise bad("id", "expected the decision's id and reason as text")
+    undoes = intent.get("undoes")
+    if intent["op"] == "undo" and not (
+        isinstance(undoes, dict)
+        and undoes.get("action") in ("approve", "reject")
+        and undoes.get("candidate") == candidate
+    ):
+        raise bad("undoes", "expected the decision being undone, of the same candidate")
+    return intent
+
+
+def _decided(decision: dict[str, Any]) -> str:
+    """The status a decision left its candidate in."""
+    return "published" if decision["action"] == "approve" else "rejected"
+
+
+def _added_taboo(decision: dict[str, Any]) -> bool:
+    """Whether a rejection put its taboo entry on the list rather than finding it there (older
+    decisions, and one resumed after a crash mid-way, do not say: their entry stays)."""
+    return decision.get("action") == "reject" and decision.get("taboo_added") is True
+
+
+def _recorded(store: SkillStore, op: str, decision_id: str) -> bool:
+    return any(t.get("op") == op and t.get("decision_id") == decision_id for t in store.timeline())
+
+
+def _published_by(store: SkillStore, decision_id: str) -> str | None:
+    for info in reversed(store.versions()):
+        prov = json.loads((info.path / "provenance.json").read_bytes())
+        if prov.get("decision_id") == decision_id:
+            return info.version
+    return None
+
+
+__all__ = ["Candidate", "CandidateQueue", "CandidateRecord", "StatusChange", "content_hash"]

@@ -1,0 +1,225 @@
+"""The run folder of one evaluation: ``runs/<run-id>/``.
+
+::
+
+    manifest.json          what was evaluated: benchmark, agent, skills + hashes, seed, times
+    results.jsonl          one row per finished unit (case × run × variant), appended as it ends
+    sessions/<unit>.jsonl  each unit's transcript in the session format
+    raw/                   the agent's raw stream (claude) and stderr tails
+    inputs/<variant>/<skill>/SKILL.md   the skill texts under test, so a resume runs the same text
+
+Rows are appended one by one so an interrupted evaluation keeps every finished unit; a rerun of a
+unit appends a newer row and readers take the last row per unit (``latest_rows``), which
+``compact`` makes physical at the end of the evaluation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.core.claims import exclusive_claim, is_claimed
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.fsutil import (
+    append_jsonl,
+    append_jsonl_many,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    fsync_dir,
+    read_jsonl,
+)
+
+MANIFEST = "manifest.json"
+RESULTS = "results.jsonl"
+SESSIONS = "sessions"
+RAW = "raw"
+INPUTS = "inputs"
+VARIANTS = ("skill", "baseline")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_LOCK = ".run.lock"
+
+
+@dataclass(frozen=True, order=True)
+class UnitKey:
+    """One cell of the matrix: a case, a run index and a variant (skill or baseline)."""
+
+    case_id: str
+    run_index: int
+    variant: str = "skill"
+
+    @property
+    def stem(self) -> str:
+        suffix = "" if self.variant == "skill" else f".{self.variant}"
+        return f"{self.case_id}.{self.run_index}{suffix}"
+
+    @property
+    def session_file(self) -> str:
+        return f"{SESSIONS}/{self.stem}.jsonl"
+
+
+def check_run_id(run_id: str) -> str:
+    if not _RUN_ID.match(run_id):
+        raise SkillsmithError(f"run id {run_id!r}: expected letters, digits, '.', '_' or '-'")
+    return run_id
+
+
+class RunFolder:
+    """Reading and writing one ``runs/<run-id>/`` folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.run_id = self.path.name
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / RESULTS
+
+    def exists(self) -> bool:
+        return self.manifest_path.is_file()
+
+    # -- manifest --------------------------------------------------------------------------------
+    def read_manifest(self) -> dict[str, Any]:
+
+        try:
+            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise FormatError(
+                self.manifest_path, None, "file not found (not a run folder)"
+            ) from None
+        except json.JSONDecodeError as exc:
+            raise FormatError(
+                self.manifest_path, None, f"invalid JSON ({exc.msg})", line=exc.lineno
+            ) from None
+        if not isinstance(data, dict):
+            raise FormatError(self.manifest_path, None, "expected a JSON object")
+        return data
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        atomic_write_json(self.manifest_path, manifest)
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def save_input(self, variant: str, name: str, text: str) -> None:
+        atomic_write_text(self.path / INPUTS / variant / name / "SKILL.md", text)
+
+    def load_inputs(self, variant: str) -> dict[str, str]:
+        folder = self.path / INPUTS / variant
+        if not folder.is_dir():
+            return {}
+        return {
+            p.parent.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*/SKILL.md"))
+        }
+
+    # -- rows ------------------------------------------------------------------------------------
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row in file order; a malformed row is a FormatError naming its line."""
+        rows = read_jsonl(self.results_path, strict=True)
+        for number, row in enumerate(rows, start=1):
+            _check_row(row, self.results_path, number)
+        return rows
+
+    def latest_rows(self) -> dict[UnitKey, dict[str, Any]]:
+        """The last row of each unit (a rerun supersedes an earlier invalid row)."""
+        return {row_key(row): row for row in self.rows()}
+
+    def append_row(self, row: dict[str, Any]) -> None:
+        append_jsonl(self.results_path, row)
+
+    def append_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Several finished units' rows with one fsync; on return all of them are on disk."""
+        append_jsonl_many(self.results_path, rows)
+
+    def repair_torn_tail(self) -> None:
+        """Drop a half-written last line (a crash mid-append) before appending after it."""
+        path = self.results_path
+        if not path.is_file():
+            return
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            atomic_write_bytes(path, data[: data.rfind(b"\n") + 1])
+
+    def compact(self, order: list[UnitKey]) -> None:
+        """Rewrite results.jsonl with exactly the latest row per unit, in matrix order."""
+        latest = self.latest_rows()
+        rows = [latest[key] for key in order if key in latest]
+        rows += [row for key, row in latest.items() if key not in set(order)]
+        if len(rows) == len(self.rows()):
+            return
+
+        text = "".join(
+            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows
+        )
+        atomic_write_text(self.results_path, text)
+
+    # -- unit files ------------------------------------------------------------------------------
+    def write_session(
+        self, key: UnitKey, lines: list[dict[str, Any]], *, sync_dir: bool = True
+    ) -> None:
+
+        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+        atomic_write_text(self.path / key.session_file, text, sync_dir=sync_dir)
+
+    def write_raw(self, key: UnitKey, suffix: str, text: str, *, sync_dir: bool = True) -> str:
+        rel = f"{RAW}/{key.stem}.{suffix}"
+        atomic_write_text(self.path / rel, text, sync_dir=sync_dir)
+        return rel
+
+    def sync_unit_dirs(self) -> None:
+        """Persist the names of session and raw files written with ``sync_dir=False``."""
+        for name in (SESSIONS, RAW):
+            if (self.path / name).is_dir():
+                fsync_dir(self.path / name)
+
+    # -- ownership -------------------------------------------------------------------------------
+    def claim(self) -> contextlib.AbstractContextManager[None]:
+        """Hold this run exclusively: two processes must never fill the same run at once."""
+        busy = f"{self.path}: this run is being filled by another process"
+        return exclusive_claim(self.path / _LOCK, busy)
+
+    def busy(self) -> bool:
+        return is_claimed(self.path / _LOCK)
+
+
+def row_key(row: dict[str, Any]) -> UnitKey:
+    return UnitKey(str(row["case_id"]), int(row["run_index"]), str(row.get("variant", "skill")))
+
+
+def _check_row(row: dict[str, Any], path: Path, line: int) -> None:
+    if not isinstance(row.get("case_id"), str):
+        raise FormatError(path, "case_id", "expected a string", line=line)
+    index = row.get("run_index")
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise FormatError(path, "run_index", "expected an integer ≥ 0", line=line)
+    if row.get("variant", "skill") not in VARIANTS:
+        raise FormatError(path, "variant", "expected 'skill' or 'baseline'", line=line)
+    if row.get("pass_fail") not in ("pass", "fail", "invalid"):
+        raise FormatError(path, "pass_fail", "expected 'pass', 'fail' or 'invalid'", line=line)
+
+
+def find_resumable(runs_dir: Path, key: str) -> RunFolder | None:
+    """The newest run with manifest key ``key`` that did not finish cleanly and is not busy."""
+    if not runs_dir.is_dir():
+        return None
+    candidates: list[tuple[str, RunFolder]] = []
+    for child in runs_dir.iterdir():
+        folder = RunFolder(child)
+        if not folder.exists():
+            continue
+        try:
+            manifest = folder.read_manifest()
+        except FormatError:
+            continue
+        if manifest.get("key") == key and manifest.get("status") != "finished":
+            candidates.append((str(manifest.get("started_at", "")), folder))
+    for _, folder in sorted(candidates, key=lambda c: (c[0], c[1].run_id), reverse=True):
+        if not folder.busy():
+            return folder
+    return None

@@ -1,0 +1,683 @@
+"""Snapshots of the agent state: ``snapshots/v<version>.tar.gz`` (PenguinHarness "Snapshot 与版本").
+
+The agent state is what an evolution edits — ``skillsmith.yaml``, ``AGENTS.md``, ``skills/`` and
+the version store ``history/`` — and nothing else: never ``vault/`` (secrets), never runs, caches or
+lock files. A snapshot is the unit of "go back to how the agent was at version N", so restore is
+built to be safe against archives from elsewhere: every member is checked before anything is
+touched, the new state is unpacked beside the old one and swapped in item by item under a journal,
+and the state being replaced is itself snapshotted first so a restore can be undone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+import tarfile
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from engine.core.config import Config
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.events import utc_now
+from engine.core.fsutil import (
+    append_jsonl,
+    atomic_open,
+    atomic_write_json,
+    atomic_write_text,
+    fsync_dir,
+    staged_open,
+)
+from engine.core.schema import from_mapping, to_mapping
+from engine.core.secret_scan import find_secrets
+from engine.core.skill import SkillDoc
+from engine.core.vault import secret_values
+from engine.core.workspace import CONFIG_NAME, INTENT_JOURNAL, LOCK_NAME, RESTORE_JOURNAL, Workspace
+
+MANIFEST = ".skillsmith-snapshot.json"
+STATE_ITEMS = (CONFIG_NAME, "AGENTS.md", "skills", "history")
+_STATE_DIRS = ("skills", "history")
+RESTORE_LOG = "restores.jsonl"
+MAX_MEMBERS = 200_000
+MAX_HEADER_BYTES = 64 * 1024  # a GNU long name or a PAX header; real ones are a few hundred bytes
+MAX_HEADER_CHAIN = 8
+MAX_PATH_CHARS = 1024
+MAX_NAME_BYTES = 255  # the longest file name Linux and macOS filesystems take
+MAX_TRAILER_BYTES = 1024 * 1024  # tar pads its end to 10 KB records; more is not ours
+_EXTENSION_HEADERS = (
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+)
+_INTERNAL_NAMES = {INTENT_JOURNAL, RESTORE_JOURNAL, LOCK_NAME, ".pending_round.json"}
+# Agent settings that change nothing about which command runs or what it may see.
+_HARMLESS_AGENT_KEYS = {"model", "timeout_s", "max_output_bytes", "max_turns", "noise"}
+_NAME = re.compile(r"^v(\d+)(?:-(\d+))?\.tar\.gz$")
+_POINTER = re.compile(r"^history/[^/]+/(branches/[^/]+/)?current$")
+_POINTER_TARGET = re.compile(r"^v\d+$")
+_STAGE = re.compile(r"\.tmp-restore-[0-9a-f]{8}")
+_SKILL_FILE = re.compile(r"^(?:skills/[^/]+|history/[^/]+/(?:branches/[^/]+/)?v\d+)/SKILL\.md$")
+_CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".DS_Store"}
+_ANTHROPIC_KEY = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")  # fast: literal prefix
+_SHAPE_SCAN_BYTES = 64 * 1024  # skill-file sized (lint warns past 15 KB)
+_COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
+
+# Workspaces this process is restoring right now: their temp folders are live, not leftovers.
+_busy: set[Path] = set()
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    version: int
+    path: Path
+    size: int
+    created_at: str
+    note: str
+
+
+@dataclass
+class _Archive:
+    """What :func:`_inspect` learnt about an archive that passed every check."""
+
+    version: int
+    top: set[str] = field(default_factory=set)
+    agent_change: str | None = None  # what it changes about the agent's command, if anything
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def create_snapshot(ws: Workspace, note: str = "") -> Path:
+    """Write the agent state to ``snapshots/v<version>.tar.gz`` (``v<version>-<n>`` if taken)."""
+    from engine.core.store import stores_of
+
+    with ws.lock("snapshot"):
+        recover(ws)
+        stores = list(stores_of(ws))  # opening a store finishes its interrupted change first
+        dest, version = _write_snapshot(ws, note)
+        for store in stores:
+            store.record("snapshot", file=f"snapshots/{dest.name}", version=version, note=note)
+        return dest
+
+
+def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
+    cfg = ws.load_config()
+    dest = _free_name(ws, cfg.version)
+    known = secret_values(ws)
+    manifest = json.dumps(
+        {"format": 1, "version": cfg.version, "created_at": utc_now(), "note": note},
+        ensure_ascii=False,
+    ).encode("utf-8")
+    with (
+        atomic_open(dest) as fh,
+        gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=_COMPRESSLEVEL, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        info = tarfile.TarInfo(MANIFEST)
+        info.size, info.mode = len(manifest), 0o644
+        tar.addfile(info, io.BytesIO(manifest))
+        for arcname, path in _state_members(ws):
+            info = tar.gettarinfo(str(path), arcname)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if info.isreg():
+                data = path.read_bytes()
+                _refuse_secrets(path, data, known)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                tar.addfile(info)
+    return dest, cfg.version
+
+
+def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
+    """Archive name and path of every piece of agent state, in a stable sorted order."""
+    from engine.core.store import is_leftover
+
+    def walk(path: Path, arcname: str) -> Iterator[tuple[str, Path]]:
+        if path.is_symlink():
+            if _POINTER.match(arcname) and _POINTER_TARGET.match(os.readlink(path)):
+                yield arcname, path
+                return
+            raise SkillsmithError(
+                f"{path}: symbolic links cannot be snapshotted (only history 'current' pointers); "
+                "replace it with a copy of the file"
+            )
+        if path.is_file():
+            yield arcname, path
+        elif path.is_dir():
+            yield arcname, path
+            for child in sorted(path.iterdir(), key=lambda p: p.name):
+                if child.name in _CACHES or child.name.endswith(".pyc") or is_leftover(child.name):
+                    continue
+                yield from walk(child, f"{arcname}/{child.name}")
+        else:
+            raise SkillsmithError(f"{path}: only files and folders can be snapshotted")
+
+    for item in STATE_ITEMS:
+        path = live_item(ws, item)
+        if path.exists() or path.is_symlink():
+            yield from walk(path, item)
+
+
+def live_item(ws: Workspace, item: str) -> Path:
+    """Where a state item lives: a project's workspace keeps skills and AGENTS.md outside itself
+    (``paths`` in skillsmith.yaml), and the archive names them the same either way."""
+    return {"skills": ws.skills_dir, "AGENTS.md": ws.agents_md}.get(item, ws.root / item)
+
+
+def _refuse_secrets(path: Path, data: bytes, known: list[str]) -> None:
+    """The one secret scanner (what the Safety gate runs, vault values included) on text the
+    size of a skill file; the literal vault values and the Anthropic key shape on anything larger.
+
+    The rules are slow on megabytes, and a key pasted by hand lands in SKILL.md, AGENTS.md or a
+    small reference, so large files are searched for the literals only.
+    """
+    if len(data) <= _SHAPE_SCAN_BYTES:
+        found = find_secrets(data.decode("utf-8", "replace").splitlines(), known)
+        hit = (found[0].line, found[0].message) if found else None
+    else:
+        at = min((i for i in (data.find(v.encode("utf-8")) for v in known) if i >= 0), default=-1)
+        key = _ANTHROPIC_KEY.search(data)
+        if key is not None and (at < 0 or key.start() < at):
+            at = key.start()
+        hit = (data.count(b"\n", 0, at) + 1, "a secret") if at >= 0 else None
+    if hit is not None:
+        line, what = hit
+        raise SkillsmithError(
+            f"{path}:{line}: holds a secret ({what}); secrets never go into snapshots — move the "
+            "value to vault/ and refer to it by name (an environment variable such as $API_KEY), "
+            "then snapshot again"
+        )
+
+
+def _free_name(ws: Workspace, version: int) -> Path:
+    ws.snapshots_dir.mkdir(exist_ok=True)
+    dest = ws.snapshots_dir / f"v{version}.tar.gz"
+    n = 2
+    while dest.exists():
+        dest = ws.snapshots_dir / f"v{version}-{n}.tar.gz"
+        n += 1
+    return dest
+
+
+# -- listing ---------------------------------------------------------------------------------------
+def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
+    """Snapshots oldest version first; a damaged file is still listed (restore will refuse it)."""
+    found: list[tuple[int, int, SnapshotInfo]] = []
+    if not ws.snapshots_dir.is_dir():
+        return []
+    for path in ws.snapshots_dir.iterdir():
+        match = _NAME.match(path.name)
+        if not match or not path.is_file():
+            continue
+        manifest = _read_manifest(path)
+        stat = path.stat()
+        info = SnapshotInfo(
+            version=int(manifest.get("version") or match.group(1)),
+            path=path,
+            size=stat.st_size,
+            created_at=str(manifest.get("created_at", "")),
+            note=str(manifest.get("note", "")),
+        )
+        found.append((info.version, int(match.group(2) or 1), info))
+    return [info for _, _, info in sorted(found, key=lambda t: (t[0], t[1]))]
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            first = tar.next()
+            if first is None or first.name != MANIFEST or not first.isreg():
+                return {}
+            src = tar.extractfile(first)
+            data = json.loads(src.read(64 * 1024)) if src is not None else {}
+    except (tarfile.TarError, OSError, EOFError, zlib.error, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# -- validation ------------------------------------------------------------------------------------
+class _Refused(SkillsmithError):
+    """An archive that failed a check; raised from deep inside tarfile's header reader too."""
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
+
+
+def _refusal(path: Path, name: str, problem: str) -> _Refused:
+    return _Refused(f"{path}: refused: member {_clip(name)!r} {problem}; nothing was changed")
+
+
+class _CappedTarInfo(tarfile.TarInfo):
+    """A header reader that refuses oversized extension headers BEFORE reading them.
+
+    tarfile reads a GNU long-name or PAX header's whole payload into memory, so a 4 MB archive
+    can claim a 1 GB name; and it follows a chain of such headers by recursion.
+    """
+
+    def _proc_member(self, archive: Any) -> Any:
+        if self.type in _EXTENSION_HEADERS:
+            chain = getattr(archive, "_skillsmith_chain", 0) + 1
+            archive._skillsmith_chain = chain
+            where = Path(getattr(archive, "name", None) or "archive")
+            if self.size > MAX_HEADER_BYTES:
+                raise _refusal(
+                    where,
+                    self.name,
+                    f"is an extension header of {self.size} bytes (at most {MAX_HEADER_BYTES})",
+                )
+            if chain > MAX_HEADER_CHAIN:
+                raise _refusal(where, self.name, "starts a chain of too many extension headers")
+        else:
+            archive._skillsmith_chain = 0
+        return super()._proc_member(archive)  # type: ignore[misc]  # untyped in typeshed
+
+
+@contextlib.contextmanager
+def _open_archive(path: Path) -> Iterator[tuple[tarfile.TarFile, gzip.GzipFile]]:
+    """The archive's tar stream over its own gzip reader, so the gzip end can be checked."""
+    with (
+        path.open("rb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="rb") as gz,
+        tarfile.open(
+            name=str(path), fileobj=cast(Any, gz), mode="r:", tarinfo=_CappedTarInfo
+        ) as tar,
+    ):
+        yield tar, gz
+
+
+def _read_to_end(path: Path, gz: gzip.GzipFile) -> None:
+    """Read the gzip stream past the tar's end marker: the CRC and length are checked only there."""
+    extra = 0
+    while chunk := gz.read(1024 * 1024):
+        extra += len(chunk)
+        if extra > MAX_TRAILER_BYTES:
+            raise _Refused(
+                f"{path}: refused: more than {MAX_TRAILER_BYTES} bytes after the end of the "
+                "archive; nothing was changed"
+            )
+
+
+def _inspect(path: Path, member_cap: int, total_cap: int, live: Config | None = None) -> _Archive:
+    """Check EVERY member of an archive; any problem refuses the whole archive in one line.
+
+    What the archive would become is validated like a live workspace: its configuration, each
+    ``current`` pointer naming a version the archive holds, and every SKILL.md parsing.
+    """
+
+    def refuse(name: str, problem: str) -> _Refused:
+        return _refusal(path, name, problem)
+
+    archive = _Archive(version=-1)
+    kinds: dict[str, str] = {}
+    pointers: dict[str, str] = {}
+    total = 0
+    config: Config | None = None
+    try:
+        with _open_archive(path) as (tar, gz):
+            for member in tar:
+                name = _member_name(member.name)
+                if name is None:
+                    raise refuse(member.name, "has an absolute path or climbs out with '..'")
+                _check_name_length(name, refuse)
+                if name in kinds:
+                    raise refuse(name, "appears twice")
+                if len(kinds) >= MAX_MEMBERS:
+                    raise refuse(name, f"is past the limit of {MAX_MEMBERS} members")
+                top = name.split("/", 1)[0]
+                if top not in (*STATE_ITEMS, MANIFEST):
+                    allowed = ", ".join((*STATE_ITEMS, MANIFEST))
+                    raise refuse(name, f"is outside the agent state (allowed: {allowed})")
+                if top == MANIFEST and (name != MANIFEST or not member.isreg()):
+                    raise refuse(name, "is not the snapshot's manifest file")
+                if any(_is_internal(part) for part in name.split("/")):
+                    raise refuse(name, "is an internal journal, lock or temp file")
+                if member.issym():
+                    if not (_POINTER.match(name) and _POINTER_TARGET.match(member.linkname)):
+                        raise refuse(name, f"is a symbolic link to {_clip(member.linkname)!r}")
+                    kinds[name] = "link"
+                    pointers[name] = member.linkname
+                elif member.islnk():
+                    raise refuse(name, f"is a hard link to {_clip(member.linkname)!r}")
+                elif member.isdir():
+                    kinds[name] = "dir"
+                elif member.isreg() and member.type != tarfile.GNUTYPE_SPARSE:
+                    if member.size > member_cap:
+                        raise refuse(name, f"is {member.size} bytes, over the cap of {member_cap}")
+                    total += member.size
+                    if total > total_cap:
+                        raise refuse(name, f"takes the archive over the total cap of {total_cap}")
+                    kinds[name] = "file"
+                    if name == CONFIG_NAME:
+                        config = _read_config(tar, member, f"{path}:{CONFIG_NAME}")
+                    elif _POINTER.match(name):
+                        pointers[name] = _member_text(tar, member, path, name).strip()
+                    elif _SKILL_FILE.match(name):
+                        _check_skill(_member_text(tar, member, path, name), path, name)
+                elif member.ischr() or member.isblk():
+                    raise refuse(name, "is a device file")
+                else:
+                    raise refuse(name, "is a FIFO or another special file")
+            _read_to_end(path, gz)
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        reason = _clip(str(exc) or type(exc).__name__, 160)
+        raise SkillsmithError(f"{path}: not a readable tar.gz snapshot ({reason})") from None
+    for name, kind in kinds.items():
+        parts = name.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if kinds.get(parent, "dir") != "dir":
+                raise refuse(name, f"lies under {parent!r}, which is not a folder")
+        if name in (CONFIG_NAME, "AGENTS.md") and kind != "file":
+            raise refuse(name, "must be a regular file")
+        if name in _STATE_DIRS and kind != "dir":
+            raise refuse(name, "must be a folder")
+    for name, target in pointers.items():
+        version = f"{name.rsplit('/', 1)[0]}/{target}"
+        if not _POINTER_TARGET.match(target) or kinds.get(version) != "dir":
+            raise refuse(name, f"points at {_clip(target)!r}, a version the archive does not hold")
+    if config is None:
+        raise SkillsmithError(
+            f"{path}: refused: no {CONFIG_NAME} inside, not a Skillsmith snapshot"
+        )
+    archive.version = config.version
+    archive.agent_change = _agent_change(live, config)
+    archive.top = {name.split("/", 1)[0] for name in kinds}
+    return archive
+
+
+def _check_name_length(name: str, refuse: Callable[[str, str], _Refused]) -> None:
+    if len(name) > MAX_PATH_CHARS:
+        raise refuse(name, f"has a path longer than {MAX_PATH_CHARS} characters")
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in name.split("/")):
+        raise refuse(name, f"has a path part longer than {MAX_NAME_BYTES} bytes")
+
+
+def _is_internal(basename: str) -> bool:
+    """Journals, locks and temp files belong to the workspace that wrote them, never to an archive:
+    a planted journal would be replayed by the next command."""
+    from engine.core.store import is_leftover
+
+    return basename in _INTERNAL_NAMES or is_leftover(basename)
+
+
+def _member_text(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, name: str) -> str:
+    src = tar.extractfile(member)
+    raw = src.read() if src is not None else b""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refusal(path, name, "is not UTF-8 text") from None
+
+
+def _check_skill(text: str, path: Path, name: str) -> None:
+    """A skill the store could not read back would make every later store command refuse."""
+    _doc, error = SkillDoc.parse_lenient(text, f"{path}:{name}")
+    if error is not None:
+        raise _Refused(f"refused: {_clip(str(error), 300)}; nothing was changed")
+
+
+def _agent_change(live: Config | None, restored: Config) -> str | None:
+    """What a restored configuration changes about the command that runs and what it sees."""
+    if live is None:
+        return None
+    old, new = to_mapping(live.agent), to_mapping(restored.agent)
+    changed = [
+        f"agent.{key} {old.get(key)!r} → {new.get(key)!r}"
+        for key in sorted(set(old) | set(new))
+        if key not in _HARMLESS_AGENT_KEYS and old.get(key) != new.get(key)
+    ]
+    # paths decide where the restored skills and AGENTS.md are written: an archive may not
+    # move them (to ~/.ssh, say) unless trusted like a new agent command
+    was, now = to_mapping(live.paths), to_mapping(restored.paths)
+    changed += [f"paths.{k} {was[k]!r} → {now[k]!r}" for k in sorted(was) if was[k] != now[k]]
+    return "; ".join(changed) or None
+
+
+def _member_name(raw: str) -> str | None:
+    """The archive name as a clean relative path, or None if it is absolute or climbs out."""
+    if not raw or raw.startswith("/") or "\\" in raw or "\x00" in raw:
+        return None
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def _read_config(tar: tarfile.TarFile, member: tarfile.TarInfo, label: str) -> Config:
+    src = tar.extractfile(member)
+    raw = src.read() if src is not None else b""
+    try:
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError):
+        raise FormatError(label, None, "expected a valid UTF-8 YAML configuration") from None
+    return from_mapping(Config, data, label)
+
+
+def _caps(ws: Workspace) -> tuple[int, int]:
+    limits = ws.load_config().limits
+    return limits.snapshot_max_member_bytes, limits.snapshot_max_total_bytes
+
+
+# -- restore ---------------------------------------------------------------------------------------
+def restore(
+    ws: Workspace, source: str | Path, *, yes: bool = False, trust_agent_config: bool = False
+) -> Path:
+    """Make the agent state equal to a snapshot; returns the snapshot of the state it replaced.
+
+    ``source`` is a file or "vK" (the newest snapshot of version K). A version not newer than the
+    current one is refused unless ``yes``; a configuration that changes the agent's command or
+    what it may see is refused unless ``trust_agent_config`` (the next eval would run it); vault/,
+    runs/ and everything else outside the agent state are left alone.
+    """
+    with ws.lock("restore"):
+        recover(ws)
+        path = _resolve_source(ws, source)
+        live = ws.load_config()
+        archive = _inspect(path, *_caps(ws), live=live)
+        current = live.version
+        if archive.version <= current and not yes:
+            how = "older than" if archive.version < current else "the same as"
+            raise SkillsmithError(
+                f"{path}: holds version {archive.version}, {how} the current version {current}; "
+                "pass --yes to restore it anyway"
+            )
+        if archive.agent_change is not None and not trust_agent_config:
+            raise SkillsmithError(
+                f"{path}: its {CONFIG_NAME} changes how the agent runs ({archive.agent_change}); "
+                "pass --trust-agent-config to restore it anyway"
+            )
+        stage = ws.root / f".tmp-restore-{secrets.token_hex(4)}"
+        items = sorted(archive.top & set(STATE_ITEMS) | set(_STATE_DIRS))
+        _busy.add(ws.root)
+        try:
+            try:
+                _extract(path, stage / "new")
+                before, _ = _write_snapshot(ws, f"before restoring {path.name}")
+            except BaseException:
+                shutil.rmtree(stage, ignore_errors=True)
+                raise
+            atomic_write_json(
+                ws.root / RESTORE_JOURNAL,
+                {"stage": stage.name, "items": items, "source": str(path)},
+            )
+            _swap(ws, stage, items)
+        finally:
+            _busy.discard(ws.root)
+        append_jsonl(
+            ws.snapshots_dir / RESTORE_LOG,
+            {
+                "when": utc_now(),
+                "source": str(path),
+                "version": archive.version,
+                "replaced_version": current,
+                "pre_restore": f"snapshots/{before.name}",
+            },
+        )
+        return before
+
+
+def _resolve_source(ws: Workspace, source: str | Path) -> Path:
+    text = str(source)
+    if len(text) > MAX_PATH_CHARS:
+        raise SkillsmithError(f"{_clip(text)}: no such snapshot file (the path is too long)")
+    if re.fullmatch(r"v\d+", text) and not Path(text).exists():
+        wanted = int(text[1:])
+        matches = [s for s in list_snapshots(ws) if s.version == wanted]
+        if not matches:
+            have = ", ".join(sorted({f"v{s.version}" for s in list_snapshots(ws)})) or "none"
+            raise SkillsmithError(f"{ws.snapshots_dir}: no snapshot of {text} (have: {have})")
+        return matches[-1].path
+    path = Path(source).expanduser().resolve()
+    if not path.is_file():
+        raise SkillsmithError(f"{path}: no such snapshot file")
+    return path
+
+
+def _extract(path: Path, dest: Path) -> None:
+    """Unpack an inspected archive into ``dest`` (inside the workspace, so the swap is a rename)."""
+    dest.mkdir(parents=True)
+    folders = {dest}
+    with _open_archive(path) as (tar, _gz):
+        for member in tar:
+            name = _member_name(member.name)
+            if name is None or name == MANIFEST:
+                continue
+            target = dest / name
+            for parent in (target, *target.parents) if member.isdir() else target.parents:
+                if parent in folders:
+                    break
+                parent.mkdir(exist_ok=True, parents=True)
+                folders.add(parent)
+            if member.issym():
+                try:
+                    os.symlink(member.linkname, target)
+                except OSError:  # no symlinks here: the store reads a plain-file pointer too
+                    atomic_write_text(target, member.linkname + "\n")
+            elif member.isreg():
+                src = tar.extractfile(member)
+                assert src is not None  # inspected: a regular file
+                with staged_open(target, mode=member.mode & 0o755 | 0o600) as out:
+                    shutil.copyfileobj(src, out, 1024 * 1024)
+                os.utime(target, (member.mtime, member.mtime))
+    for item in _STATE_DIRS:
+        (dest / item).mkdir(exist_ok=True)
+        folders.add(dest / item)
+    for folder in folders:
+        fsync_dir(folder)
+
+
+def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:
+    """Move each state item of ``stage/new`` into place and the replaced one into ``stage/old``.
+
+    Runs again unchanged after a crash: an item still waiting in ``new`` is swapped, one already
+    swapped is left alone, and an item the snapshot lacks (AGENTS.md) is moved out, so the result
+    is always the whole new state.
+    """
+    new, old = stage / "new", stage / "old"
+    old.mkdir(parents=True, exist_ok=True)
+    for item in STATE_ITEMS:
+        src, live, kept = new / item, live_item(ws, item), old / item
+        waiting = src.exists() or src.is_symlink()
+        if item in items and not waiting:
+            continue  # swapped before a crash
+        if (live.exists() or live.is_symlink()) and not (kept.exists() or kept.is_symlink()):
+            os.rename(live, kept)
+        if waiting:
+            os.rename(src, live)
+    fsync_dir(ws.root)
+    (ws.root / RESTORE_JOURNAL).unlink()
+    fsync_dir(ws.root)
+    shutil.rmtree(stage)
+
+
+# -- import ----------------------------------------------------------------------------------------
+def import_snapshot(ws: Workspace, path: Path) -> Path:
+    """Copy a snapshot made elsewhere into ``snapshots/`` once it passes every restore check."""
+    if len(str(path)) > MAX_PATH_CHARS:
+        raise SkillsmithError(f"{_clip(str(path))}: no such snapshot file (the path is too long)")
+    path = Path(path).expanduser().resolve()
+    if not path.is_file():
+        raise SkillsmithError(f"{path}: no such snapshot file")
+    with ws.lock("import snapshot"):
+        recover(ws)
+        archive = _inspect(path, *_caps(ws))
+        dest = _free_name(ws, archive.version)
+        with path.open("rb") as src, atomic_open(dest) as out:
+            shutil.copyfileobj(src, out, 1024 * 1024)
+        return dest
+
+
+# -- recovery --------------------------------------------------------------------------------------
+def _leftovers(ws: Workspace) -> Iterator[Path]:
+    if ws.root in _busy:
+        return
+    if ws.root.is_dir():  # a restore's stage, or the temp file of an atomic write at the top
+        yield from (
+            p
+            for p in ws.root.iterdir()
+            if p.name.startswith(".tmp-restore-") or (p.name[:1] == "." and p.name.endswith(".tmp"))
+        )
+    if ws.snapshots_dir.is_dir():
+        yield from (
+            p
+            for p in ws.snapshots_dir.iterdir()
+            if p.name.startswith(".") and p.name.endswith(".tmp")
+        )
+
+
+def needs_recovery(ws: Workspace) -> bool:
+    """Cheap check whether a crashed snapshot or restore left something to finish or remove."""
+    if ws.root in _busy:
+        return False
+    return (ws.root / RESTORE_JOURNAL).exists() or any(_leftovers(ws))
+
+
+def recover(ws: Workspace) -> None:
+    """Finish a restore whose swap had begun; drop the temp files of anything that had not.
+
+    Call with the workspace lock held.
+    """
+    if ws.root in _busy:
+        return
+    journal = ws.root / RESTORE_JOURNAL
+    if journal.exists():
+        stage, items = _read_journal(ws, journal)
+        if stage.is_dir():
+            _swap(ws, stage, items)
+        else:
+            journal.unlink()
+    for path in list(_leftovers(ws)):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _read_journal(ws: Workspace, journal: Path) -> tuple[Path, list[str]]:
+    """The restore journal's stage and items, checked before anything is moved by them: the
+    stage must be one of our own temp folders at the top and the items agent-state names."""
+    try:
+        intent = json.loads(journal.read_bytes())
+        stage, items = intent["stage"], intent["items"]
+    except (ValueError, KeyError, TypeError):
+        raise FormatError(journal, "stage", "expected the restore journal's fields") from None
+    if not isinstance(stage, str) or not _STAGE.fullmatch(stage):
+        raise FormatError(
+            journal, "stage", "expected a .tmp-restore-<hex> folder at the top of the workspace"
+        )
+    if not isinstance(items, list) or not all(i in STATE_ITEMS for i in items):
+        raise FormatError(journal, "items", f"expected names among {', '.join(STATE_ITEMS)}")
+    return ws.root / stage, [str(i) for i in items]

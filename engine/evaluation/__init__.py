@@ -1,0 +1,1 @@
+"""The middle floor: running agents on cases, grading, statistics, diagnosis, gates and patches."""

@@ -1,0 +1,322 @@
+"""The built-in kinds of target agent and how one run of an agent is judged usable.
+
+Every kind is "a command line run once per case run": ``demo`` (the bundled offline agent),
+``command`` (any program printing session JSONL) and ``claude-code`` (the real ``claude`` CLI in
+print mode with stream-json). A kind decides the argv, the few extra environment variables it
+needs, where skills go in the run directory, and how its stdout becomes a session. Whatever goes
+wrong with the process — crash, timeout, flood, garbage — becomes an *invalid* outcome with a
+reason, never an exception, so one broken unit cannot stop an evaluation.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.core.config import AgentConfig, check_agent_command
+from engine.core.errors import SkillsmithError
+from engine.core.vault import anthropic_api_key, redact, remember_vault
+from engine.core.workspace import Workspace
+from engine.evaluation.agents.isolation import ANSWER_FILE, room_env
+from engine.evaluation.agents.process import ProcessResult, run_process
+from engine.evaluation.agents.sandbox import NO_SANDBOX, Sandbox, make_sandbox
+from engine.evaluation.agents.sessions import (
+    OutputError,
+    ParsedSession,
+    claude_retry_note,
+    parse_claude_stream,
+    parse_session_jsonl,
+)
+from engine.evaluation.grading import answer_of
+
+CLAUDE_BIN_ENV = "SKILLSMITH_CLAUDE_BIN"
+GRACE_S = 2.0
+# Claude Code phones home for updates, telemetry and error reports unless told not to; a
+# measurement run must talk to the configured Messages endpoint only.
+_CLAUDE_QUIET = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
+
+
+@dataclass
+class AgentOutcome:
+    """One agent run, ready to be graded and stored (secrets already masked)."""
+
+    session: list[dict[str, Any]]
+    answer: str
+    tokens: dict[str, int]
+    cost_usd: float | None
+    duration_ms: int
+    exit_code: int | None
+    invalid_reason: str | None = None
+    cancelled: bool = False
+    raw_stream: str | None = None
+    stderr_tail: str = ""
+    agent_session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A launchable agent: argv prefix, environment and limits (no workspace paths in it)."""
+
+    kind: str
+    command: tuple[str, ...]
+    skills_subdir: str
+    timeout_s: float
+    max_output_bytes: int
+    env_allow: tuple[str, ...] = ()
+    model: str | None = None
+    max_turns: int = 20
+    allowed_tools: tuple[str, ...] = ()
+    grace_s: float = GRACE_S
+    noise: float = 0.0  # the demo agent's slip level (agent.noise); other kinds ignore it
+    secret_env: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    sandbox: Sandbox = NO_SANDBOX
+
+    def argv(self, prompt: str) -> list[str]:
+        if self.kind != "claude-code":
+            return list(self.command)
+        argv = [*self.command, "-p", prompt, "--output-format", "stream-json", "--verbose"]
+        argv += ["--max-turns", str(self.max_turns)]
+        if self.model:
+            argv += ["--model", self.model]
+        if self.allowed_tools:  # variadic: must stay last so it cannot swallow other flags
+            argv += ["--allowedTools", ",".join(self.allowed_tools)]
+        return argv
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about the agent (never a secret)."""
+        return {
+            "kind": self.kind,
+            "command": list(self.command),
+            "model": self.model,
+            "timeout_s": self.timeout_s,
+            "max_turns": self.max_turns,  # every kind gets it (SKILLSMITH_MAX_TURNS)
+            "noise": self.noise if self.kind == "demo" else None,
+            "allowed_tools": list(self.allowed_tools) if self.kind == "claude-code" else None,
+            "sandbox": self.sandbox.describe(),
+        }
+
+    def run(
+        self,
+        room: Path,
+        prompt: str,
+        should_stop: Callable[[], bool],
+        run_index: int = 0,
+        seed: int = 0,
+    ) -> AgentOutcome:
+        """Run once in ``room`` (built by :func:`engine.evaluation.agents.build_room`) and judge
+        the output.
+
+        The run index, the unit's seed and the turn budget are passed on so the demo agent can
+        vary across runs reproducibly and stop where ``--max-turns`` would stop Claude Code.
+        """
+        extra = {
+            "SKILLSMITH_SKILLS_DIR": self.skills_subdir,
+            "SKILLSMITH_RUN_INDEX": str(run_index),
+            "SKILLSMITH_SEED": str(seed),
+            "SKILLSMITH_MAX_TURNS": str(self.max_turns),
+            **self.secret_env,
+        }
+        if self.kind == "demo":
+            extra["SKILLSMITH_NOISE"] = repr(self.noise)
+        if self.kind == "claude-code":
+            extra.update(_CLAUDE_QUIET)
+        env = room_env(room, allow=self.env_allow, extra=extra)
+        try:
+            proc = run_process(
+                self.argv(prompt),
+                cwd=room,
+                env=env,
+                timeout_s=self.timeout_s,
+                max_output_bytes=self.max_output_bytes,
+                grace_s=self.grace_s,
+                should_stop=should_stop,
+                sandbox=self.sandbox,
+            )
+        except OSError as exc:
+            return _invalid(f"agent could not start: {exc.strerror or exc}", exit_code=None)
+        return self._judge(proc, room, prompt)
+
+    def _judge(self, proc: ProcessResult, room: Path, prompt: str) -> AgentOutcome:
+        secrets = tuple(self.secret_env.values())
+        stdout = redact(proc.stdout.decode("utf-8", errors="replace"), secrets)
+        stderr = redact(proc.stderr_tail.decode("utf-8", errors="replace"), secrets)
+        raw = stdout if self.kind == "claude-code" else None
+        outcome = _invalid("", exit_code=proc.exit_code, duration_ms=proc.duration_ms)
+        outcome.stderr_tail, outcome.raw_stream = stderr, raw
+        if proc.cancelled:
+            outcome.cancelled, outcome.invalid_reason = True, "cancelled"
+            return outcome
+        if proc.timed_out:
+            outcome.invalid_reason = f"timeout after {self.timeout_s:g}s"
+            note = claude_retry_note(proc.stdout) if self.kind == "claude-code" else None
+            if note:
+                outcome.invalid_reason += f" ({note})"
+            return outcome
+        answer_path = room / ANSWER_FILE
+        if proc.over_cap or (
+            answer_path.is_file() and answer_path.stat().st_size > self.max_output_bytes
+        ):
+            outcome.invalid_reason = f"output over cap ({self.max_output_bytes} bytes)"
+            return outcome
+        try:
+            parsed = self._parse(stdout.encode("utf-8"), prompt)
+        except OutputError as exc:
+            # with nothing on stdout the exit status says most; otherwise the output's problem
+            failed = _exit_problem(proc.exit_code, stderr) if not stdout.strip() else None
+            outcome.invalid_reason = failed or str(exc)
+            return outcome
+        limited = parsed.lines and parsed.lines[-1].get("subtype") in _LIMIT_SUBTYPES
+        failed = _exit_problem(proc.exit_code, stderr)
+        if failed and not limited:
+            outcome.invalid_reason = failed
+            outcome.session = parsed.lines
+            return outcome
+        answer = redact(answer_of(room, parsed.lines), secrets)
+        if not answer.strip() and not limited:
+            outcome.invalid_reason = "no answer (no answer.txt and no final assistant message)"
+        else:
+            outcome.invalid_reason = None
+        if not any(line.get("type") == "result" for line in parsed.lines):
+            parsed.lines.append(
+                {
+                    "type": "result",
+                    "tokens": parsed.tokens,
+                    "cost_usd": parsed.cost_usd,
+                    "duration_ms": proc.duration_ms,
+                    "is_error": outcome.invalid_reason is not None,
+                }
+            )
+        outcome.session = parsed.lines
+        outcome.answer = answer
+        outcome.tokens = parsed.tokens
+        outcome.cost_usd = parsed.cost_usd
+        outcome.agent_session_id = parsed.agent_session_id
+        return outcome
+
+    def _parse(self, stdout: bytes, prompt: str) -> ParsedSession:
+        if self.kind == "claude-code":
+            return parse_claude_stream(stdout, prompt)
+        parsed = parse_session_jsonl(stdout)
+        if not parsed.lines:
+            raise OutputError("no output: the agent printed no session lines")
+        return parsed
+
+
+_LIMIT_SUBTYPES = ("error_max_turns", "error_max_budget_usd")
+
+
+def _invalid(reason: str, *, exit_code: int | None, duration_ms: int = 0) -> AgentOutcome:
+    return AgentOutcome(
+        session=[],
+        answer="",
+        tokens={"input": 0, "output": 0},
+        cost_usd=None,
+        duration_ms=duration_ms,
+        exit_code=exit_code,
+        invalid_reason=reason,
+    )
+
+
+def _exit_problem(exit_code: int | None, stderr: str) -> str | None:
+    """Why a non-zero exit makes the unit unusable, in one line (None for a clean exit)."""
+    if exit_code == 0:
+        return None
+    last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "")
+    tail = f": {last[:160]}" if last else ""
+    if exit_code is None:
+        return "agent did not exit" + tail
+    if exit_code < 0:
+        try:
+            name = signal.Signals(-exit_code).name
+        except ValueError:
+            name = f"signal {-exit_code}"
+        return f"agent killed by {name}" + tail
+    return f"agent crashed (exit status {exit_code})" + tail
+
+
+def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
+    """The agent ``skillsmith.yaml`` configures, with what its kind needs resolved.
+
+    Refuses (one line) when the sandbox it asks for cannot run here.
+    """
+    cfg = cfg or ws.load_config().agent
+    remember_vault(ws)  # whatever an agent echoes from a vault value gets masked before storing
+    common: dict[str, Any] = {
+        "timeout_s": cfg.timeout_s,
+        "max_output_bytes": cfg.max_output_bytes,
+        "env_allow": tuple(cfg.env_allow),
+        "model": cfg.model,
+    }
+    if cfg.kind == "demo":
+        command: tuple[str, ...] = (sys.executable, "-m", "engine.evaluation.demo.agent")
+        extra: dict[str, Any] = {"skills_subdir": "skills", "noise": cfg.noise}
+    elif cfg.kind == "command":
+        if not cfg.command:
+            raise SkillsmithError(
+                f"{ws.config_path}: field 'agent.command': expected the agent's command line "
+                "(a non-empty list) for agent kind 'command'"
+            )
+        check_agent_command(cfg, ws.config_path)
+        command, extra = tuple(cfg.command), {"skills_subdir": "skills"}
+    else:
+        command = _claude_command(ws, cfg)
+        extra = {
+            "skills_subdir": ".claude/skills",
+            "max_turns": cfg.max_turns,
+            "allowed_tools": tuple(cfg.allowed_tools),
+            "secret_env": _claude_env(ws),
+        }
+    sandbox = make_sandbox(
+        cfg.sandbox,
+        network=cfg.kind == "claude-code" if cfg.network is None else cfg.network,
+        command=command,
+        workspace=ws.root,
+        read_only=cfg.read_only_paths,
+        writable=cfg.writable_paths,
+    )
+    return Agent(kind=cfg.kind, command=command, sandbox=sandbox, **extra, **common)
+
+
+def _claude_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:
+    """``$SKILLSMITH_CLAUDE_BIN``, else ``agent.command``, else ``claude`` on PATH."""
+    chosen = os.environ.get(CLAUDE_BIN_ENV)
+    if chosen:
+        if not Path(chosen).is_file():
+            raise SkillsmithError(f"${CLAUDE_BIN_ENV}={chosen}: no such file (the claude CLI)")
+        return (chosen,)
+    if cfg.command:
+        check_agent_command(cfg, ws.config_path)
+        return tuple(cfg.command)
+    found = shutil.which("claude")
+    if found is None:
+        raise SkillsmithError(
+            f"{ws.config_path}: field 'agent.kind': claude-code needs the claude CLI; "
+            f"put it on PATH or set ${CLAUDE_BIN_ENV}"
+        )
+    return (found,)
+
+
+def _claude_env(ws: Workspace) -> dict[str, str]:
+    """Only what ``claude`` needs to reach its model: the key and (optionally) the endpoint."""
+    key = anthropic_api_key(ws)
+    if not key:
+        raise SkillsmithError(
+            f"{ws.vault_dir / 'anthropic_api_key'}: no Anthropic API key for claude-code "
+            "(write it there or set ANTHROPIC_API_KEY)"
+        )
+    env = {"ANTHROPIC_API_KEY": key}
+    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+    if base_url:
+        env["ANTHROPIC_BASE_URL"] = base_url
+    return env

@@ -1,0 +1,293 @@
+"""Mining a feedback split for what separates failing cases from passing ones.
+
+The offline proposer's raw material: grep patterns from the calls on the lines of missed
+positives (with the concatenation or formatting that follows them), tokens of a code line that
+could name an exception in a Pitfalls item, the words of a task, and greedy covers of the failing
+cases by such patterns. All of it is plain string work over the statement files, in the
+vocabulary of the bundled demo agent (``grep -nE`` patterns, backticked Pitfalls tokens).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from engine.core.skill import SkillDoc
+from engine.evaluation.demo.agent import plan
+from engine.evaluation.demo.tools import parse_grep, tool_of
+from engine.evaluation.patches.material import CaseMaterial, GrepMatcher, grep_matcher
+
+MIN_BARE_NAME = 6  # shorter plain call names ("get(", "load(") rank last
+
+
+_CHAIN = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*)\s*\(")
+
+
+# Words that take a parenthesis without being a call: ``return (Session) in``, ``if (ok)``.
+_KEYWORDS = frozenset(
+    re.findall(
+        r"[a-z]+",
+        """and assert await case catch elif else for foreach func function if in is lambda not
+        or return switch synchronized throw typeof sizeof while with yield""",
+    )
+)
+
+
+_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*")
+
+
+_ASSIGN = re.compile(r"\b\w+=\w+\b")  # keyword arguments: usedforsecurity=False
+
+
+_SEP = re.compile(r"\.|->|::")
+
+
+_QUALIFIED = re.compile(r"(([A-Za-z_$][\w$]*)(?:\.|->|::))?[A-Za-z_$][\w$]*$")
+
+
+_DEFINITION = re.compile(
+    r"^\s*(?:export\s+)?(?:async\s+)?(?:def|function|func|fn|sub)\s+(?:\([^)]*\)\s*)?(\w+)"
+    r"|^\s*(?:(?:public|private|protected|static|final|synchronized|abstract)\s+)+"
+    r"[\w<>\[\], ]*?\b(\w+)\s*\("
+)
+
+
+# concatenation (``+``, PHP's ``" . $x``) or formatting after the call, on the same line
+_TAINT = (r"\+", r"\. *\$", "%s", r"\$\{")
+
+
+_ERE_SPECIAL = re.compile(r"([.\[\](){}*+?|^$\\])")
+
+
+GLOB = re.compile(r"^\*\.[\w]+$")
+
+
+_PUNCT = re.compile(r"[^\w\s`]+(?:\s[^\w\s`]+)?")
+
+
+_SPAN = re.compile(r"`[^`\n]+`")
+
+
+_FENCE = re.compile(r"```[^\n]*\n.*?```", re.DOTALL)
+
+
+_WORDS = re.compile(r"[a-z]+")
+
+
+_STOPWORDS = frozenset(
+    re.findall(
+        r"[a-z]+",
+        """about above after again also answer asked audit before being below between both check
+    code could does doing each find file files from have here into just like line make more most
+    must only other over please same should some such than that their them then there these they
+    this those under used using very want what when where which while whether will with would
+    your""",
+    )
+)
+
+
+@dataclass
+class FlagPattern:
+    """A grep pattern mined from failing positive cases."""
+
+    cases: set[str]
+    name_class: int  # 0 API-shaped name … 2 short plain name
+    tainted: int  # 1 when concatenation/formatting follows the call on the line
+    files: set[str]  # the glob operands of the files it matched ("*.java"), or "<file>"
+
+
+def calls(text: str) -> Iterator[re.Match[str]]:
+    """The call chains of a code line (``hashlib.md5(``), keywords left out."""
+    for match in _CHAIN.finditer(text):
+        if match.group(1) not in _KEYWORDS:
+            yield match
+
+
+def ere(token: str) -> str:
+    escaped = _ERE_SPECIAL.sub(r"\\\1", token)
+    return (r"\b" + escaped) if re.match(r"\w", token) else escaped
+
+
+def task_words(prompt: str) -> list[str]:
+    """The content words of a task: no code, no backticked names, no answer-format line."""
+    prose = _SPAN.sub(" ", _FENCE.sub(" ", prompt))
+    lines = [line for line in prose.splitlines() if "VERDICT" not in line]
+    words = _WORDS.findall(" ".join(lines).lower())
+    return sorted({w for w in words if len(w) >= 4 and w not in _STOPWORDS})
+
+
+def stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORDS.findall(text.lower()) if len(w) >= 4}
+
+
+def definitions(case: CaseMaterial) -> set[str]:
+    names: set[str] = set()
+    for line in case.lines:
+        match = _DEFINITION.match(line.text)
+        if match:
+            names.add(match.group(1) or match.group(2))
+    return names
+
+
+def source_pattern(
+    sources: Sequence[str], failing: Sequence[CaseMaterial], globs: Iterable[str]
+) -> tuple[str, FlagPattern] | None:
+    """ "A source of user input handed straight to a call", over every source the skill names.
+
+    The lesson that carries across languages and sinks (``curl_init($_GET[…])`` teaches
+    ``fetch(req.query…)``), so it searches every language the skill's steps search.
+    """
+    names = sorted({s for s in sources if s.strip()})
+    if not names:
+        return None
+    # a source may be reached through its receiver: ``new URL(req.getParameter(…))``
+    receiver = r"([A-Za-z_$][\w$]*(\.|->))?"
+    alternatives = "|".join(_ERE_SPECIAL.sub(r"\\\1", s) for s in names)
+    pattern = rf"\w\({receiver}({alternatives})"
+    regex = re.compile(pattern)
+    hits = [(c.case_id, ln) for c in failing for ln in c.code() if regex.search(ln.text)]
+    if not hits:
+        return None
+    files = set(globs) | {operand(ln.path) for _, ln in hits}
+    return pattern, FlagPattern({cid for cid, _ in hits}, 0, 1, files)
+
+
+def skill_globs(doc: SkillDoc) -> set[str]:
+    """The file globs the skill's grep steps search (the languages it knows)."""
+    globs: set[str] = set()
+    for step in plan(doc):
+        if step.command and tool_of(step.command) == "grep":
+            parsed = parse_grep(split_command(step.command)[1:])
+            if not isinstance(parsed, str):
+                globs.update(op for op in parsed.operands if GLOB.match(op))
+    return globs
+
+
+def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict[str, FlagPattern]:
+    """grep patterns from the calls in failing positive cases → (cases, class, tainted).
+
+    Calls the skill lists as sources of user input (``r.FormValue(``) are traced, not flagged.
+    """
+    found: dict[str, FlagPattern] = {}
+    for case in failing:
+        defined = definitions(case)
+        for line in case.code():
+            for match in calls(line.text):
+                parts = _SEP.split(match.group(1))
+                if parts[-1] in defined or any(parts[-1] + "(" in src for src in sources):
+                    continue
+                qualified = _QUALIFIED.search(match.group(1))
+                forms = [(parts[-1] + "(", name_class(parts[-1]))]
+                if qualified and qualified.group(1) and qualified.group(2) not in defined:
+                    forms.append((qualified.group(0) + "(", 1))
+                rest = line.text[match.start() :]
+                for form, cls in forms:
+                    base = ere(form)
+                    variants = [(base, 0)] + [
+                        (f"{base}.*{m}", 1) for m in _TAINT if re.search(f"{base}.*{m}", rest)
+                    ]
+                    for pattern, tainted in variants:
+                        info = found.setdefault(pattern, FlagPattern(set(), cls, tainted, set()))
+                        info.cases.add(case.case_id)
+                        info.files.add(operand(line.path))
+    return found
+
+
+def operand(path: str) -> str:
+    """How a step names a file like ``path``: its suffix glob, the way the demo's own steps do
+    (the task may name a path the agent cannot open), else the file under audit."""
+    name = path.rsplit("/", 1)[-1]
+    if "/" in path or "." not in name.strip("."):
+        return "<file>"
+    return "*." + name.rsplit(".", 1)[1]
+
+
+def name_class(name: str) -> int:
+    """How telling a bare call name is: an API-shaped name (camelCase, snake_case) names one
+    thing; a long plain word is vaguer; a short one ("get", "load") needs its qualifier."""
+    if re.search(r"[a-z][A-Z]|_", name.strip("_$")):
+        return 0
+    return 1 if len(name) >= MIN_BARE_NAME else 2
+
+
+def line_tokens(text: str) -> set[str]:
+    """Tokens of a code line a Pitfalls item could name."""
+    found: set[str] = set()
+    for match in calls(text):
+        chain = match.group(1)
+        found.add(chain + "(")
+        found.add(_SEP.split(chain)[-1] + "(")
+    for match in _NAME.finditer(text):
+        name = match.group(0)
+        found.add(name)
+        found.update(part for part in _SEP.split(name))
+    found.update(m.group(0) for m in _ASSIGN.finditer(text))
+    found.update(m.group(0) for m in _PUNCT.finditer(text))
+    return {t for t in found if len(t.strip("($")) >= 3 and "`" not in t}
+
+
+def token_class(token: str) -> int:
+    """Calls and keyword arguments (``basename(``, ``usedforsecurity=False``) name a guard
+    best; then API-shaped names (dotted, snake, camel), plain words, bare punctuation."""
+    if not re.search(r"[A-Za-z]", token):
+        return 3
+    if token.endswith("(") or re.search(r"\w=\w", token):
+        return 0
+    if re.search(r"[._]|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]", token):
+        return 1
+    return 2
+
+
+def nesting(token: str, lines: Iterable[str]) -> int:
+    """How deep inside parentheses ``token`` sits where it occurs (the shallowest occurrence).
+
+    A guard wraps what is handed to the sink — ``shell_exec('…' . escapeshellarg($d))``,
+    ``md5(body, usedforsecurity=False)`` — so it sits inside the sink's call; the outermost
+    call of a line is the sink itself, the very thing the flag step found.
+    """
+    depths = [
+        line[:at].count("(") - line[:at].count(")")
+        for line in lines
+        for at in (m.start() for m in re.finditer(re.escape(token), line))
+    ]
+    return min(depths, default=0)
+
+
+def greedy_covers(
+    ranked: Sequence[str], hit: dict[str, set[str]], wanted: set[str], limit: int
+) -> Iterator[tuple[str, ...]]:
+    """Greedy covers of the failing cases, each starting one rank lower than the last."""
+    seen: set[tuple[str, ...]] = set()
+    for start in range(len(ranked)):
+        chosen: list[str] = []
+        covered: set[str] = set()
+        for item in ranked[start:]:
+            if len(chosen) == limit:
+                break
+            if hit[item] - covered:
+                chosen.append(item)
+                covered |= hit[item]
+        key = tuple(chosen)
+        if chosen and key not in seen and (not wanted or covered & wanted):
+            seen.add(key)
+            yield key
+
+
+def flag_matchers(doc: SkillDoc) -> list[GrepMatcher]:
+    matchers: list[GrepMatcher] = []
+    for step in plan(doc):
+        if not step.flags or step.command is None or tool_of(step.command) != "grep":
+            continue
+        matcher = grep_matcher(split_command(step.command)[1:])
+        if matcher is not None:
+            matchers.append(matcher)
+    return matchers
+
+
+def split_command(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()

@@ -1,0 +1,488 @@
+"""The offline proposer: a deterministic, network-free patch writer for the demo and for CI.
+
+It does what a careful engineer does with the feedback split: look at what separates the cases
+the skill gets wrong from the ones it gets right, and write that difference down as one concrete
+line in the agent's own vocabulary (the demo agent runs backticked ``grep``/``read``/``list``
+commands of numbered steps and honours Pitfalls items saying a backticked pattern is "not a
+finding"):
+
+- missed positives (FN): calls found on lines of the failing positive cases and in no negative
+  case (``pickle.loads(``, ``Sprintf(`` with ``%s`` after it), or a source of user input the
+  skill names handed straight to a call (``curl_init($_GET…``), become a new "Flag …" step with a
+  ``grep -nE`` over the languages they occur in; a pattern that also hits a few negative lines
+  brings the Pitfalls items that rule those lines out;
+- false alarms (FP): tokens on the falsely flagged lines of negative cases that no positive case
+  contains (``SafeLoader``, ``basename(`` …) become Pitfalls items "… — not a finding";
+- flow anomalies: a "repeat until" step that loops is made to run once; a skill whose agent
+  concludes at the first hit gets "run all steps before you conclude"; a skill the task never
+  loaded gets the task's words in its description; flag steps whose file globs miss the failing
+  cases' languages get those globs.
+
+The mining lives in ``mining.py``, the line edits in ``edits.py``.
+Candidates are generated in a fixed order (ties broken by a hash of the seed), boldest first: the
+flag step covering the most failures, with Pitfalls guards for the negatives it would also hit.
+Every one goes through the same filters as a model's diff, and the first that passes is the
+proposal; a diff on the taboo list is refused there, so the next candidate is tried instead of
+repeating a failure. A rejection also narrows the search: the feedback cases an earlier rejected
+patch broke (its taboo reason names them) are *fragile* — a Pitfalls guard did not keep them
+passing — so a new flag pattern may no longer touch them at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from engine.core.config import LimitsConfig
+from engine.core.errors import FormatError
+from engine.core.skill import SkillDoc
+from engine.core.store import unified_diff
+from engine.core.taboo import TabooEntry
+from engine.core.workspace import Workspace
+from engine.evaluation.demo.agent import discard_rules, plan, ruled_out
+from engine.evaluation.demo.tools import parse_grep, tool_of
+from engine.evaluation.patches.edits import NUMBER, splice, with_pitfalls, with_step
+from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material, gather
+from engine.evaluation.patches.mining import (
+    GLOB,
+    flag_matchers,
+    fn_patterns,
+    greedy_covers,
+    line_tokens,
+    nesting,
+    skill_globs,
+    source_pattern,
+    split_command,
+    stems,
+    task_words,
+    token_class,
+)
+from engine.evaluation.patches.proposer import (
+    NO_VALID_PATCH,
+    Proposal,
+    ProposalContext,
+    Target,
+    summary_of,
+)
+from engine.evaluation.patches.textrules import TextRules, default_rules, load_text_rules
+
+MAX_PATTERNS = 3  # grep alternatives one new step may add
+MAX_PITFALLS = 3  # Pitfalls items one patch may add
+MAX_CANDIDATES = 24  # candidates tried per root cause
+LOOP_RULES = ("tool_loop", "budget_exhaustion")
+HASTE_RULES = ("premature_conclusion",)
+GLOB_RULES = ("progress_mismatch",)
+TRIGGER_RULES = ("skill_not_loaded",)
+MAX_GUARDS = 2  # exceptions a new flag pattern may bring along
+_LOOP_CLAUSE = re.compile(r",?\s*(?:and\s+)?\brepeat\b[^.\n`]*?\buntil\b[^.\n`]*", re.IGNORECASE)
+_LOOPS = re.compile(r"\brepeat\b[^.\n]*\buntil\b", re.IGNORECASE)
+_ALL_STEPS = re.compile(r"\b(every|all)\s+(the\s+)?steps?\b[^.\n]*\bbefore\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str  # the patched SKILL.md
+    case_ids: tuple[str, ...]  # failing cases it should fix
+    how: str
+
+
+class OfflineProposer:
+    kind = "offline"
+
+    def __init__(
+        self,
+        ws: Workspace | None,
+        seed: int = 0,
+        *,
+        limits: LimitsConfig | None = None,
+        rules: TextRules | None = None,
+        max_candidates: int = MAX_CANDIDATES,
+    ) -> None:
+        self.seed = seed
+        self.limits = limits or (ws.load_config().limits if ws is not None else LimitsConfig())
+        self.rules = rules or (load_text_rules(ws) if ws is not None else default_rules())
+        self.max_candidates = max_candidates
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        targets = ctx.targets()
+        if not targets:
+            return Proposal(
+                None, "", "", "no root cause worth a patch", attempts=0, model="offline"
+            )
+        if ctx.bench is None:
+            first = targets[0]
+            return Proposal(
+                None,
+                first.rule_id,
+                first.direction,
+                "the offline proposer needs the benchmark's statement files",
+                attempts=0,
+                model="offline",
+            )
+        material = gather(ctx.bench, ctx.feedback_rows, ctx.flagged_case_ids)
+        fragile = broken_before(ctx.taboo_entries, material)
+        doc, _ = SkillDoc.parse_lenient(ctx.skill_text)
+        tried = 0
+        last = "no candidate found"
+        for target in targets:
+            candidates = self._candidates(doc, target, material, fragile)
+            for count, candidate in enumerate(candidates):
+                if count >= self.max_candidates:
+                    break
+                if candidate.text == ctx.skill_text:
+                    continue
+                diff = unified_diff(ctx.skill_text, candidate.text)
+                tried += 1
+                report = ctx.check(diff, target, self.limits, self.rules)
+                if report.passed:
+                    return Proposal(
+                        diff,
+                        target.rule_id,
+                        target.direction,
+                        f"offline: {candidate.how} (candidate {tried})",
+                        attempts=tried,
+                        model="offline",
+                        summary=summary_of(target, diff),
+                        case_ids=candidate.case_ids,
+                        report=report,
+                        skill_text=report.patched,
+                    )
+                last = report.reason()
+        first = targets[0]
+        return Proposal(
+            None,
+            first.rule_id,
+            first.direction,
+            f"{NO_VALID_PATCH}: {tried} offline candidates refused; last: {last}",
+            attempts=tried,
+            model="offline",
+            case_ids=first.case_ids,
+        )
+
+    def _candidates(
+        self, doc: SkillDoc, target: Target, material: Material, fragile: frozenset[str]
+    ) -> Iterator[Candidate]:
+        if target.rule_id in LOOP_RULES:
+            yield from _unloop(doc, target)
+        if target.rule_id in HASTE_RULES:
+            yield from _thorough(doc, target)
+        if target.rule_id in TRIGGER_RULES:
+            yield from self._triggers(doc, target, material)
+        if target.direction == "FN":
+            yield from self._flag_steps(doc, target, material, fragile)
+            if target.rule_id in GLOB_RULES:
+                yield from _widen_globs(doc, target, material)
+        elif target.direction == "FP":
+            yield from self._pitfalls(doc, target, material)
+
+    def _tie(self, token: str) -> str:
+        return hashlib.sha256(f"{self.seed}\0{token}".encode()).hexdigest()
+
+    # -- FN: a new flag step --------------------------------------------------------------------
+
+    def _flag_steps(
+        self,
+        doc: SkillDoc,
+        target: Target,
+        material: Material,
+        fragile: frozenset[str] = frozenset(),
+    ) -> Iterator[Candidate]:
+        failing = material.failing("FN", target.case_ids)
+        if not failing:
+            return
+        rules = discard_rules(doc)
+        negatives = [
+            (c.case_id, ln)
+            for c in material.labelled(material.negative)
+            for ln in c.lines
+            if not ruled_out(ln.text, rules)
+        ]
+        positives = [ln.text for c in material.labelled(material.positive) for ln in c.lines]
+        wanted = set(target.case_ids) & {c.case_id for c in failing}
+        sources = [src for step in plan(doc) if not step.flags for src in step.sources]
+        covers = fn_patterns(failing, sources)
+        general = source_pattern(sources, failing, skill_globs(doc))
+        if general is not None:
+            covers.setdefault(general[0], general[1])
+        ranked: list[tuple[tuple[int, int, int, int, int, int, str], str]] = []
+        guards: dict[str, tuple[str, ...]] = {}
+        guarded: dict[str, set[str]] = {}  # exception token → the negative cases it spares
+        for pattern, info in covers.items():
+            try:
+                regex = re.compile(pattern)
+            except re.error:
+                continue
+            false = [(cid, ln.text) for cid, ln in negatives if regex.search(ln.text)]
+            if any(cid in fragile for cid, _ in false):
+                continue  # a guard did not keep this case passing before: leave it alone
+            if false:
+                guard = self._guards([text for _, text in false], positives, [regex])
+                if guard is None:
+                    continue
+                guards[pattern] = guard
+                for token in guard:
+                    guarded.setdefault(token, set()).update(
+                        cid for cid, text in false if token in text
+                    )
+            cases = info.cases
+            key = (
+                -len(cases & wanted),
+                -len(cases),
+                -(general is not None and pattern == general[0]),
+                len(guards.get(pattern, ())),
+                info.name_class,
+                -info.tainted,
+            )
+            ranked.append(((*key, self._tie(pattern)), pattern))
+        ranked.sort()
+        patterns = [p for _, p in ranked]
+        hit = {p: covers[p].cases for p in patterns}
+        kinds = {c.case_id: c.case_type for c in material.cases.values()}
+        for chosen in greedy_covers(patterns, hit, wanted, MAX_PATTERNS):
+            fixed = sorted(set().union(*(hit[p] for p in chosen)))
+            what = f"{_families(kinds, fixed, ' and ')} calls".lstrip()
+            files = " ".join(sorted(set().union(*(covers[p].files for p in chosen))))
+            body = f'Flag {what} the earlier steps miss: `grep -nE "{"|".join(chosen)}" {files}`'
+            text = with_step(doc, body)
+            exceptions = list(dict.fromkeys(t for p in chosen for t in guards.get(p, ())))
+            if text is not None and exceptions:
+                if len(exceptions) > MAX_PITFALLS:
+                    continue
+                items = [_pitfall(t, _families(kinds, guarded[t], " and ")) for t in exceptions]
+                text = with_pitfalls(SkillDoc.parse_lenient(text)[0], items)
+            if text is not None:
+                how = f"new flag step for {', '.join(fixed)}{_doubt(material, failing)}"
+                if exceptions:
+                    how += f", with Pitfalls for {', '.join(exceptions)}"
+                yield Candidate(text, tuple(fixed), how)
+
+    def _guards(
+        self, lines: Sequence[str], positives: Sequence[str], sinks: Sequence[re.Pattern[str]]
+    ) -> tuple[str, ...] | None:
+        """API-looking tokens that rule out each of ``lines`` (negative cases a new pattern would
+        hit) and occur in no positive case, so the exception never hides a real finding."""
+        usable: dict[str, set[int]] = {}
+        for index, text in enumerate(lines):
+            for token in guard_tokens(text, positives, sinks):
+                if token_class(token) <= 1:
+                    usable.setdefault(token, set()).add(index)
+        ranked = sorted(
+            usable,
+            key=lambda t: (-len(usable[t]), token_class(t), -nesting(t, lines), self._tie(t)),
+        )
+        chosen: list[str] = []
+        covered: set[int] = set()
+        for token in ranked:
+            if usable[token] - covered:
+                chosen.append(token)
+                covered |= usable[token]
+            if len(covered) == len(lines):
+                return tuple(chosen[:MAX_GUARDS]) if len(chosen) <= MAX_GUARDS else None
+        return None
+
+    # -- the description: tasks that never loaded the skill -----------------------------------
+
+    def _triggers(self, doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+        """Words of the tasks that did not load the skill, added to its description."""
+        description = doc.description
+        if not description or not doc.has_frontmatter:
+            return
+        have = stems(description)
+        cases = [
+            c
+            for c in material.failing(target.direction, target.case_ids)
+            if c.case_id in target.case_ids
+        ]
+        found: dict[str, set[str]] = {}
+        for case in cases:
+            for word in task_words(case.prompt):
+                if word[:5] not in have:
+                    found.setdefault(word, set()).add(case.case_id)
+        ranked = sorted(found, key=lambda w: (-len(found[w]), self._tie(w)))
+        for first in range(0, len(ranked), 2):
+            words = ranked[first : first + 2]
+            said = " or ".join(words)
+            new = f"{description.rstrip()} Also use it when a task mentions {said}."
+            try:
+                text = doc.with_frontmatter_value("description", new).render()
+            except FormatError:
+                return
+            fixed = sorted(set().union(*(found[w] for w in words)))
+            yield Candidate(text, tuple(fixed), f"description triggers on {said}")
+
+    # -- FP: Pitfalls items ---------------------------------------------------------------------
+
+    def _pitfalls(self, doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+        matchers = flag_matchers(doc)
+        rules = discard_rules(doc)
+        positives = [ln.text for c in material.labelled(material.positive) for ln in c.lines]
+        remaining: dict[str, list[CodeLine]] = {}
+        failing = material.failing("FP", target.case_ids)
+        for case in failing:
+            hits = {ln for m in matchers for ln in m.hits(case.lines)}
+            left = sorted((ln for ln in hits if not ruled_out(ln.text, rules)), key=_line_key)
+            if left:
+                remaining[case.case_id] = left
+        if not remaining:
+            return
+        wanted = set(target.case_ids) & set(remaining)
+        fixes: dict[str, set[str]] = {}
+        sinks = [m.regex for m in matchers]
+        for case_id, lines in remaining.items():
+            shared = set.intersection(*(guard_tokens(ln.text, positives, sinks) for ln in lines))
+            for token in shared:
+                fixes.setdefault(token, set()).add(case_id)
+        flagged = [ln.text for lines in remaining.values() for ln in lines]
+        ranked = sorted(
+            fixes,
+            key=lambda t: (
+                -len(fixes[t] & wanted),
+                -len(fixes[t]),
+                token_class(t),
+                -nesting(t, flagged),
+                self._tie(t),
+            ),
+        )
+        kinds = {c.case_id: c.case_type for c in material.cases.values()}
+        every_step = _every_step_item(doc)
+        for chosen in greedy_covers(ranked, fixes, wanted, MAX_PITFALLS):
+            items = [_pitfall(t, _families(kinds, fixes[t], " and ")) for t in chosen]
+            fixed = sorted(set().union(*(fixes[t] for t in chosen)))
+            how = f"Pitfalls for {', '.join(fixed)}{_doubt(material, failing)}"
+            text = with_pitfalls(doc, items)
+            if text is not None:
+                yield Candidate(text, tuple(fixed), how)
+            # an agent that concludes at its first hit never reads these items: the same items
+            # with the every-step item, for when each alone fixed nothing
+            text = with_pitfalls(doc, [*items, every_step]) if every_step else None
+            if text is not None:
+                yield Candidate(text, tuple(fixed), how + ", and run every step before concluding")
+
+
+# -- candidate building blocks --------------------------------------------------------------------
+def broken_before(entries: Sequence[TabooEntry], material: Material) -> frozenset[str]:
+    """Feedback cases named by the reasons of rejected patches ("… now fail: a, b").
+
+    A gate names the previously passing cases a patch broke; those are the cases where a
+    Pitfalls guard was not enough (the agent skipped the Pitfalls, or ran out of budget first).
+    Only cases of the material can match, so nothing held out is ever learnt from.
+    """
+    text = "\n".join(entry.reason for entry in entries)
+    if not text:
+        return frozenset()
+    return frozenset(
+        cid
+        for cid in material.cases
+        if re.search(rf"(?<![\w.-]){re.escape(cid)}(?![\w.-])", text) is not None
+    )
+
+
+def guard_tokens(text: str, positives: Sequence[str], sinks: Sequence[re.Pattern[str]]) -> set[str]:
+    """Tokens of a falsely flagged line that could name its guard in a Pitfalls item.
+
+    Not one found in a positive case (the exception would hide a real finding), and not one a
+    flag pattern finds by itself (``shell=True``, ``shell_exec(``): that is the sink the step
+    flagged, never what makes this use of it safe.
+    """
+    return {
+        token
+        for token in line_tokens(text)
+        if not any(token in p for p in positives) and not any(s.search(token) for s in sinks)
+    }
+
+
+def _families(kinds: dict[str, str | None], case_ids: Iterable[str], joint: str) -> str:
+    return joint.join(sorted({k for k in (kinds.get(c) for c in case_ids) if k}))
+
+
+def _pitfall(token: str, families: str) -> str:
+    of = f" of {families}" if families else ""
+    return f"A hit on a line that also has `{token}` is the guarded form{of} — not a finding."
+
+
+def _doubt(material: Material, failing: Sequence[CaseMaterial]) -> str:
+    if not material.suspected(failing):
+        return ""
+    return " (every such failure is a GT-suspected case)"
+
+
+def _line_key(line: CodeLine) -> tuple[str, int]:
+    return (line.path, line.number)
+
+
+def _unloop(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
+    """A "repeat until no new matches" step loops on a file that always matches: run it once."""
+    for step in doc.steps:
+        if not _LOOPS.search(step.text):
+            continue
+        for index in range(step.line - 1, len(doc.lines)):
+            line = doc.lines[index].text
+            if _LOOP_CLAUSE.search(line):
+                fixed = _LOOP_CLAUSE.sub(" once", line, count=1)
+                yield Candidate(
+                    splice(doc, index, index + 1, [fixed]),
+                    target.case_ids,
+                    f"step {step.number} runs its command once instead of looping",
+                )
+                break
+            if index > step.line - 1 and NUMBER.match(line):
+                break
+
+
+def _every_step_item(doc: SkillDoc) -> str | None:
+    """The Pitfalls item that keeps the agent going to the last step, unless the skill has one."""
+    commands = [s for s in plan(doc) if s.command]
+    if not commands or _ALL_STEPS.search(doc.render()):
+        return None
+    return (
+        "The first hit is not yet the verdict: run all steps before you conclude, up to "
+        f"`{commands[-1].command}`."
+    )
+
+
+def _thorough(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
+    """The agent concluded at its first hit and skipped the Pitfalls: ask for every step."""
+    item = _every_step_item(doc)
+    text = with_pitfalls(doc, [item]) if item else None
+    if text is not None:
+        yield Candidate(text, target.case_ids, "run every step before concluding")
+
+
+def _widen_globs(doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+    """Flag steps skipped because their globs miss the failing cases' languages get them."""
+    suffixes = sorted(
+        {
+            "*." + ln.path.rsplit(".", 1)[1]
+            for cid in target.case_ids
+            if cid in material.cases
+            for ln in material.cases[cid].lines
+            if "." in ln.path and "/" not in ln.path
+        }
+    )
+    if not suffixes:
+        return
+    edited = doc
+    changed = False
+    for step in plan(edited):
+        if not step.flags or step.command is None or tool_of(step.command) != "grep":
+            continue
+        parsed = parse_grep(split_command(step.command)[1:])
+        if isinstance(parsed, str) or not parsed.operands:
+            continue
+        if not all(GLOB.match(op) for op in parsed.operands):
+            continue
+        missing = [s for s in suffixes if s not in parsed.operands]
+        if not missing:
+            continue
+        index = next(s.line for s in edited.steps if s.number == step.number) - 1
+        line = edited.lines[index].text
+        span = f"`{step.command}`"
+        if span not in line:
+            continue
+        wider = line.replace(span, f"`{step.command} {' '.join(missing)}`", 1)
+        edited = SkillDoc.parse_lenient(splice(edited, index, index + 1, [wider]))[0]
+        changed = True
+    if changed:
+        yield Candidate(edited.render(), target.case_ids, f"flag steps also search {suffixes}")

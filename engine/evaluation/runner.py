@@ -1,0 +1,755 @@
+"""The Case × runs (× variant) evaluation matrix.
+
+Every later loop trusts these numbers, so the runner is built to lose nothing and to measure only
+the agent: each unit runs in its own sealed directory (engine.evaluation.agents), units run on N
+worker
+threads in a stable seeded order, and each finished unit is stored at once — its session file
+atomically, then its results row appended — so Ctrl-C, a cancel or a crash keeps all finished
+work. Running the same evaluation again (same run id, or automatically the newest unfinished run
+with the same inputs) fills only the missing and invalid units. A crashed, hung, flooding or
+babbling agent yields an *invalid* unit with its reason; it never counts as a failure and never
+stops the other units.
+
+Agents vary from run to run, so every evaluation has a seed: drawn fresh unless the caller names
+one, recorded in the manifest, and turned into one seed per (case, run) that the agent gets as
+``SKILLSMITH_SEED`` and the results row keeps. The same seed reproduces a noisy demo evaluation
+exactly; two variants of one evaluation share their unit seeds, so a paired comparison can pair
+on them. The seed is not part of the resume key: resuming keeps the run's own seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import random
+import secrets
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.core.benchmark import DEFAULT_LABEL_PATTERN, Benchmark, Case, load_benchmark
+from engine.core.config import Config
+from engine.core.errors import SkillsmithError, UsageError
+from engine.core.events import (
+    Cancelled,
+    CancelToken,
+    EventKind,
+    Reporter,
+    SessionLog,
+    new_id,
+    null_reporter,
+    utc_now,
+)
+from engine.core.fsutil import iter_files, sweep_temp_files
+from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
+from engine.core.scoreboard import Runtime, append_record, record_from_rows
+from engine.core.workspace import Workspace
+from engine.core.yaml_log import is_log_file
+from engine.evaluation.agents import (
+    Agent,
+    AgentOutcome,
+    RoomSpec,
+    SkillFiles,
+    build_room,
+    check_statement,
+    compose_prompt,
+    make_agent,
+    remove_room,
+    scratch_root,
+    sweep_rooms,
+)
+from engine.evaluation.failfast import FIRST_UNITS, AgentBroken, FirstUnits, preflight
+from engine.evaluation.grading import JudgeModel, grade
+from engine.evaluation.metrics import Metrics, metrics
+
+SKILL, BASELINE = "skill", "baseline"
+SEED_BITS = 31
+
+
+def fresh_seed() -> int:
+    """A new evaluation seed (small enough to type back as ``--seed``)."""
+    return secrets.randbits(SEED_BITS)
+
+
+def unit_seed(seed: int, case_id: str, run_index: int) -> int:
+    """The seed of one (case, run) of an evaluation; the same for every variant, so they pair."""
+    digest = hashlib.sha256(f"{seed}:{case_id}:{run_index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> (32 - SEED_BITS)
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    rows: list[dict[str, Any]]  # the latest row of every unit, in matrix order
+    metrics: Metrics  # the skill variant
+    baseline_metrics: Metrics | None
+    status: str  # finished | incomplete (some units invalid)
+    launched: int  # units this call ran to the end (0 when everything was already done)
+    seed: int = 0  # the evaluation's seed (``--seed`` reproduces it)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one evaluation measures; its ``key`` identifies "the same evaluation" for resuming."""
+
+    bench: Benchmark
+    cases: tuple[Case, ...]
+    runs: int
+    agent: Agent
+    variants: dict[str, tuple[SkillFiles, ...]]
+    under_test: tuple[str, ...]
+    baseline: str | None
+    agents_md: str | None
+    versions: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    seed: int = 0  # the evaluation seed; deliberately not in ``material`` (see the module doc)
+
+    def units(self) -> list[UnitKey]:
+        """All units, shuffled by the benchmark seed: the same seed, the same order."""
+        units = [
+            UnitKey(case.id, run, variant)
+            for case in self.cases
+            for run in range(self.runs)
+            for variant in self.variants
+        ]
+        random.Random(self.bench.seed).shuffle(units)
+        return units
+
+    def material(self) -> dict[str, Any]:
+        """Everything that decides the outcome of a unit (timeouts and worker count do not)."""
+        return {
+            "benchmark": self.bench.id,
+            "benchmark_sha256": self.bench_sha256,
+            "agent": {k: self.agent.describe()[k] for k in ("kind", "command", "model", "noise")},
+            "skills": {
+                v: {s.name: _sha(s.text) for s in files} for v, files in self.variants.items()
+            },
+            "agents_md_sha256": None if self.agents_md is None else _sha(self.agents_md),
+            "runs": self.runs,
+            "case_ids": [c.id for c in self.cases],
+            "seed": self.bench.seed,
+        }
+
+    @functools.cached_property
+    def bench_sha256(self) -> str:
+        """Hashed once per plan: every file of the benchmark is read for it."""
+        return bench_fingerprint(self.bench)
+
+    def key(self) -> str:
+        return _sha(json.dumps(self.material(), sort_keys=True))
+
+    def prompt(self, case: Case) -> str:
+        return compose_prompt(
+            case.prompt(), self.bench.labels, self.bench.label_pattern, DEFAULT_LABEL_PATTERN
+        )
+
+    def skills_record(self, variant: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": s.name,
+                "version": self.versions.get(variant, {}).get(s.name),
+                "sha256": _sha(s.text),
+                "under_test": s.name in self.under_test,
+            }
+            for s in self.variants[variant]
+        ]
+
+
+@dataclass
+class _Done:
+    """A finished unit on its way from a worker to the run folder."""
+
+    unit: UnitKey
+    row: dict[str, Any]
+    session: list[dict[str, Any]]
+    outcome: AgentOutcome
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def bench_fingerprint(bench: Benchmark) -> str:
+    """A change to any statement or rubric makes old results incomparable; the scoreboard not."""
+    digest = hashlib.sha256()
+    for path in iter_files(bench.root):
+        rel = path.relative_to(bench.root).as_posix()
+        if is_log_file(rel, bench.scoreboard_path.name):
+            continue
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")  # exactly as stored (CRLF survives)
+
+
+# -- planning ----------------------------------------------------------------------------------
+
+
+def _skill_files(ws: Workspace, overrides: Mapping[str, str], drop: set[str]) -> list[SkillFiles]:
+    files: dict[str, SkillFiles] = {}
+    for name in ws.skill_names():
+        files[name] = SkillFiles(name, _read(ws.skill_path(name)), ws.skills_dir / name)
+    for name, text in overrides.items():
+        folder = _version_folder(ws, name, text) or ws.skills_dir / name
+        files[name] = SkillFiles(name, text, folder if folder.is_dir() else None)
+    return [files[name] for name in sorted(files) if name not in drop]
+
+
+def _version_folder(ws: Workspace, name: str, text: str) -> Path | None:
+    """An older stored version runs with its own folder's files (references, scripts), not
+    the live ones; the current version and unpublished texts use the live folder."""
+    version = _version_of(ws, name, text)
+    if version is None:
+        return None
+    from engine.core.store import SkillStore
+
+    store = SkillStore(ws, name)
+    return None if version == store.current() else store.resources_dir(version)
+
+
+def _store_text(ws: Workspace, name: str, version: str) -> str:
+    from engine.core.store import SkillStore
+
+    return SkillStore(ws, name).read(version)
+
+
+def _version_of(ws: Workspace, name: str, text: str) -> str | None:
+    """The published version whose text this is (None for an unpublished text)."""
+    if not (ws.history_dir / name).is_dir():
+        return None
+    from engine.core.store import SkillStore
+
+    store = SkillStore(ws, name)
+    wanted = _sha(text)
+    current = store.current()
+    names = [v.version for v in reversed(store.versions())]
+    if current in names:
+        names.insert(0, names.pop(names.index(current)))
+    return next((v for v in names if _sha(store.read(v)) == wanted), None)
+
+
+def make_plan(
+    ws: Workspace,
+    bench: Benchmark,
+    agent: Agent,
+    *,
+    runs: int | None,
+    skills: Mapping[str, str] | None,
+    baseline: str | None,
+    case_ids: list[str] | None,
+) -> Plan:
+    """Resolve the matrix: which cases, how many runs, which skill texts per variant."""
+    if runs is not None and runs < 1:
+        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    cases = list(bench.cases)
+    if case_ids:
+        known = {c.id for c in bench.cases}
+        for case_id in case_ids:
+            if case_id not in known:
+                raise UsageError(f"{bench.source}: benchmark {bench.id!r} has no case {case_id!r}")
+        cases = [c for c in bench.cases if c.id in set(case_ids)]
+    for case in cases:
+        check_statement(case.statement_dir)
+    overrides = dict(skills or {})
+    under_test = tuple(sorted(overrides)) if overrides else tuple(ws.skill_names())
+    variants = {SKILL: tuple(_skill_files(ws, overrides, set()))}
+    if baseline == "none":
+        variants[BASELINE] = tuple(_skill_files(ws, overrides, set(under_test)))
+    elif baseline is not None:
+        if not under_test:
+            raise UsageError(f"--baseline {baseline}: there is no skill under test")
+        old = {name: _store_text(ws, name, baseline) for name in under_test}
+        variants[BASELINE] = tuple(_skill_files(ws, {**overrides, **old}, set()))
+    versions = {
+        variant: {s.name: _version_of(ws, s.name, s.text) for s in files}
+        for variant, files in variants.items()
+    }
+    agents_md = _read(ws.agents_md) if ws.agents_md.is_file() else None
+    return Plan(
+        bench=bench,
+        cases=tuple(cases),
+        runs=runs or bench.runs_per_case,
+        agent=agent,
+        variants=variants,
+        under_test=under_test,
+        baseline=baseline,
+        agents_md=agents_md,
+        versions=versions,
+    )
+
+
+# -- one unit (runs on a worker thread) --------------------------------------------------------
+
+
+def _run_unit(
+    plan: Plan,
+    unit: UnitKey,
+    run_id: str,
+    root: Path,
+    judge: JudgeModel | None,
+    should_stop: Callable[[], bool],
+) -> _Done | None:
+    """Run and grade one unit; None when it was cancelled before it could finish."""
+    if should_stop():
+        return None
+    case = next(c for c in plan.cases if c.id == unit.case_id)
+    prompt = plan.prompt(case)
+    spec = RoomSpec(
+        statement_dir=case.statement_dir,
+        prompt=prompt,
+        skills=plan.variants[unit.variant],
+        skills_subdir=plan.agent.skills_subdir,
+        agents_md=plan.agents_md,
+    )
+    room = build_room(spec, root)
+    try:
+        seed = unit_seed(plan.seed, unit.case_id, unit.run_index)
+        outcome = plan.agent.run(room, prompt, should_stop, run_index=unit.run_index, seed=seed)
+        if outcome.cancelled:
+            return None
+        row = _row(plan, case, unit, run_id, outcome) | {"seed": seed}
+        if outcome.invalid_reason is None:
+            graded = grade(plan.bench, case, outcome.answer, llm=judge, run_dir=room)
+            row.update(graded.row_fields())
+    finally:
+        remove_room(room)
+    session = outcome.session or [
+        {"type": "user", "content": prompt},
+        {
+            "type": "result",
+            "tokens": outcome.tokens,
+            "cost_usd": outcome.cost_usd,
+            "duration_ms": outcome.duration_ms,
+            "is_error": True,
+            "invalid_reason": outcome.invalid_reason,
+        },
+    ]
+    return _Done(unit, row, session, outcome)
+
+
+def _row(
+    plan: Plan, case: Case, unit: UnitKey, run_id: str, outcome: AgentOutcome
+) -> dict[str, Any]:
+    return {
+        "case_id": unit.case_id,
+        "run_index": unit.run_index,
+        "variant": unit.variant,
+        "ground_truth": case.rubric.expected,
+        "judge_verdict": None,
+        "pass_fail": "invalid",
+        "failure_kind": None,
+        "score": 0.0,
+        "checks": [],
+        "tokens": outcome.tokens,
+        "cost_usd": outcome.cost_usd,
+        "duration_ms": outcome.duration_ms,
+        "session_id": f"{run_id}/{unit.stem}",
+        "session_file": unit.session_file,
+        "invalid_reason": outcome.invalid_reason,
+        "split": case.split or None,
+        "case_type": case.rubric.type,
+        "critical": case.rubric.critical,
+        "exit_code": outcome.exit_code,
+        "agent_session_id": outcome.agent_session_id,
+        "finished_at": utc_now(),
+    }
+
+
+def _judge(ws: Workspace, cfg: Config, plan: Plan) -> JudgeModel | None:
+    """A judge only when a rubric asks for one: the strict-protocol judge of the configured
+    provider (engine.loops.builder.judge), so every judge reply is validated before a score is
+    read."""
+    wants = any(check.kind == "llm_judge" for c in plan.cases for check in c.rubric.checks)
+    if not wants:
+        return None
+    from engine.loops.builder.judge import make_judge
+
+    return make_judge(ws, cfg.models.judge)
+
+
+# -- the evaluation ----------------------------------------------------------------------------
+
+
+def run_evaluation(
+    ws: Workspace,
+    bench_id: str,
+    *,
+    runs: int | None = None,
+    jobs: int | None = None,
+    skills: dict[str, str] | None = None,
+    baseline: str | None = None,
+    case_ids: list[str] | None = None,
+    run_id: str | None = None,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+    judge: JudgeModel | None = None,
+    scoreboard: bool = True,
+    seed: int | None = None,
+) -> RunResult:
+    """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
+
+    ``skills`` maps a skill name to a SKILL.md text under test (default: the workspace's active
+    skills); ``baseline`` adds a variant without them (``"none"``) or at another version
+    (``"vK"``). An existing ``run_id`` is resumed with its own inputs; without one, the newest
+    unfinished run with identical inputs is resumed, else a new run starts. Raises ``Cancelled``
+    (or lets ``KeyboardInterrupt`` through) after recording what finished.
+
+    ``judge`` grades llm_judge checks instead of the configured judge; ``scoreboard=False``
+    leaves the scoreboard record to the caller (a Builder or Optimizer session writes its own).
+    ``seed`` fixes the evaluation's seed (default: a fresh one, or the resumed run's own).
+    """
+    if cancel is not None:
+        cancel.check()
+    if baseline is not None and baseline != "none":
+        from engine.core.store import version_number
+
+        version_number(baseline)
+    cfg = ws.load_config()
+    bench = load_benchmark(ws.benchmarks_dir / bench_id)
+    agent = make_agent(ws, cfg.agent)
+    folder: RunFolder | None = None
+    if run_id is not None:
+        folder = RunFolder(ws.runs_dir / check_run_id(run_id))
+        if folder.exists():
+            manifest = folder.read_manifest()
+            if manifest.get("benchmark") != bench.id:
+                raise SkillsmithError(
+                    f"{folder.manifest_path}: run {run_id} evaluated benchmark "
+                    f"{manifest.get('benchmark')!r}, not {bench.id!r}"
+                )
+            runs = runs or manifest.get("runs")
+            case_ids = case_ids or manifest.get("case_ids")
+            baseline = baseline or (manifest.get("baseline") or {}).get("spec")
+            skills = skills or folder.load_inputs(SKILL) or None
+    plan = make_plan(
+        ws, bench, agent, runs=runs, skills=skills, baseline=baseline, case_ids=case_ids
+    )
+    if folder is not None and folder.exists():
+        _refuse_other_inputs(folder, plan)
+    if folder is None:
+        found = find_resumable(ws.runs_dir, plan.key())
+        if found is not None and seed in (None, _seed_of(found)):
+            folder = found
+        else:
+            folder = RunFolder(ws.runs_dir / new_id("run"))
+    if folder.exists():
+        had = _seed_of(folder)
+        if seed is not None and seed != had:
+            raise SkillsmithError(
+                f"{folder.manifest_path}: run {folder.run_id} was made with seed {had}, "
+                f"not {seed}; run without --resume to start a new evaluation"
+            )
+        seed = had
+    plan = dataclasses.replace(plan, seed=fresh_seed() if seed is None else seed)
+    judge = judge if judge is not None else _judge(ws, cfg, plan)
+    preflight(agent)  # an unreachable model is refused before any run folder exists
+    with folder.claim():
+        return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard)
+
+
+def _seed_of(folder: RunFolder) -> int:
+    value = folder.read_manifest().get("seed")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _refuse_other_inputs(folder: RunFolder, plan: Plan) -> None:
+    manifest = folder.read_manifest()
+    if manifest.get("key") == plan.key():
+        return
+    before: dict[str, Any] = manifest.get("inputs") or {}
+    changed = [k for k, v in plan.material().items() if before.get(k) != v] or ["inputs"]
+    raise SkillsmithError(
+        f"{folder.manifest_path}: run {folder.run_id} was made with different "
+        f"{', '.join(changed)}; run without --resume to start a new evaluation"
+    )
+
+
+def _evaluate(
+    ws: Workspace,
+    cfg: Config,
+    plan: Plan,
+    folder: RunFolder,
+    jobs: int | None,
+    judge: JudgeModel | None,
+    reporter: Reporter,
+    cancel: CancelToken | None,
+    scoreboard: bool = True,
+) -> RunResult:
+    units = plan.units()
+    resumed = folder.exists()
+    with ws.lock(f"eval {plan.bench.id}"):
+        _sweep_leftovers(ws, plan.bench, folder)
+        folder.repair_torn_tail()
+        latest = folder.latest_rows()  # a malformed row refuses the run before anything is written
+        manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
+        if resumed:
+            old = folder.read_manifest()
+            manifest["started_at"] = old.get("started_at", manifest["started_at"])
+            manifest["resumed_at"] = [*old.get("resumed_at", []), utc_now()]
+            manifest["scoreboard_recorded"] = bool(old.get("scoreboard_recorded"))
+        else:
+            for name in plan.under_test:
+                text = next(s.text for s in plan.variants[SKILL] if s.name == name)
+                folder.save_input(SKILL, name, text)
+        folder.write_manifest(manifest)
+    todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
+    workers = max(1, min(manifest["jobs"], len(todo) or 1))
+    log = SessionLog(ws.sessions_dir, "eval", session_id=folder.run_id, forward=reporter)
+    log.emit(
+        "started",
+        run_id=folder.run_id,
+        benchmark=plan.bench.id,
+        total=len(units),
+        todo=len(todo),
+        resumed=resumed,
+        jobs=workers,
+        seed=plan.seed,
+    )
+    stop = threading.Event()
+
+    def should_stop() -> bool:
+        return stop.is_set() or (cancel is not None and cancel.cancelled)
+
+    root = scratch_root(ws.root)
+    done = len(units) - len(todo)
+    launched = 0
+    first_units = FirstUnits(plan.agent, min(FIRST_UNITS, len(todo)))
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:
+            futures: list[Future[_Done | None]] = [
+                pool.submit(_run_unit, plan, unit, folder.run_id, root, judge, should_stop)
+                for unit in todo
+            ]
+            try:
+                order = {future: index for index, future in enumerate(futures)}
+                pending: set[Future[_Done | None]] = set(futures)
+                while pending:
+                    ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    batch, error = _collect(sorted(ready, key=order.__getitem__))
+                    _store_batch(folder, batch)
+                    events: list[tuple[EventKind, dict[str, Any]]] = []
+                    for finished in batch:
+                        done += 1
+                        events.append(("case_finished", _summary(finished.row)))
+                        events.append(("progress", {"done": done, "total": len(units)}))
+                    log.emit_many(events)
+                    launched += len(batch)
+                    if error is not None:
+                        raise error
+                    for finished in batch:
+                        fault = first_units.observe(
+                            finished.unit.case_id, finished.row["invalid_reason"]
+                        )
+                        if fault is not None:
+                            raise AgentBroken(fault)
+            except BaseException:
+                stop.set()
+                for future in futures:
+                    future.cancel()
+                raise
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled()
+    except BaseException as exc:
+        # every finished unit is on disk already; the status says why the rest is missing
+        status = "interrupted" if isinstance(exc, (Cancelled, KeyboardInterrupt)) else "failed"
+        if isinstance(exc, AgentBroken):
+            manifest["error"] = str(exc)
+        _finish(ws, folder, manifest, units, status)
+        log.emit("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
+        raise
+    return _complete(ws, plan, folder, manifest, units, log, launched, scoreboard)
+
+
+def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None:
+    """What killed commands left behind: temp files of interrupted writes (the scoreboard, run
+    manifests, sessions) and unit folders in the scratch root. Only abandoned ones go: a
+    writer still at work holds a lock on its file (engine.core.fsutil.stale_hold)."""
+    sweep_rooms(scratch_root(ws.root))
+    folders = [bench.root, ws.runs_dir, folder.path / SESSIONS, folder.path / RAW]
+    if ws.runs_dir.is_dir():
+        folders += [p for p in ws.runs_dir.iterdir() if p.is_dir() and not p.is_symlink()]
+    for path in folders:
+        sweep_temp_files(path)
+
+
+def _collect(ready: list[Future[_Done | None]]) -> tuple[list[_Done], BaseException | None]:
+    """The units that finished together, and the first error among them (raised after the
+    others are stored, so no finished unit is lost to a sibling's failure)."""
+    batch: list[_Done] = []
+    error: BaseException | None = None
+    for future in ready:
+        try:
+            finished = future.result()
+        except BaseException as exc:  # re-raised by the caller once the batch is stored
+            error = error or exc
+            continue
+        if finished is not None:
+            batch.append(finished)
+    return batch, error
+
+
+def _store_batch(folder: RunFolder, batch: list[_Done]) -> None:
+    """Sessions first, then the rows: a row never points at a session that is not on disk.
+
+    Units that finished together share the syncs — each session file is fsynced, its folder
+    once, the rows with one append — so a batch is as durable as storing them one by one.
+    """
+    if not batch:
+        return
+    for finished in batch:
+        folder.write_session(finished.unit, finished.session, sync_dir=False)
+        outcome = finished.outcome
+        if outcome.raw_stream is not None:
+            finished.row["raw_file"] = folder.write_raw(
+                finished.unit, "stream.jsonl", outcome.raw_stream, sync_dir=False
+            )
+        if outcome.stderr_tail.strip():
+            folder.write_raw(finished.unit, "stderr.txt", outcome.stderr_tail, sync_dir=False)
+    folder.sync_unit_dirs()
+    folder.append_rows([finished.row for finished in batch])
+
+
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
+    keys = ("case_id", "run_index", "variant", "pass_fail", "score", "judge_verdict")
+    return {k: row[k] for k in keys} | {
+        "invalid_reason": row["invalid_reason"],
+        "duration_ms": row["duration_ms"],
+    }
+
+
+def _manifest(plan: Plan, folder: RunFolder, jobs: int) -> dict[str, Any]:
+    baseline = None
+    if plan.baseline is not None:
+        baseline = {"spec": plan.baseline, "skills": plan.skills_record(BASELINE)}
+    return {
+        "run_id": folder.run_id,
+        "benchmark": plan.bench.id,
+        "agent": plan.agent.describe(),
+        "skills": plan.skills_record(SKILL),
+        "baseline": baseline,
+        "seed": plan.seed,
+        "order_seed": plan.bench.seed,
+        "runs": plan.runs,
+        "case_ids": [c.id for c in plan.cases],
+        "units_total": len(plan.cases) * plan.runs * len(plan.variants),
+        "jobs": jobs,
+        "key": plan.key(),
+        "inputs": plan.material(),
+        "started_at": utc_now(),
+        "finished_at": None,
+        "status": "running",
+        "counts": {},
+    }
+
+
+def _counts(rows: dict[UnitKey, dict[str, Any]], units: list[UnitKey]) -> dict[str, int]:
+    counts = {"pass": 0, "fail": 0, "invalid": 0, "missing": 0}
+    for unit in units:
+        counts[rows[unit]["pass_fail"] if unit in rows else "missing"] += 1
+    return counts
+
+
+def _finish(
+    ws: Workspace,
+    folder: RunFolder,
+    manifest: dict[str, Any],
+    units: list[UnitKey],
+    status: str,
+) -> dict[UnitKey, dict[str, Any]]:
+    """Record the final status and counts, and keep only the latest row per unit."""
+    latest = folder.latest_rows()
+    manifest.update(status=status, finished_at=utc_now(), counts=_counts(latest, units))
+    with ws.lock(f"eval {manifest['benchmark']}"):
+        folder.write_manifest(manifest)
+        folder.compact(sorted(units))
+    return latest
+
+
+def _complete(
+    ws: Workspace,
+    plan: Plan,
+    folder: RunFolder,
+    manifest: dict[str, Any],
+    units: list[UnitKey],
+    log: SessionLog,
+    launched: int,
+    scoreboard: bool = True,
+) -> RunResult:
+    status = "finished" if _counts(folder.latest_rows(), units)["invalid"] == 0 else "incomplete"
+    latest = _finish(ws, folder, manifest, units, status)
+    rows = [latest[u] for u in sorted(units) if u in latest]
+    positive = plan.bench.positive_label
+    skill_metrics = metrics([r for r in rows if r["variant"] == SKILL], positive)
+    baseline_rows = [r for r in rows if r["variant"] == BASELINE]
+    if scoreboard and not manifest.get("scoreboard_recorded"):
+        _record_scores(plan, folder.run_id, rows, skill_metrics)
+        manifest["scoreboard_recorded"] = True
+        with ws.lock(f"eval {plan.bench.id}"):
+            folder.write_manifest(manifest)
+    result = RunResult(
+        run_id=folder.run_id,
+        run_dir=folder.path,
+        rows=rows,
+        metrics=skill_metrics,
+        baseline_metrics=metrics(baseline_rows, positive) if plan.baseline else None,
+        status=status,
+        launched=launched,
+        seed=plan.seed,
+    )
+    log.emit(
+        "finished",
+        run_id=folder.run_id,
+        status=status,
+        counts=manifest["counts"],
+        pass_rate=skill_metrics.pass_rate,
+        f1=skill_metrics.f1,
+    )
+    return result
+
+
+def agent_runtime(agent: Agent) -> Runtime:
+    """PenguinHarness' (provider, model) pair for the agent that produced the scores."""
+    if agent.kind == "claude-code":
+        return Runtime("anthropic", agent.model or "claude-code default")
+    if agent.kind == "demo":
+        return Runtime("skillsmith", agent.model or "demo-agent")
+    return Runtime("command", agent.model or Path(agent.command[0]).name)
+
+
+def _record_scores(plan: Plan, run_id: str, rows: list[dict[str, Any]], main: Metrics) -> None:
+    """One scoreboard record per variant with valid units (an all-invalid run scores nothing)."""
+    for variant in plan.variants:
+        variant_rows = [r for r in rows if r["variant"] == variant]
+        figures = main if variant == SKILL else metrics(variant_rows, plan.bench.positive_label)
+        if not figures.valid:
+            continue
+        skills = {
+            s["name"]: s["version"] or f"sha256:{s['sha256'][:12]}"
+            for s in plan.skills_record(variant)
+        }
+        shown = ", ".join(f"{k}@{v}" for k, v in skills.items()) or "no skills"
+        title = f"{plan.bench.id} [{variant}] pass {figures.pass_rate:.0%}"
+        summary = (
+            f"run {run_id}: {figures.valid}/{figures.units} valid units, pass rate "
+            f"{figures.pass_rate:.2f}"
+            + (f", F1 {figures.f1:.2f}" if figures.f1 is not None else "")
+            + f"; {shown}"
+        )
+        record = record_from_rows(
+            variant_rows,
+            runtime=agent_runtime(plan.agent),
+            summary_title=title,
+            summary=summary,
+            run_id=run_id,
+            variant=variant,
+            skills=skills,
+        )
+        append_record(plan.bench.root, record)

@@ -1,0 +1,32 @@
+"""The Optimizer: strict-improvement rounds over the agent's editable state.
+
+PenguinHarness' agent-optimization as a session (engine.loops.agent_optimizer.session): from a
+Formal
+Baseline, one bounded candidate per round (AGENTS.md, a skill, or the agent's settings), a
+snapshot before it, kept only when the evaluation score is strictly higher, rolled back otherwise.
+"""
+
+from engine.loops.agent_optimizer.candidate import (
+    Candidate,
+    NoneLeft,
+    editable_files,
+    parse_candidate,
+)
+from engine.loops.agent_optimizer.offline import optimizer_offline
+from engine.loops.agent_optimizer.session import OptimizeResult, hypothesis_check, optimize_agent
+from engine.loops.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
+
+__all__ = [
+    "Attempt",
+    "Candidate",
+    "NoneLeft",
+    "OptimizeResult",
+    "OptimizerState",
+    "Reference",
+    "editable_files",
+    "find_unfinished",
+    "hypothesis_check",
+    "optimize_agent",
+    "optimizer_offline",
+    "parse_candidate",
+]

@@ -1,0 +1,617 @@
+"""The Optimizer session: strict-improvement rounds over the agent's editable state.
+
+PenguinHarness' agent-optimization, round by round:
+
+1. It starts only from a complete, unchanged **Formal Baseline** (engine.loops.builder.baseline).
+2. From the reference evaluation's scores and its diagnosed traces the model proposes **one
+   bounded candidate** (engine.loops.agent_optimizer.candidate).
+3. The agent state is **snapshotted** (``snapshots/v<N>.tar.gz``), the candidate applied, and the
+   Case × runs matrix evaluated.
+4. Units that failed to execute are **repaired**: the same candidate, only the failed units rerun.
+   An evaluation still incomplete is **invalid**: it is rolled back and does not count as a round.
+5. The candidate is **kept only if its score is strictly higher** than the reference (the first
+   time: the Formal Baseline's single run against the candidate's multi-run mean, as the spec
+   allows). Kept: the skill is published or the workspace version bumped to N+1, and the record
+   is written to the scoreboard and checked against its run at once. Otherwise the snapshot is
+   **restored** (and a skill diff goes on the skill's taboo list).
+6. Whether the **hypothesis held** on the cases it targeted is reported apart from the score
+   change, so noise elsewhere is not read as the candidate's effect.
+7. It stops early at the **target score**, else after the configured number of valid rounds; the
+   agent is left at the best (the last kept) version.
+
+Every stage is written to ``experiments/<session>/state.json`` before the next begins, so a killed
+Optimizer resumes the same round with the same candidate and reruns only the missing units.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from engine.core.benchmark import load_benchmark
+from engine.core.errors import SkillsmithError, UsageError
+from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter
+from engine.core.fsutil import atomic_write_text
+from engine.core.runs import RunFolder
+from engine.core.scoreboard import (
+    ScoreRecord,
+    append_record,
+    count_records,
+    read_heads,
+    read_record,
+    record_from_rows,
+)
+from engine.core.sessions import ends_logged, hold, is_held, start_session, verify_record
+from engine.core.snapshots import create_snapshot, restore
+from engine.core.store import SkillStore, read_text
+from engine.core.workspace import Workspace
+from engine.evaluation.agents import make_agent
+from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.llm import LLM, make_llm
+from engine.evaluation.patches import taboo_rule
+from engine.evaluation.runner import RunResult, agent_runtime, run_evaluation
+from engine.loops.agent_optimizer.candidate import (
+    CANDIDATE_SYSTEM,
+    Candidate,
+    NoneLeft,
+    editable_files,
+    parse_candidate,
+    target_path,
+)
+from engine.loops.agent_optimizer.offline import optimizer_offline
+from engine.loops.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
+from engine.loops.builder.baseline import (
+    ACCEPTED,
+    FormalBaseline,
+    figures,
+    formal_baseline,
+    skills_of_run,
+)
+from engine.loops.builder.judge import ProtocolJudge, session_judge
+from engine.loops.builder.protocol import ProtocolExhausted, ask, data_message
+
+MAX_REPAIRS = 2  # reruns of failed units before an evaluation is judged invalid
+EVIDENCE_PER_CAUSE = 3
+
+
+@dataclass
+class OptimizeResult:
+    session_id: str
+    benchmark: str
+    resumed: bool
+    baseline_score: float
+    final_score: float
+    version: int
+    valid_rounds: int
+    stop_reason: str
+    attempts: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _reference(record: ScoreRecord, index: int, version: int, source: str) -> Reference:
+    return Reference(
+        score=record.score,
+        run_id=str(record.run_id),
+        version=version,
+        record_index=index,
+        cases={c.case_id: c.score for c in record.cases},
+        source=source,
+    )
+
+
+def hypothesis_check(
+    targeted: list[str], before: Mapping[str, float], after: Mapping[str, float]
+) -> dict[str, Any]:
+    """Did the targeted cases improve (mean, strictly)? Kept apart from the overall delta."""
+    scored = [c for c in targeted if c in before and c in after]
+    held: bool | None = None
+    if scored:
+        held = statistics.fmean(after[c] for c in scored) > statistics.fmean(
+            before[c] for c in scored
+        )
+    return {
+        "held": held,
+        "cases": {c: {"before": before.get(c), "after": after.get(c)} for c in targeted},
+        "improved": [c for c in scored if after[c] > before[c]],
+        "worsened": [c for c in scored if after[c] < before[c]],
+    }
+
+
+class _Optimizer:
+    def __init__(
+        self,
+        ws: Workspace,
+        state: OptimizerState,
+        log: SessionLog,
+        model: LLM,
+        judge: ProtocolJudge,
+        reporter: Reporter,
+        cancel: CancelToken | None,
+    ) -> None:
+        self.ws = ws
+        self.state = state
+        self.log = log
+        self.model = model
+        self.judge = judge
+        self.reporter = reporter
+        self.cancel = cancel
+        self.folder = ws.experiments_dir / state.session_id
+
+    def save(self) -> None:
+        with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
+            self.state.save(self.folder)
+
+    # -- proposing -------------------------------------------------------------------------------
+    def _proposal_rerequested(self, problem: str, number: int) -> None:
+        self.log.emit("message", stage="proposal_rerequest", problem=problem, request=number)
+
+    def propose(self) -> Candidate | NoneLeft:
+        ref = self.state.reference
+        cfg = self.ws.load_config()
+        bench_root = self.ws.benchmarks_dir / self.state.benchmark
+        run = load_run(self.ws.runs_dir / ref.run_id, self.ws)
+        bench = load_benchmark(bench_root)
+        diagnosis = diagnose_run(
+            run, config=cfg.diagnosis, min_share=cfg.limits.root_cause_min_share, bench=bench
+        )
+        causes = []
+        for cause in diagnosis.root_causes:
+            item = cause.to_dict()
+            item["evidence"] = item["evidence"][:EVIDENCE_PER_CAUSE]
+            causes.append(item)
+        files = editable_files(self.ws)
+        case_ids = [c.id for c in bench.cases]
+        data = {
+            "benchmark": self.state.benchmark,
+            "reference": {"score": ref.score, "run_id": ref.run_id, "source": ref.source},
+            "cases": [
+                {"id": c.id, "expected": c.rubric.expected, "score": ref.cases.get(c.id)}
+                for c in bench.cases
+            ],
+            "root_causes": causes,
+            "attribution": diagnosis.attribution_summary(),
+            "files": files,
+            "tried": self.state.tried(),
+            "limits": {"max_patch_lines": cfg.limits.max_patch_lines},
+        }
+        exchange = ask(
+            self.model,
+            CANDIDATE_SYSTEM,
+            [data_message("Propose the next candidate.", data)],
+            lambda text: parse_candidate(
+                text, ws=self.ws, files=files, case_ids=case_ids, tried=self.state.tried()
+            ),
+            on_rerequest=self._proposal_rerequested,
+        )
+        proposal: Candidate | NoneLeft = exchange.value
+        return proposal
+
+    # -- the stages of one attempt ---------------------------------------------------------------
+    def snapshot(self, attempt: Attempt, candidate: Candidate) -> None:
+        if candidate.skill is not None:
+            SkillStore(self.ws, candidate.skill).ensure_adopted()  # v0 = the text before
+        note = (
+            f"optimizer {self.state.session_id} round {attempt.round} "
+            f"(attempt {attempt.number}): before {candidate.summary}"
+        )
+        path = create_snapshot(self.ws, note=note)
+        attempt.snapshot = path.relative_to(self.ws.root).as_posix()
+        attempt.stage = "snapshotted"
+        self.save()
+        self.log.emit("message", stage="snapshot", attempt=attempt.number, file=attempt.snapshot)
+
+    def apply(self, attempt: Attempt, candidate: Candidate) -> None:
+        path = target_path(self.ws, candidate.target)
+        with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
+            live = read_text(path) if path.is_file() else ""
+            if live not in (candidate.before, candidate.after):
+                raise SkillsmithError(
+                    f"{path}: changed since the candidate was proposed; restore "
+                    f"{attempt.snapshot} or start a new optimizer session"
+                )
+            if live != candidate.after:
+                atomic_write_text(path, candidate.after)
+        attempt.run_id = attempt.run_id or new_id("run")
+        attempt.stage = "applied"
+        self.save()
+        self.log.emit(
+            "message",
+            stage="applied",
+            attempt=attempt.number,
+            target=candidate.target,
+            run_id=attempt.run_id,
+        )
+
+    def _evaluate_once(self, run_id: str) -> RunResult:
+        return run_evaluation(
+            self.ws,
+            self.state.benchmark,
+            runs=self.state.runs,
+            jobs=self.state.jobs,
+            run_id=run_id,
+            reporter=self.reporter,
+            cancel=self.cancel,
+            judge=self.judge,
+            scoreboard=False,
+        )
+
+    def evaluate(self, attempt: Attempt, candidate: Candidate) -> None:
+        assert attempt.run_id is not None
+        result = self._evaluate_once(attempt.run_id)
+        attempt.launched += result.launched
+        self.save()
+        self.log.emit(
+            "message",
+            stage="evaluated",
+            attempt=attempt.number,
+            run_id=result.run_id,
+            status=result.status,
+            launched=result.launched,
+        )
+        while result.status != "finished" and attempt.repairs < MAX_REPAIRS:
+            attempt.repairs += 1
+            failed = [
+                f"{r['case_id']}#{r['run_index']}"
+                for r in result.rows
+                if r["pass_fail"] == "invalid"
+            ]
+            self.log.emit(
+                "message",
+                stage="repair",
+                attempt=attempt.number,
+                run_id=result.run_id,
+                units=failed,
+            )
+            result = self._evaluate_once(attempt.run_id)
+            attempt.launched += result.launched
+            self.save()
+        if result.status != "finished":
+            self.roll_back(attempt, candidate, "invalid", "units still failed to run after repairs")
+            return
+        rows = [r for r in result.rows if r["variant"] == "skill"]
+        record = figures(rows)
+        ref = self.state.reference
+        attempt.score = record.score
+        attempt.delta = round(record.score - ref.score, 2)
+        attempt.hypothesis = hypothesis_check(
+            list(candidate.targeted_cases), ref.cases, {c.case_id: c.score for c in record.cases}
+        )
+        attempt.decision = "accepted" if record.score > ref.score else "rolled_back"
+        attempt.stage = "deciding"
+        self.save()
+
+    def decide(self, attempt: Attempt, candidate: Candidate) -> None:
+        if attempt.decision == "accepted":
+            self.accept(attempt, candidate)
+        else:
+            why = (
+                f"score {attempt.score:.2f} is not strictly above the reference "
+                f"{attempt.reference_score:.2f}"
+            )
+            self.roll_back(attempt, candidate, "rolled_back", why)
+
+    def accept(self, attempt: Attempt, candidate: Candidate) -> None:
+        assert attempt.run_id is not None and attempt.score is not None
+        bench_root = self.ws.benchmarks_dir / self.state.benchmark
+        why = f"optimize-agent {self.state.session_id} round {attempt.round}: {candidate.summary}"
+        with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
+            if candidate.skill is not None:
+                store = SkillStore(self.ws, candidate.skill)
+                current = store.current()
+                if current is None or store.read(current) != candidate.after:
+                    store.publish(
+                        candidate.after,
+                        why=why,
+                        metrics={"score": attempt.score, "run_id": attempt.run_id},
+                        patch=candidate.diff,
+                        provenance={"source": "optimize-agent", "session": self.state.session_id},
+                    )
+            cfg = self.ws.load_config()
+            if cfg.version < attempt.version_before + 1:
+                cfg.version = attempt.version_before + 1
+                self.ws.save_config(cfg)
+            attempt.version_after = self.ws.load_config().version
+        done = [
+            i
+            for i, r in enumerate(read_heads(bench_root))
+            if r.kind == ACCEPTED and r.run_id == attempt.run_id
+        ]
+        if done:
+            index, record = done[0], read_record(bench_root, done[0])
+        else:
+            record = self._record(attempt, candidate)
+            append_record(bench_root, record)
+            index = count_records(bench_root) - 1
+        mismatches = verify_record(self.ws, record)
+        if mismatches:
+            raise SkillsmithError(
+                f"{bench_root}: scoreboard record [{index}] does not match run "
+                f"{attempt.run_id}: {mismatches[0]}"
+            )
+        attempt.record_index = index
+        attempt.stage = "accepted"
+        self.state.valid_rounds += 1
+        self.state.reference = _reference(
+            record, index, attempt.version_after, f"round {attempt.round}"
+        )
+        self.save()
+        self.log.emit("published", **self._outcome(attempt, candidate))
+
+    def _record(self, attempt: Attempt, candidate: Candidate) -> ScoreRecord:
+        assert attempt.run_id is not None and attempt.score is not None
+        folder = RunFolder(self.ws.runs_dir / attempt.run_id)
+        manifest = folder.read_manifest()
+        rows = [r for r in folder.latest_rows().values() if r.get("variant", "skill") == "skill"]
+        skills = skills_of_run(manifest)
+        if candidate.skill is not None:
+            current = SkillStore(self.ws, candidate.skill).current()
+            skills[candidate.skill] = str(current)
+        hypothesis = attempt.hypothesis or {}
+        held = {True: "held", False: "did not hold", None: "could not be checked"}[
+            hypothesis.get("held")
+        ]
+        improved = ", ".join(hypothesis.get("improved") or []) or "none"
+        ranked = sorted(figures(rows).cases, key=lambda c: (c.score, c.case_id))
+        below = [c.case_id for c in ranked if c.score < 100][:3]
+        summary = (
+            f"{candidate.hypothesis} — the hypothesis {held} on its targeted cases "
+            f"(improved: {improved}); score {attempt.reference_score:.2f} → {attempt.score:.2f}. "
+            f"Next hypothesis: the lowest cases ({', '.join(below) or 'none'}) share a root cause "
+            "a further bounded edit can fix."
+        )
+        cfg = self.ws.load_config()
+        return record_from_rows(
+            rows,
+            runtime=agent_runtime(make_agent(self.ws, cfg.agent)),
+            summary_title=(
+                f"Round {attempt.round} accepted (v{attempt.version_after}): {candidate.summary}"
+            ),
+            summary=summary,
+            run_id=attempt.run_id,
+            variant="skill",
+            skills=skills,
+            kind=ACCEPTED,
+            session_id=self.state.session_id,
+            version=attempt.version_after,
+        )
+
+    def roll_back(self, attempt: Attempt, candidate: Candidate, decision: str, why: str) -> None:
+        assert attempt.snapshot is not None
+        path = target_path(self.ws, candidate.target)
+        live = read_text(path) if path.is_file() else ""
+        changed = (
+            live != candidate.before or self.ws.load_config().version != attempt.version_before
+        )
+        if changed:
+            # its own snapshot of the state before its own edit: the agent settings in it are
+            # the ones the user had, so they need no second confirmation
+            restore(self.ws, self.ws.root / attempt.snapshot, yes=True, trust_agent_config=True)
+        if decision == "rolled_back" and candidate.skill is not None:
+            SkillStore(self.ws, candidate.skill).taboo().add(
+                taboo_rule(candidate.rule, "optimize"), candidate.diff, why
+            )
+        attempt.decision = decision
+        attempt.reason = why
+        attempt.stage = decision
+        if decision == "rolled_back":
+            self.state.valid_rounds += 1
+        self.save()
+        self.log.emit("rolled_back", **self._outcome(attempt, candidate))
+
+    def _outcome(self, attempt: Attempt, candidate: Candidate) -> dict[str, Any]:
+        hypothesis = attempt.hypothesis or {}
+        return {
+            "attempt": attempt.number,
+            "round": attempt.round if attempt.decision != "invalid" else None,
+            "decision": attempt.decision,
+            "target": candidate.target,
+            "summary": candidate.summary,
+            "run_id": attempt.run_id,
+            "score": attempt.score,
+            "reference_score": attempt.reference_score,
+            "delta": attempt.delta,
+            "hypothesis_held": hypothesis.get("held"),
+            "targeted_cases": list(candidate.targeted_cases),
+            "version": self.ws.load_config().version,
+            "snapshot": attempt.snapshot,
+            "reason": attempt.reason,
+            "launched": attempt.launched,
+        }
+
+    def advance(self, attempt: Attempt) -> None:
+        candidate = Candidate.from_dict(attempt.candidate)
+        if attempt.stage == "proposed":
+            self.snapshot(attempt, candidate)
+        if attempt.stage == "snapshotted":
+            self.apply(attempt, candidate)
+        if attempt.stage == "applied":
+            self.evaluate(attempt, candidate)
+        if attempt.stage == "deciding":
+            self.decide(attempt, candidate)
+
+    # -- the loop --------------------------------------------------------------------------------
+    def _stop(self) -> str | None:
+        state = self.state
+        if state.target_score is not None and state.reference.score >= state.target_score:
+            return "target"
+        if state.valid_rounds >= state.rounds:
+            return "rounds"
+        if len(state.attempts) >= 2 * state.rounds + 2:
+            return "too many invalid evaluations"
+        return None
+
+    def run(self) -> str:
+        while True:
+            if self.cancel is not None:
+                self.cancel.check()
+            attempt = self.state.open_attempt()
+            if attempt is None:
+                reason = self._stop()
+                if reason is not None:
+                    return reason
+                try:
+                    proposal = self.propose()
+                except ProtocolExhausted as exc:
+                    return f"no valid candidate: {exc}"
+                if isinstance(proposal, NoneLeft):
+                    return f"no different safe candidate left ({proposal.reason})"
+                attempt = Attempt(
+                    number=len(self.state.attempts) + 1,
+                    round=self.state.valid_rounds + 1,
+                    candidate=proposal.to_dict(),
+                    stage="proposed",
+                    version_before=self.ws.load_config().version,
+                    reference_score=self.state.reference.score,
+                )
+                self.state.attempts.append(attempt)
+                self.save()
+                self.log.emit(
+                    "candidate_queued",
+                    attempt=attempt.number,
+                    round=attempt.round,
+                    target=proposal.target,
+                    summary=proposal.summary,
+                    hypothesis=proposal.hypothesis,
+                    targeted_cases=list(proposal.targeted_cases),
+                    diff_lines=proposal.diff.count("\n"),
+                )
+            self.advance(attempt)
+
+
+def _start_reference(ws: Workspace, baseline: FormalBaseline, version: int) -> Reference:
+    """What a new session must beat: the newest kept record of the current agent version.
+
+    A later session continues from the best state earlier sessions kept, so it compares with
+    that state's record; without one (the state changed by hand) it compares with the baseline.
+    """
+    heads = read_heads(baseline.bench.root)
+    for index in range(len(heads) - 1, -1, -1):
+        head = heads[index]
+        if head.kind == ACCEPTED and head.version == version:
+            record = read_record(baseline.bench.root, index)
+            return _reference(record, index, version, f"record [{index}]")
+    base = baseline.record
+    return _reference(
+        base,
+        baseline.index,
+        base.version if base.version is not None else version,
+        "formal_baseline",
+    )
+
+
+def optimize_agent(
+    ws: Workspace,
+    bench_id: str,
+    *,
+    rounds: int = 3,
+    runs: int | None = None,
+    target_score: float | None = None,
+    jobs: int | None = None,
+    model: LLM | None = None,
+    judge: ProtocolJudge | None = None,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> OptimizeResult:
+    """Run (or resume) an Optimizer session on benchmark ``bench_id``.
+
+    ``runs`` is the runs per case of every candidate evaluation (default: the benchmark's);
+    ``model`` answers the candidate protocol (default: the configured proposer model, offline
+    :func:`engine.loops.agent_optimizer.offline.optimizer_offline`); ``judge`` grades llm_judge
+    checks.
+    An unfinished session of the same benchmark is resumed with its own settings.
+    """
+    if rounds < 1:
+        raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
+    if runs is not None and runs < 1:
+        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    if target_score is not None and not 0 <= target_score <= 100:
+        raise UsageError(f"--target-score: expected a score from 0 to 100, got {target_score}")
+    baseline = formal_baseline(ws, bench_id)
+    cfg = ws.load_config()
+    llm = model or make_llm(cfg.models.proposer, ws, offline=optimizer_offline)
+    found = find_unfinished(ws, bench_id)
+    if found is not None:
+        folder, state = found
+        if is_held(folder):
+            raise SkillsmithError(
+                f"{folder}: optimizer session {state.session_id} is running on {bench_id}"
+            )
+        log = start_session(ws, "optimizer", forward=reporter, session_id=state.session_id)
+    else:
+        log = start_session(ws, "optimizer", forward=reporter)
+        start = _start_reference(ws, baseline, cfg.version)
+        state = OptimizerState(
+            session_id=log.session_id,
+            benchmark=bench_id,
+            runs=runs or baseline.bench.runs_per_case,
+            rounds=rounds,
+            target_score=target_score,
+            jobs=jobs,
+            baseline=_reference(
+                baseline.record,
+                baseline.index,
+                baseline.record.version if baseline.record.version is not None else cfg.version,
+                "formal_baseline",
+            ),
+            reference=start,
+        )
+    grader = judge or session_judge(ws, cfg.models.judge, log)
+    optimizer = _Optimizer(ws, state, log, llm, grader, reporter, cancel)
+    with hold(optimizer.folder):
+        if found is None:
+            optimizer.save()
+            log.emit(
+                "started",
+                benchmark=bench_id,
+                baseline_score=state.baseline.score,
+                baseline_run=state.baseline.run_id,
+                reference_score=state.reference.score,
+                reference=state.reference.source,
+                runs=state.runs,
+                rounds=state.rounds,
+                target_score=state.target_score,
+            )
+        else:
+            open_attempt = state.open_attempt()
+            log.emit(
+                "message",
+                stage="resumed",
+                benchmark=bench_id,
+                valid_rounds=state.valid_rounds,
+                attempt=None if open_attempt is None else open_attempt.number,
+                at=None if open_attempt is None else open_attempt.stage,
+                run_id=None if open_attempt is None else open_attempt.run_id,
+            )
+        with ends_logged(log, benchmark=bench_id):
+            reason = optimizer.run()
+        state.status, state.stop_reason = "finished", reason
+        optimizer.save()
+    version = ws.load_config().version
+    log.emit(
+        "finished",
+        benchmark=bench_id,
+        status="finished",
+        reason=reason,
+        score=state.reference.score,
+        baseline_score=state.baseline.score,
+        version=version,
+        valid_rounds=state.valid_rounds,
+    )
+    return OptimizeResult(
+        session_id=state.session_id,
+        benchmark=bench_id,
+        resumed=found is not None,
+        baseline_score=state.baseline.score,
+        final_score=state.reference.score,
+        version=version,
+        valid_rounds=state.valid_rounds,
+        stop_reason=reason,
+        attempts=[asdict(a) for a in state.attempts],
+    )
+
+
+__all__ = ["OptimizeResult", "hypothesis_check", "optimize_agent"]

@@ -1,0 +1,112 @@
+"""The Optimizer's own file: ``experiments/<session-id>/state.json``.
+
+A round has stages (proposed → snapshotted → applied → deciding → accepted / rolled back, or
+invalid), and the state file records each one before the next begins, together with the run id
+the evaluation will use. A killed Optimizer therefore restarts exactly where it stopped: the same
+candidate, the same snapshot, the same run — whose finished units the runner keeps — and no round
+is counted twice. The file is also the experiment's record: every candidate, its scores, the
+hypothesis check and the decision.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.core.fsutil import atomic_write_json
+from engine.core.schema import from_mapping, to_mapping
+from engine.core.workspace import Workspace
+
+STATE_FILE = "state.json"
+OPEN_STAGES = ("proposed", "snapshotted", "applied", "deciding")
+
+
+@dataclass
+class Attempt:
+    """One candidate: a valid round once decided, or an invalid evaluation (not a round)."""
+
+    number: int
+    round: int
+    candidate: dict[str, Any]
+    stage: str
+    version_before: int
+    reference_score: float
+    snapshot: str | None = None
+    run_id: str | None = None
+    repairs: int = 0
+    launched: int = 0
+    score: float | None = None
+    delta: float | None = None
+    decision: str | None = None  # accepted | rolled_back | invalid
+    hypothesis: dict[str, Any] | None = None
+    version_after: int | None = None
+    record_index: int | None = None
+    reason: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.stage in OPEN_STAGES
+
+
+@dataclass
+class Reference:
+    """The best evaluation so far: what a candidate must beat strictly."""
+
+    score: float
+    run_id: str
+    version: int
+    record_index: int
+    cases: dict[str, float]
+    source: str  # formal_baseline | round <n>
+
+
+@dataclass
+class OptimizerState:
+    session_id: str
+    benchmark: str
+    runs: int
+    rounds: int
+    target_score: float | None
+    jobs: int | None
+    baseline: Reference
+    reference: Reference
+    status: str = "running"  # running | finished
+    stop_reason: str | None = None
+    valid_rounds: int = 0
+    attempts: list[Attempt] = field(default_factory=list)
+
+    def open_attempt(self) -> Attempt | None:
+        return next((a for a in self.attempts if a.open), None)
+
+    def tried(self) -> list[str]:
+        return [str(a.candidate.get("diff_sha")) for a in self.attempts]
+
+    def save(self, folder: Path) -> None:
+        atomic_write_json(folder / STATE_FILE, to_mapping(self))
+
+    @classmethod
+    def load(cls, folder: Path) -> OptimizerState:
+        path = folder / STATE_FILE
+        return from_mapping(cls, json.loads(path.read_text(encoding="utf-8")), path)
+
+
+def find_unfinished(ws: Workspace, bench_id: str) -> tuple[Path, OptimizerState] | None:
+    """The newest Optimizer session of ``bench_id`` that stopped before finishing.
+
+    The caller asks :func:`engine.core.sessions.is_held` whether a live process still runs it.
+    """
+    if not ws.experiments_dir.is_dir():
+        return None
+    found: list[tuple[Path, OptimizerState]] = []
+    for folder in sorted(ws.experiments_dir.iterdir()):
+        if not (folder / STATE_FILE).is_file():
+            continue
+        state = OptimizerState.load(folder)
+        if state.benchmark == bench_id and state.status == "running":
+            found.append((folder, state))
+    return found[-1] if found else None
+
+
+__all__ = ["STATE_FILE", "Attempt", "OptimizerState", "Reference", "find_unfinished"]

@@ -1,0 +1,118 @@
+"""When to stop evolving: convergence, weighted stagnation, slim mode, the round budget.
+
+Stagnation is weighted, not counted (the outcome-driven article): a round that breaks a case that
+used to pass weighs 1.0, one whose holdout F1 dropped 0.7, one that merely fixed nothing 0.3.
+Breaking old behaviour is over three times worse than failing to add new behaviour, so five idle
+rounds (1.5) keep the loop going while three regressions and two stalls (3.6) bring it close to
+the 5.0 limit. An accepted patch is progress and resets the count: the limit is about rounds
+*in a row* without progress.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from engine.core.config import LimitsConfig
+from engine.evaluation.gates.result import GateResult
+
+TARGET_WEIGHT = 0.3
+GUARDRAIL_WEIGHT = 1.0
+HOLDOUT_WEIGHT = 0.7
+
+
+@dataclass(frozen=True)
+class RoundSignal:
+    """What a round that produced no accepted patch did wrong."""
+
+    target_not_improved: bool
+    guardrail_regression: bool = False
+    holdout_drop: bool = False
+
+    @property
+    def increment(self) -> float:
+        return round(
+            TARGET_WEIGHT * self.target_not_improved
+            + GUARDRAIL_WEIGHT * self.guardrail_regression
+            + HOLDOUT_WEIGHT * self.holdout_drop,
+            6,
+        )
+
+    @classmethod
+    def stall(cls) -> RoundSignal:
+        """A round with no candidate to judge (no patch, or one the filters refused)."""
+        return cls(target_not_improved=True)
+
+    @classmethod
+    def from_gates(cls, results: Sequence[GateResult]) -> RoundSignal:
+        """The signal of a rejected candidate. One rejected only by Verify fixed its targets
+        but still improved nothing this round: it counts as a stall."""
+        verdicts = {r.gate: r.verdict for r in results}
+        regression = verdicts.get("guardrail") == "fail"
+        drop = verdicts.get("holdout") == "fail"
+        return cls(
+            target_not_improved=verdicts.get("target") != "pass" or not (regression or drop),
+            guardrail_regression=regression,
+            holdout_drop=drop,
+        )
+
+
+def stagnation(signals: Iterable[RoundSignal]) -> float:
+    """The weighted stagnation of consecutive rounds without an accepted patch."""
+    return round(sum(s.increment for s in signals), 6)
+
+
+# How much a skill may grow past the size it was adopted at before slim mode starts.
+SLIM_MARGIN = 0.25
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """The stop rules with the workspace's thresholds (``limits:`` in skillsmith.yaml)."""
+
+    target_f1: float = 0.95
+    stagnation_limit: float = 5.0
+    max_skill_bytes: int = 15_000
+    max_rounds: int = 10
+
+    @classmethod
+    def from_limits(cls, limits: LimitsConfig, max_rounds: int | None = None) -> Convergence:
+        return cls(
+            target_f1=limits.convergence_f1,
+            stagnation_limit=limits.stagnation_limit,
+            max_skill_bytes=limits.max_skill_bytes,
+            max_rounds=limits.max_rounds if max_rounds is None else max_rounds,
+        )
+
+    def converged(self, f1: float | None) -> bool:
+        return f1 is not None and f1 >= self.target_f1
+
+    def stagnated(self, level: float) -> bool:
+        return level >= self.stagnation_limit - 1e-9
+
+    def slim_limit(self, adopted_bytes: int | None) -> int:
+        """The size line: the skill's size when adopted plus :data:`SLIM_MARGIN`, and never
+        below ``max_skill_bytes``. A real skill adopted at 20 KB must still be able to gain a
+        line; a 3 KB one may grow to the absolute line as before."""
+        if adopted_bytes is None:
+            return self.max_skill_bytes
+        return max(self.max_skill_bytes, math.ceil(adopted_bytes * (1 + SLIM_MARGIN)))
+
+    def slim(self, skill_text: str, adopted_bytes: int | None = None) -> bool:
+        """Over the size line, new rules hide old ones: patches may only merge or delete."""
+        return len(skill_text.encode("utf-8")) > self.slim_limit(adopted_bytes)
+
+    def out_of_rounds(self, rounds_done: int) -> bool:
+        return rounds_done >= self.max_rounds
+
+
+__all__ = [
+    "GUARDRAIL_WEIGHT",
+    "HOLDOUT_WEIGHT",
+    "SLIM_MARGIN",
+    "TARGET_WEIGHT",
+    "Convergence",
+    "RoundSignal",
+    "stagnation",
+]

@@ -1,0 +1,342 @@
+"""The outcome-driven evolution loop: rounds until converged, stagnant, or out of budget.
+
+``evolve`` starts a session or, when ``.pending_round.json`` holds an interrupted one for the
+same skill and benchmark, resumes it at the stage that was running. A session is:
+
+    baseline (holdout + golden of the starting version)
+    round 1..N: evaluate → diagnose → audit → propose → filter → evaluate_candidate → gate → decide
+    final (roll back to the best holdout version if stagnation tripped; holdout of the result)
+
+Rules decide everything here; the proposer only writes a diff. The proposer is made afresh for
+every round from the session seed and the round number, so a resumed session asks it exactly what
+an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.core.benchmark import load_benchmark
+from engine.core.config import Config
+from engine.core.errors import SkillsmithError, UsageError
+from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter, utc_now
+from engine.core.fsutil import atomic_write_json
+from engine.core.schema import to_mapping
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.patches import make_proposer
+from engine.evaluation.patches.proposer import PROPOSER_KINDS
+from engine.loops.evolve import checkpoint
+from engine.loops.evolve.checkpoint import (
+    ROUND_STAGES,
+    PendingRound,
+    RoundRecord,
+    VersionRecord,
+    text_sha,
+)
+from engine.loops.evolve.stages import Evolution
+
+REQUIRED_SPLITS = ("selection", "holdout", "golden")
+
+
+@dataclass(frozen=True)
+class EvolveOptions:
+    skill: str
+    bench: str
+    rounds: int | None = None  # default: limits.max_rounds
+    proposer: str | None = None  # default: models.proposer.provider
+    auto_approve: bool = False
+    seed: int | None = None  # default: the benchmark's seed
+    jobs: int | None = None
+
+
+@dataclass(frozen=True)
+class EvolveResult:
+    session_id: str
+    skill: str
+    bench: str
+    seed: int
+    proposer: str
+    resumed: bool
+    stop_reason: str
+    rounds: list[RoundRecord]
+    versions: list[VersionRecord]
+    start_version: str
+    final_version: str
+    holdout_start: float | None
+    holdout_final: float | None
+    summary_path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = to_mapping(self)
+        return data
+
+
+def round_seed(seed: int, round_no: int) -> int:
+    """The proposer's seed for one round: fixed by the session seed and the round alone."""
+    digest = hashlib.sha256(f"{seed}:{round_no}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def evolve(
+    ws: Workspace,
+    options: EvolveOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> EvolveResult:
+    """Run (or resume) an evolution session of ``options.skill`` on ``options.bench``."""
+    cfg = ws.load_config()
+    with checkpoint.exclusive(ws):
+        pending = checkpoint.load(ws)
+        resumed = pending is not None
+        if pending is None:
+            pending = _new_session(ws, cfg, options)
+            checkpoint.save(ws, pending)
+        else:
+            _refuse_other(ws, pending, options)
+        bench = load_benchmark(ws.benchmarks_dir / pending.bench)
+        log = SessionLog(ws.sessions_dir, "evolve", session_id=pending.session_id, forward=reporter)
+        log.emit(
+            "started",
+            skill=pending.skill,
+            bench=pending.bench,
+            resumed=resumed,
+            round=pending.round,
+            stage=pending.stage,
+            max_rounds=pending.max_rounds,
+            proposer=pending.proposer,
+            auto_approve=pending.auto_approve,
+            seed=pending.seed,
+        )
+        evo = Evolution(
+            ws=ws,
+            cfg=cfg,
+            bench=bench,
+            store=SkillStore(ws, pending.skill),
+            pending=pending,
+            log=log,
+            make_proposer=lambda round_no: make_proposer(
+                pending.proposer, ws, cfg, seed=round_seed(pending.seed, round_no)
+            ),
+            reporter=reporter,
+            cancel=cancel,
+            jobs=options.jobs,
+        )
+        result = _run(evo, resumed)
+        log.emit(
+            "finished",
+            stop_reason=result.stop_reason,
+            start_version=result.start_version,
+            final_version=result.final_version,
+            holdout_start=result.holdout_start,
+            holdout_final=result.holdout_final,
+            rounds=len(result.rounds),
+        )
+        return result
+
+
+def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingRound:
+    if options.skill not in ws.skill_names():
+        have = ", ".join(ws.skill_names()) or "none"
+        raise SkillsmithError(f"{ws.skills_dir}: no skill {options.skill!r} (have: {have})")
+    if not (ws.benchmarks_dir / options.bench).is_dir():
+        raise SkillsmithError(f"{ws.benchmarks_dir / options.bench}: no such benchmark")
+    bench = load_benchmark(ws.benchmarks_dir / options.bench)
+    if set(bench.splits) != set(REQUIRED_SPLITS):
+        raise SkillsmithError(
+            f"{bench.source}: field 'splits': evolve needs selection/holdout/golden splits, "
+            f"got {'/'.join(bench.splits)}"
+        )
+    for split in REQUIRED_SPLITS:
+        if not bench.cases_in(split):
+            raise SkillsmithError(
+                f"{bench.source}: field 'splits': the {split} split has no case "
+                f"({len(bench.cases)} cases in all)"
+            )
+    _refuse_hand_edits(ws, options.skill)
+    proposer = options.proposer or cfg.models.proposer.provider
+    if proposer not in PROPOSER_KINDS:
+        raise UsageError(f"--proposer {proposer}: expected one of {', '.join(PROPOSER_KINDS)}")
+    rounds = cfg.limits.max_rounds if options.rounds is None else options.rounds
+    if rounds < 1:
+        raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
+    return PendingRound(
+        session_id=new_id("evolve"),
+        skill=options.skill,
+        bench=options.bench,
+        seed=bench.seed if options.seed is None else options.seed,
+        proposer=proposer,
+        auto_approve=options.auto_approve,
+        max_rounds=rounds,
+        started_at=utc_now(),
+    )
+
+
+def _refuse_hand_edits(ws: Workspace, skill: str) -> None:
+    """Evolution starts from a stored version; a hand edit would be silently replaced."""
+    store = SkillStore(ws, skill)
+    current = store.ensure_adopted()
+    live = ws.skill_path(skill)
+    if current is not None and live.read_bytes().decode("utf-8") != store.read(current):
+        raise SkillsmithError(
+            f"{live}: edited by hand since {current}; publish it first "
+            f"(skillsmith publish {skill} {live} --why …)"
+        )
+
+
+def _refuse_other(ws: Workspace, pending: PendingRound, options: EvolveOptions) -> None:
+    """A pending session resumes only with what it was started with."""
+    path = ws.pending_round_path
+    asked = {
+        "skill": options.skill,
+        "bench": options.bench,
+        "seed": options.seed,
+        "proposer": options.proposer,
+        "max_rounds": options.rounds,
+    }
+    for key, value in asked.items():
+        have = getattr(pending, key)
+        if value is not None and value != have:
+            raise SkillsmithError(
+                f"{path}: field '{key}': an interrupted evolution ({pending.session_id}, round "
+                f"{pending.round}, stage {pending.stage}) was started with {key} {have!r}, not "
+                f"{value!r}; resume it with the same arguments or delete {path.name}"
+            )
+
+
+# -- the driver ----------------------------------------------------------------------------------
+
+
+def _stage(evo: Evolution, name: str, action: Callable[[], None]) -> None:
+    """Run one stage unless it already finished; checkpoint before and after."""
+    pending = evo.pending
+    if pending.finished(name):
+        return
+    if evo.cancel is not None:
+        evo.cancel.check()
+    pending.stage = name
+    evo.save()
+    evo.log.emit("progress", round=pending.round, stage=name)
+    action()
+    pending.done.append(name)
+    evo.save()
+
+
+def _run(evo: Evolution, resumed: bool) -> EvolveResult:
+    pending = evo.pending
+    if pending.round == 0:
+        _stage(evo, "baseline", evo.baseline)
+        _next_round(evo)
+    while pending.stage != "final":
+        actions: dict[str, Callable[[], None]] = {
+            "evaluate": evo.evaluate_parent,
+            "diagnose": evo.diagnose,
+            "audit": evo.audit,
+            "propose": evo.propose,
+            "filter": evo.filter,
+            "evaluate_candidate": evo.evaluate_candidate,
+            "gate": evo.gate,
+            "decide": evo.decide,
+        }
+        for name in ROUND_STAGES:
+            if evo.round_closed():
+                break
+            _stage(evo, name, actions[name])
+        _next_round(evo)
+    _stage(evo, "final", lambda: _final(evo))
+    return _finish(evo, resumed)
+
+
+def _next_round(evo: Evolution) -> None:
+    """After a round: stop (→ final) or open the next round."""
+    pending = evo.pending
+    conv = evo.convergence
+    if pending.stop_reason is None and pending.round > 0:
+        if conv.stagnated(pending.stagnation):
+            pending.stop_reason = "stagnation"
+        elif conv.out_of_rounds(pending.round):
+            pending.stop_reason = "max_rounds"
+    if pending.stop_reason is not None:
+        pending.stage = "final"
+        pending.done = []
+    else:
+        pending.round += 1
+        pending.stage = "evaluate"
+        pending.done = []
+        pending.run_ids = {}
+        pending.artifacts = {}
+        pending.candidate = None
+        pending.candidate_id = None
+        pending.version = None
+    evo.save()
+
+
+def _final(evo: Evolution) -> None:
+    """Roll back to the best holdout version when stagnation tripped and we are worse."""
+    pending = evo.pending
+    current = evo.store.current()
+    assert current is not None
+    if pending.stop_reason == "stagnation":
+        value = evo.evaluate(evo.store.read(current), ("holdout",), "final_holdout")
+        now = _holdout(evo, current, value["holdout"])
+        known = [v for v in pending.versions if v.holdout_f1 is not None]
+        best = max(known, key=lambda v: (v.holdout_f1 or 0.0, -v.round), default=None)
+        if best is not None and best.version != current and (best.holdout_f1 or 0.0) > now:
+            why = (
+                f"evolve {pending.session_id}: stagnation {pending.stagnation:.1f} ≥ "
+                f"{evo.cfg.limits.stagnation_limit:.1f} and {current} holdout {now:.3f} < "
+                f"{best.version} {best.holdout_f1:.3f}"
+            )
+            evo.store.rollback(best.version, why=why)
+            evo.log.emit("rolled_back", skill=pending.skill, frm=current, to=best.version, why=why)
+            current = best.version
+    rows = evo.evaluate(evo.store.read(current), ("holdout",), "final_holdout")
+    _holdout(evo, current, rows["holdout"])
+
+
+def _holdout(evo: Evolution, version: str, rows: list[dict[str, Any]]) -> float:
+    """The holdout figure of ``version`` (recorded on its version record)."""
+    found = evo.pending.evaluation(text_sha(evo.store.read(version)), "holdout")
+    assert found is not None
+    record = evo.pending.version_record(version)
+    if record is not None:
+        record.holdout_f1 = found.value
+    return found.value
+
+
+def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
+    pending = evo.pending
+    final = evo.store.current() or ""
+    start = pending.versions[0].version if pending.versions else final
+    start_eval = (
+        pending.evaluation(pending.versions[0].sha, "holdout") if pending.versions else None
+    )
+    final_eval = pending.evaluation(text_sha(evo.store.read(final)), "holdout") if final else None
+    summary_path = evo.session_dir / "summary.json"
+    result = EvolveResult(
+        session_id=pending.session_id,
+        skill=pending.skill,
+        bench=pending.bench,
+        seed=pending.seed,
+        proposer=pending.proposer,
+        resumed=resumed,
+        stop_reason=pending.stop_reason or "max_rounds",
+        rounds=list(pending.rounds),
+        versions=list(pending.versions),
+        start_version=start,
+        final_version=final,
+        holdout_start=None if start_eval is None else start_eval.value,
+        holdout_final=None if final_eval is None else final_eval.value,
+        summary_path=str(summary_path.relative_to(evo.ws.root)),
+    )
+    with evo.ws.lock("evolve summary"):
+        atomic_write_json(summary_path, result.to_dict())
+    checkpoint.clear(evo.ws)
+    return result
+
+
+__all__ = ["EvolveOptions", "EvolveResult", "evolve", "round_seed"]

@@ -1,0 +1,547 @@
+"""The stages of one evolution round, each resumable from ``.pending_round.json``.
+
+evaluate → diagnose → audit → propose → filter → evaluate_candidate → gate → decide.
+
+Every stage reads what earlier stages left (the checkpoint, or the artifact files of the round
+folder ``experiments/<session>/round-NN/``) and leaves its own result the same way, so a stage
+can be rerun after a kill and do exactly what the uninterrupted run did. Side effects that must
+not happen twice — starting an evaluation, queueing a candidate, publishing it — first record an
+id in the checkpoint and look for their own earlier effect when they start again.
+
+Evolution sees only the selection split: diagnosis, the ground-truth audit and the proposer get
+selection rows and a benchmark reduced to its selection cases. Holdout cases are looked at by
+the Holdout gate only, golden cases only to calibrate the Verify score.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.core.benchmark import Benchmark
+from engine.core.config import Config
+from engine.core.errors import SkillsmithError
+from engine.core.events import CancelToken, Reporter, SessionLog, new_id
+from engine.core.fsutil import atomic_write_json, atomic_write_text
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.diagnosis import Diagnosis, Registry
+from engine.evaluation.diagnosis.run import LoadedRun, diagnose_run, load_run
+from engine.evaluation.gates.outcome import OutcomeGates, quality
+from engine.evaluation.gates.result import GateResult, first_failure, gates_json
+from engine.evaluation.gt_audit import audit_runs
+from engine.evaluation.metrics import metrics, read_results
+from engine.evaluation.patches import ProposalContext, Proposer, load_text_rules, run_filters
+from engine.evaluation.runner import run_evaluation
+from engine.evaluation.verify import verify_score
+from engine.loops.evolve import accept, checkpoint
+from engine.loops.evolve.checkpoint import (
+    CandidateDraft,
+    Evaluation,
+    PendingRound,
+    RoundRecord,
+    text_sha,
+)
+from engine.loops.evolve.convergence import Convergence, RoundSignal
+
+Rows = list[dict[str, Any]]
+PREVIOUS_VERSIONS_AUDITED = 2  # older versions whose runs join the GT audit's cross-version signal
+
+
+@dataclass
+class Evolution:
+    """One evolution session: its workspace, settings, checkpoint and live event log."""
+
+    ws: Workspace
+    cfg: Config
+    bench: Benchmark
+    store: SkillStore
+    pending: PendingRound
+    log: SessionLog
+    make_proposer: Callable[[int], Proposer]  # round number → that round's proposer
+    reporter: Reporter
+    cancel: CancelToken | None = None
+    jobs: int | None = None
+    _diagnosed: dict[str, tuple[LoadedRun, Diagnosis]] = field(default_factory=dict)
+    _reruns: int = 0  # reruns the current gate stage asked for (their roles are numbered)
+
+    # -- shared helpers --------------------------------------------------------------------------
+    @property
+    def gates(self) -> OutcomeGates:
+        return OutcomeGates.from_config(self.cfg.gates)
+
+    @property
+    def convergence(self) -> Convergence:
+        return Convergence.from_limits(self.cfg.limits, self.pending.max_rounds)
+
+    @property
+    def selection_bench(self) -> Benchmark:
+        """The benchmark as evolution may see it: the selection cases only."""
+        return dataclasses.replace(self.bench, cases=self.bench.cases_in("selection"))
+
+    @property
+    def session_dir(self) -> Path:
+        return self.ws.experiments_dir / self.pending.session_id
+
+    @property
+    def round_dir(self) -> Path:
+        return self.session_dir / f"round-{self.pending.round:02d}"
+
+    def save(self) -> None:
+        checkpoint.save(self.ws, self.pending)
+
+    def write(self, stage: str, name: str, data: Any) -> None:
+        """A stage's artifact in the round folder; its path goes into the checkpoint."""
+        path = self.round_dir / name
+        with self.ws.lock("evolve artifact"):
+            if isinstance(data, str):
+                atomic_write_text(path, data)
+            else:
+                atomic_write_json(path, data)
+        self.pending.artifacts[stage if name.endswith(".json") else name] = str(
+            path.relative_to(self.ws.root)
+        )
+
+    def read(self, key: str) -> Any:
+        path = self.ws.root / self.pending.artifacts[key]
+        text = path.read_bytes().decode("utf-8")
+        return text if not path.name.endswith(".json") else json.loads(text)
+
+    def parent_text(self) -> str:
+        assert self.pending.parent_version is not None
+        return self.store.read(self.pending.parent_version)
+
+    def adopted_bytes(self) -> int | None:
+        """The size of the skill's first version: slim mode is measured from it."""
+        versions = self.store.versions()
+        return len(self.store.read(versions[0].version).encode("utf-8")) if versions else None
+
+    def slim_limit(self) -> int:
+        return self.convergence.slim_limit(self.adopted_bytes())
+
+    def candidate_text(self) -> str:
+        assert self.pending.candidate is not None
+        return (self.ws.root / self.pending.candidate.text_path).read_bytes().decode("utf-8")
+
+    def evaluation_seed(self) -> int:
+        """The seed of this round's evaluations, fixed by the session seed and the round: a
+        session repeated with the same seed measures with the same luck, and the parent and the
+        candidate of one round are run on the same unit seeds, so their rows pair on them."""
+        digest = hashlib.sha256(f"{self.pending.seed}:evaluate:{self.pending.round}".encode())
+        return int.from_bytes(digest.digest()[:4], "big") >> 1
+
+    def evaluate(self, text: str, splits: Sequence[str], role: str) -> dict[str, Rows]:
+        """Rows of ``text`` on each split; an evaluation already made of the same text is reused.
+
+        The run id is written down before the runner starts, so a killed evaluation is resumed
+        (only its missing units run) instead of started over.
+        """
+        digest = text_sha(text)
+        missing = [s for s in splits if self.pending.evaluation(digest, s) is None]
+        if missing:
+            run_id = self.pending.run_ids.get(role)
+            if run_id is None:
+                run_id = new_id("run")
+                self.pending.run_ids[role] = run_id
+                self.save()
+            self.log.emit(
+                "message", text=f"evaluating {role} on {', '.join(missing)}", run_id=run_id
+            )
+            result = run_evaluation(
+                self.ws,
+                self.bench.id,
+                jobs=self.jobs,
+                skills={self.pending.skill: text},
+                case_ids=[c.id for c in self.bench.cases if c.split in missing],
+                run_id=run_id,
+                reporter=self.reporter,
+                cancel=self.cancel,
+                seed=self.evaluation_seed(),
+            )
+            positive = self.bench.positive_label
+            for split in missing:
+                rows = [r for r in result.rows if r.get("split") == split]
+                figures = metrics(rows, positive)
+                self.pending.remember(
+                    digest, Evaluation(run_id, split, figures.f1, figures.pass_rate)
+                )
+            self.save()
+        return {s: self.rows_of(digest, s) for s in splits}
+
+    def rows_of(self, digest: str, split: str) -> Rows:
+        found = self.pending.evaluation(digest, split)
+        if found is None:
+            raise SkillsmithError(f"{self.ws.pending_round_path}: no {split} evaluation recorded")
+        rows = read_results(self.ws.runs_dir / found.run_id / "results.jsonl")
+        return [r for r in rows if r.get("split") == split and r.get("variant") == "skill"]
+
+    def diagnosed(self, run_id: str) -> tuple[LoadedRun, Diagnosis]:
+        if run_id not in self._diagnosed:
+            run = load_run(run_id, self.ws)
+            diagnosis = diagnose_run(
+                run,
+                config=self.cfg.diagnosis,
+                registry=Registry.for_folder(self.ws.root / self.cfg.diagnosis.checkers_dir),
+                min_share=self.cfg.limits.root_cause_min_share,
+                skill=self.pending.skill,
+                bench=self.selection_bench,
+                splits=("selection",),
+            )
+            self._diagnosed[run_id] = (run, diagnosis)
+        return self._diagnosed[run_id]
+
+    def selection_run(self, text: str) -> str:
+        found = self.pending.evaluation(text_sha(text), "selection")
+        assert found is not None
+        return found.run_id
+
+    def end_round(
+        self, outcome: str, reason: str, signal: RoundSignal | None, **extra: Any
+    ) -> None:
+        """Close the round: its record, and the stagnation it adds (an acceptance resets it)."""
+        if signal is None:
+            self.pending.stagnation = 0.0
+            increment = 0.0
+        else:
+            increment = signal.increment
+            self.pending.stagnation = round(self.pending.stagnation + increment, 6)
+        cand = self.pending.candidate
+        record = RoundRecord(
+            round=self.pending.round,
+            parent=self.pending.parent_version or "",
+            outcome=outcome,
+            reason=reason,
+            increment=increment,
+            stagnation=self.pending.stagnation,
+            rule_id=cand.taboo_rule if cand is not None else None,
+            folder=str(self.round_dir.relative_to(self.ws.root)),
+            **extra,
+        )
+        self.pending.rounds.append(record)
+        self.log.emit(
+            "message",
+            text=f"round {record.round}: {outcome} — {reason}",
+            round=record.round,
+            outcome=outcome,
+            stagnation=record.stagnation,
+        )
+
+    def round_closed(self) -> bool:
+        return self.pending.stop_reason is not None or any(
+            r.round == self.pending.round for r in self.pending.rounds
+        )
+
+    # -- the stages ------------------------------------------------------------------------------
+    def baseline(self) -> None:
+        """Where the session starts: the current version, its holdout and golden quality."""
+        current = self.store.ensure_adopted()
+        if current is None:
+            raise SkillsmithError(f"{self.ws.skill_path(self.pending.skill)}: no such skill")
+        text = self.store.read(current)
+        self.pending.parent_version = current
+        rows = self.evaluate(text, ("holdout", "golden"), "baseline")
+        positive = self.bench.positive_label
+        if current not in [v.version for v in self.pending.versions]:
+            self.pending.versions.append(
+                checkpoint.VersionRecord(
+                    version=current,
+                    sha=text_sha(text),
+                    round=0,
+                    verify=verify_score(text).score,
+                    holdout_f1=quality(rows["holdout"], positive)[1],
+                    golden_f1=quality(rows["golden"], positive)[1],
+                )
+            )
+
+    def evaluate_parent(self) -> None:
+        current = self.store.current()
+        assert current is not None
+        self.pending.parent_version = current
+        text = self.store.read(current)
+        rows = self.evaluate(text, ("selection",), "selection")["selection"]
+        measure, value = quality(rows, self.bench.positive_label)
+        record = self.pending.version_record(current)
+        if record is not None:
+            record.selection_f1 = value
+        self.pending.slim = self.convergence.slim(text, self.adopted_bytes())
+        self.log.emit(
+            "message",
+            text=f"round {self.pending.round}: {current} selection {measure} {value:.3f}"
+            + (" (slim mode)" if self.pending.slim else ""),
+            round=self.pending.round,
+            version=current,
+            selection=value,
+        )
+        if self.convergence.converged(value):
+            self.pending.stop_reason = "converged"
+
+    def diagnose(self) -> None:
+        _, diagnosis = self.diagnosed(self.selection_run(self.parent_text()))
+        self.write("diagnose", "diagnosis.json", diagnosis.to_dict())
+        if not diagnosis.triggers_evolution:
+            self.pending.stop_reason = "no_root_cause"
+            self.log.emit(
+                "message",
+                text=f"no root cause covers {self.cfg.limits.root_cause_min_share:.0%} of the "
+                f"{len(diagnosis.failing_case_ids)} failing selection cases; nothing to patch",
+            )
+
+    def audit(self) -> None:
+        current = self.diagnosed(self.selection_run(self.parent_text()))
+        others: list[tuple[LoadedRun, Diagnosis]] = []
+        for record in reversed(self.pending.versions):
+            found = self.pending.evaluation(record.sha, "selection")
+            if found is None or found.run_id == current[0].run_id:
+                continue
+            if len(others) == PREVIOUS_VERSIONS_AUDITED:
+                break
+            others.append(self.diagnosed(found.run_id))
+        gt = audit_runs(
+            [current, *others], bench=self.selection_bench, config=self.cfg.diagnosis.gt_audit
+        )
+        self.write("audit", "gt_audit.json", gt.to_dict())
+
+    def propose(self) -> None:
+        parent = self.parent_text()
+        gt = self.read("audit")
+        ctx = ProposalContext(
+            skill_name=self.pending.skill,
+            skill_text=parent,
+            diagnosis=self.read("diagnose"),
+            gt_flags=[s for s in gt["suspicions"] if s.get("flagged")],
+            taboo_entries=self.store.taboo().entries(),
+            feedback_rows=self.rows_of(text_sha(parent), "selection"),
+            bench=self.selection_bench,
+            slim=self.pending.slim,
+            slim_limit=self.slim_limit(),
+        )
+        proposal = self.make_proposer(self.pending.round).propose(ctx)
+        self.write("propose", "proposal.json", proposal.to_dict())
+        if proposal.diff is None:
+            self.end_round("no_patch", proposal.reason, RoundSignal.stall())
+            return
+        text = proposal.skill_text
+        if text is None:
+            raise SkillsmithError(f"proposer {self.pending.proposer}: a diff without its text")
+        self.write("propose", "SKILL.md", text)
+        self.write("propose", "patch.diff", proposal.diff)
+        self.pending.candidate = CandidateDraft(
+            rule_id=proposal.rule_id,
+            direction=proposal.direction,
+            taboo_rule=proposal.taboo_rule,
+            diff=proposal.diff,
+            sha=text_sha(text),
+            text_path=self.pending.artifacts["SKILL.md"],
+            summary=proposal.summary or proposal.reason,
+            case_ids=list(proposal.case_ids),
+        )
+        self.log.emit(
+            "message",
+            text=f"round {self.pending.round}: proposed {proposal.summary or proposal.reason}",
+            signature=proposal.signature,
+        )
+
+    def filter(self) -> None:
+        cand = self.pending.candidate
+        assert cand is not None
+        report = run_filters(
+            cand.diff,
+            self.parent_text(),
+            taboo=self.store.taboo(),
+            rule_id=cand.rule_id,
+            direction=cand.direction,
+            limits=self.cfg.limits,
+            slim=self.pending.slim,
+            slim_limit=self.slim_limit(),
+            rules=load_text_rules(self.ws),
+        )
+        self.write("filter", "filters.json", report.to_dict())
+        if not report.passed:
+            reason = f"filters rejected: {report.reason()}"
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.end_round("rejected", reason, RoundSignal.stall())
+
+    def holdout_round(self) -> bool:
+        return self.gates.holdout.due(self.pending.round)
+
+    def evaluate_candidate(self) -> None:
+        """The candidate, then a fresh evaluation of the parent on the same cases.
+
+        The gates compare these two, never the parent's rows diagnosis picked the targets from:
+        cases chosen because they failed once tend to pass on a rerun whatever the patch does
+        (regression to the mean), which would make noise look like a fix. The fresh parent run
+        draws its own seed (:meth:`role_seed`): the round's evaluation seed would replay the
+        diagnosis rows exactly.
+        """
+        splits = self.judged_splits()
+        self.evaluate(self.candidate_text(), splits, "candidate")
+        seed = self.role_seed("gate")
+        self.evaluate_fresh(self.parent_text(), splits, "parent_paired", seed=seed)
+
+    def role_seed(self, role: str) -> int:
+        """A gate evaluation's seed, fixed by the session seed, the round and the role: unlike
+        diagnosis' rows, and the same again when a killed round resumes before its manifest."""
+        digest = hashlib.sha256(f"{self.pending.seed}:{role}:{self.pending.round}".encode())
+        return int.from_bytes(digest.digest()[:4], "big") >> 1
+
+    def judged_splits(self) -> tuple[str, ...]:
+        return ("selection", "holdout") if self.holdout_round() else ("selection",)
+
+    def evaluate_fresh(
+        self,
+        text: str,
+        splits: Sequence[str],
+        role: str,
+        *,
+        seed: int | None = None,
+        case_ids: Sequence[str] | None = None,
+        runs: int | None = None,
+    ) -> Rows:
+        """A new evaluation of ``text`` under ``role`` (resumed, never reused from another role)."""
+        run_id = self.pending.run_ids.get(role)
+        if run_id is None:
+            run_id = new_id("run")
+            self.pending.run_ids[role] = run_id
+            self.save()
+        wanted = set(case_ids) if case_ids is not None else None
+        self.log.emit("message", text=f"evaluating {role} on {', '.join(splits)}", run_id=run_id)
+        result = run_evaluation(
+            self.ws,
+            self.bench.id,
+            jobs=self.jobs,
+            runs=runs,
+            skills={self.pending.skill: text},
+            case_ids=[
+                c.id
+                for c in self.bench.cases
+                if c.split in splits and (wanted is None or c.id in wanted)
+            ],
+            run_id=run_id,
+            seed=seed,
+            reporter=self.reporter,
+            cancel=self.cancel,
+        )
+        return [r for r in result.rows if r.get("variant") == "skill"]
+
+    def paired_rows(self, split: str) -> tuple[Rows, Rows]:
+        """(fresh parent, candidate) rows of one split, from the round's paired evaluation."""
+        parent = read_results(
+            self.ws.runs_dir / self.pending.run_ids["parent_paired"] / "results.jsonl"
+        )
+        before = [r for r in parent if r.get("split") == split and r.get("variant") == "skill"]
+        return before, self.rows_of(text_sha(self.candidate_text()), split)
+
+    def rerun(self, case_ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+        """More runs of some cases on parent and candidate, both with one fresh seed.
+
+        Each call of one gate stage is a numbered role, so a gate killed mid-way resumes the
+        same reruns in the same order instead of starting new ones.
+        """
+        number = self._reruns
+        self._reruns += 1
+        splits = tuple(sorted({c.split for c in self.bench.cases if c.id in set(case_ids)}))
+        seed = self.role_seed(f"rerun-{number}")
+        after = self.evaluate_fresh(
+            self.candidate_text(),
+            splits,
+            f"rerun-candidate-{number}",
+            seed=seed,
+            case_ids=case_ids,
+            runs=runs,
+        )
+        before = self.evaluate_fresh(
+            self.parent_text(),
+            splits,
+            f"rerun-parent-{number}",
+            seed=seed,
+            case_ids=case_ids,
+            runs=runs,
+        )
+        return before, after
+
+    def gate(self) -> None:
+        cand = self.pending.candidate
+        assert cand is not None
+        parent, text = self.parent_text(), self.candidate_text()
+        due = self.holdout_round()
+        targeted = cand.case_ids or self._root_cause_cases(cand)
+        self._reruns = 0
+        selection_before, selection_after = self.paired_rows("selection")
+        holdout_before, holdout_after = self.paired_rows("holdout") if due else (None, None)
+        start = self.pending.versions[0] if self.pending.versions else None
+        results = self.gates.judge(
+            round_no=self.pending.round,
+            targeted=targeted,
+            selection_before=selection_before,
+            selection_after=selection_after,
+            holdout_before=holdout_before,
+            holdout_after=holdout_after,
+            holdout_start=self.rows_of(start.sha, "holdout") if due and start else None,
+            positive_label=self.bench.positive_label,
+            text=text,
+            parent_text=parent,
+            rerun=self.rerun,
+        )
+        self.write("gate", "gates.json", gates_json(results))
+        for result in results:
+            self.log.emit("gate_verdict", round=self.pending.round, **result.to_json())
+
+    def _root_cause_cases(self, cand: CandidateDraft) -> list[str]:
+        causes = self.read("diagnose")["root_causes"]
+        return next(
+            (
+                list(rc["case_ids"])
+                for rc in causes
+                if rc["rule_id"] == cand.rule_id and rc["direction"] == cand.direction
+            ),
+            [],
+        )
+
+    def decide(self) -> None:
+        cand = self.pending.candidate
+        assert cand is not None
+        results = [GateResult.from_json(e) for e in self.read("gate")]
+        verdicts = {r.gate: r.verdict for r in results}
+        failure = first_failure(results)
+        if failure is not None:
+            reason = f"gate rejected: {failure.gate}: {'; '.join(failure.reasons)}"
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.end_round("rejected", reason, RoundSignal.from_gates(results), gates=verdicts)
+            return
+        golden = self.evaluate(self.candidate_text(), ("golden",), "candidate_golden")["golden"]
+        queued = accept.submit(self, results, golden)
+        if queued.status == "rejected":  # the door's own gates (Spec, Safety) refused it
+            reason = f"gate rejected: {queued.reason}"
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.end_round(
+                "rejected", reason, RoundSignal.stall(), gates=verdicts, candidate=queued.id
+            )
+            return
+        if not self.pending.auto_approve:
+            self.log.emit("candidate_queued", candidate=queued.id, skill=self.pending.skill)
+            self.end_round(
+                "queued",
+                f"all gates passed; {queued.id} awaits approval",
+                None,
+                gates=verdicts,
+                candidate=queued.id,
+            )
+            self.pending.stop_reason = "awaiting_approval"
+            return
+        version = accept.publish(self, queued)
+        self.end_round(
+            "accepted",
+            f"all gates passed; published {version}",
+            None,
+            gates=verdicts,
+            candidate=queued.id,
+            version=version,
+        )
+
+
+__all__ = ["Evolution", "Rows"]

@@ -1,0 +1,513 @@
+"""The optimiser's side of the ``gepa`` library: evaluation, reflection, decisions, limits.
+
+``gepa.optimize`` runs the loop (minibatches from Feedback, one section per round in turn,
+children evaluated on the parent's minibatch, survivors on all of Validation, the pool and its
+fronts); everything that touches the workspace or decides is ours and plugs in here:
+
+- :class:`SkillAdapter` — the ``GEPAAdapter``: one metric call is one agent run of one case
+  through :func:`engine.evaluation.runner.run_evaluation`; its own ``propose_new_texts`` asks the
+  model
+  client for the rewrite (so a missing proposer can never make gepa silently propose nothing),
+  and as a gepa callback it writes every decision to the experiment.
+- :class:`CoverageSelector` and :class:`StrictAcceptance` — the parent draw and the keep rule,
+  thin shells over the pure functions of :mod:`engine.loops.gepa.pareto`.
+- :class:`Limits` — the stopper. gepa checks stoppers only between iterations, so a plain call
+  budget overshoots by up to a whole round; this one stops *before* a round that could exceed
+  the budget, keeping the holdout evaluation's calls in reserve.
+- :class:`RunClock` — the time limit, as a cancel token: it interrupts a running evaluation, and
+  the run then fails instead of submitting.
+
+gepa's exceptions-as-log-lines habit (a failing proposer or callback is logged and skipped) is
+turned back into failures: the first fatal error is kept and stops the search, and the run
+raises it.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gepa.core.adapter import EvaluationBatch, GEPAAdapter
+from gepa.core.data_loader import DataLoader
+from gepa.core.state import GEPAState
+from gepa.proposer.base import CandidateProposal
+
+from engine.core.benchmark import Benchmark
+from engine.core.events import Cancelled, CancelToken, SessionLog
+from engine.core.workspace import Workspace
+from engine.evaluation.llm import LLM
+from engine.evaluation.runner import run_evaluation
+from engine.loops.gepa.experiment import Experiment
+from engine.loops.gepa.pareto import (
+    minibatch_keeps,
+    minibatch_screen,
+    sample_minibatch,
+    select_parent,
+)
+from engine.loops.gepa.reflection import (
+    SYSTEM,
+    ReflectionRejected,
+    build_prompt,
+    field,
+    final_answer,
+    grader_note,
+    parse_rewrite,
+    session_lines,
+    statement_text,
+    trace_summary,
+)
+from engine.loops.gepa.sections import candidate_id, check_section, render
+
+Sections = dict[str, str]
+Callback = Callable[["SkillAdapter", Mapping[str, Any]], None]
+
+
+def _guarded(method: Callback) -> Callback:
+    """gepa logs and ignores a failing callback; a lost record must stop the run instead."""
+
+    @functools.wraps(method)
+    def wrapper(self: SkillAdapter, event: Mapping[str, Any]) -> None:
+        try:
+            method(self, event)
+        except Exception as exc:
+            self.fatal = self.fatal or exc
+
+    return wrapper
+
+
+class RunClock(CancelToken):
+    """Cancelled when the caller cancels or the deadline passes; knows which of the two it was."""
+
+    def __init__(self, time_limit_s: float | None, outer: CancelToken | None = None) -> None:
+        super().__init__()
+        self.started = time.monotonic()
+        self.deadline = None if time_limit_s is None else self.started + time_limit_s
+        self.outer = outer
+
+    @property
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    @property
+    def cancelled(self) -> bool:
+        outer = self.outer is not None and self.outer.cancelled
+        return super().cancelled or outer or self.expired
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise Cancelled()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """One metric call: one case run once with one candidate, as graded."""
+
+    case_id: str
+    score: float
+    pass_fail: str
+    verdict: str | None
+    expected: str | None
+    failure_kind: str | None
+    critical: bool
+    run_id: str
+    session_file: str | None
+    invalid_reason: str | None
+
+
+class Evaluator:
+    """Runs a candidate on cases and records the evaluation; counts every metric call."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        bench: Benchmark,
+        skill: str,
+        seed_text: str,
+        experiment: Experiment,
+        clock: RunClock,
+        log: SessionLog,
+        jobs: int | None,
+        budget: int,
+    ) -> None:
+        self.ws = ws
+        self.bench = bench
+        self.skill = skill
+        self.seed_text = seed_text
+        self.experiment = experiment
+        self.clock = clock
+        self.log = log
+        self.jobs = jobs
+        self.budget = budget
+        self.calls = 0
+
+    def run(
+        self, sections: Mapping[str, str], case_ids: Sequence[str], phase: str, *, traces: bool
+    ) -> tuple[list[CaseRun], list[dict[str, Any]] | None]:
+        """Each case once with the candidate; trajectories (for reflection) when ``traces``."""
+        self.clock.check()
+        text = render(self.seed_text, sections)
+        result = run_evaluation(
+            self.ws,
+            self.bench.id,
+            runs=1,
+            jobs=self.jobs,
+            skills={self.skill: text},
+            case_ids=list(case_ids),
+            cancel=self.clock,
+            scoreboard=False,
+        )
+        self.calls += len(case_ids)
+        rows = {r["case_id"]: r for r in result.rows if r["variant"] == "skill"}
+        runs = [_case_run(rows[c], result.run_id) for c in case_ids]
+        trajectories = (
+            [self._trajectory(result.run_dir, rows[c]) for c in case_ids] if traces else None
+        )
+        cand = candidate_id(sections)
+        results = [asdict(r) for r in runs]
+        for result_row, trajectory in zip(results, trajectories or (), strict=False):
+            result_row["feedback"] = trajectory["feedback"]
+        mean = sum(r.score for r in runs) / len(runs) if runs else 0.0
+        self.experiment.evaluation(
+            phase, cand, {"run_id": result.run_id, "mean": mean, "results": results}
+        )
+        self.log.emit(
+            "progress",
+            done=self.calls,
+            total=self.budget,
+            phase=phase,
+            candidate=cand,
+            run_id=result.run_id,
+        )
+        return runs, trajectories
+
+    def _trajectory(self, run_dir: Any, row: Mapping[str, Any]) -> dict[str, Any]:
+        case = self.bench.case(str(row["case_id"]))
+        lines = session_lines(run_dir, row)
+        return {
+            "case_id": case.id,
+            "input": statement_text(case.statement_dir, case.prompt()),
+            "expected": str(row.get("ground_truth") or ""),
+            "score": float(row.get("score") or 0.0),
+            "verdict": row.get("judge_verdict"),
+            "output": final_answer(lines),
+            "feedback": grader_note(row),
+            "trace": trace_summary(lines),
+        }
+
+
+def _case_run(row: Mapping[str, Any], run_id: str) -> CaseRun:
+    valid = row.get("pass_fail") != "invalid"
+    return CaseRun(
+        case_id=str(row["case_id"]),
+        score=float(row.get("score") or 0.0) if valid else 0.0,
+        pass_fail=str(row.get("pass_fail")),
+        verdict=row.get("judge_verdict"),
+        expected=row.get("ground_truth"),
+        failure_kind=row.get("failure_kind"),
+        critical=bool(row.get("critical")),
+        run_id=run_id,
+        session_file=row.get("session_file"),
+        invalid_reason=row.get("invalid_reason"),
+    )
+
+
+class Reflector:
+    """Asks the reflection model (the workspace's ``models.reflection`` client) for a rewrite."""
+
+    def __init__(self, llm: LLM, max_tokens: int) -> None:
+        self.llm = llm
+        self.max_tokens = max_tokens
+
+    def ask(
+        self, section: str, sections: Mapping[str, str], records: Sequence[Mapping[str, Any]]
+    ) -> tuple[str, str]:
+        """(prompt, answer); model-client failures propagate."""
+        prompt = build_prompt(section, sections, records)
+        messages = [{"role": "user", "content": prompt}]
+        completion = self.llm.complete(SYSTEM, messages, max_tokens=self.max_tokens)
+        return prompt, completion.text
+
+
+class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
+    """The skill under optimisation as a gepa program, and the recorder of gepa's decisions."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        reflector: Reflector,
+        experiment: Experiment,
+        feedback: Sequence[str],
+        validation: Sequence[str],
+        log: SessionLog,
+    ) -> None:
+        self.evaluator = evaluator
+        self.reflector = reflector
+        self.experiment = experiment
+        self.feedback = list(feedback)
+        self.validation = list(validation)
+        self.validation_set = set(validation)
+        self.log = log
+        self.pool: list[str] = []  # candidate ids in pool order (index = gepa program index)
+        self.iteration = 0
+        self.phase = "feedback-parent"
+        self.child: dict[str, Any] | None = None  # the proposal awaiting the keep decision
+        self.fatal: BaseException | None = None
+
+    # -- GEPAAdapter ---------------------------------------------------------------------------
+
+    def evaluate(
+        self, batch: list[str], candidate: dict[str, str], capture_traces: bool = False
+    ) -> EvaluationBatch[dict[str, Any], CaseRun]:
+        # gepa evaluates a survivor on Validation with traces on too; the cases tell them apart.
+        phase = "validation" if set(batch) <= self.validation_set else self.phase
+        runs, traces = self.evaluator.run(candidate, batch, phase, traces=capture_traces)
+        return EvaluationBatch(outputs=runs, scores=[r.score for r in runs], trajectories=traces)
+
+    def make_reflective_dataset(
+        self,
+        candidate: dict[str, str],
+        eval_batch: EvaluationBatch[dict[str, Any], CaseRun],
+        components_to_update: list[str],
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The records the model sees: case ids hidden, every text redacted and bounded."""
+        records = [
+            {
+                "case": f"case-{i}",
+                "input": field(t["input"]),
+                "expected": field(t["expected"]),
+                "score": t["score"],
+                "verdict": t["verdict"],
+                "output": field(t["output"]),
+                "feedback": field(t["feedback"]),
+                "trace": field(t["trace"]),
+            }
+            for i, t in enumerate(eval_batch.trajectories or [], start=1)
+        ]
+        return {name: records for name in components_to_update}
+
+    def propose_new_texts(
+        self,
+        candidate: dict[str, str],
+        reflective_dataset: Mapping[str, Sequence[Mapping[str, Any]]],
+        components_to_update: list[str],
+    ) -> dict[str, str]:
+        """One section rewritten by the model; {} (no child this round) when unusable."""
+        section = components_to_update[0]
+        parent = candidate_id(candidate)
+        where = {"iteration": self.iteration, "parent_id": parent, "section": section}
+        try:
+            prompt, answer = self.reflector.ask(section, candidate, reflective_dataset[section])
+        except Exception as exc:  # gepa would log and swallow it: keep it, stop, re-raise
+            self.fatal = exc
+            self.experiment.event("reflection_failed", **where, error=str(exc))
+            return {}
+        self.experiment.event("reflection", **where, prompt=prompt, answer=answer)
+        try:
+            rewrite = parse_rewrite(answer, section)
+            child = {**candidate, section: rewrite.text}
+            if rewrite.text.strip() == candidate[section].strip():
+                raise ReflectionRejected(f"the rewrite did not change the {section} section")
+            problem = check_section(self.evaluator.seed_text, candidate, child, section)
+            if problem is not None:
+                raise ReflectionRejected(problem)
+        except ReflectionRejected as exc:
+            self.experiment.event("reflection_rejected", **where, error=str(exc))
+            return {}
+        child_id = candidate_id(child)
+        if child_id in self.pool:
+            self.experiment.event("candidate_duplicate", **where, candidate_id=child_id)
+            return {}
+        self.experiment.candidate(
+            child_id,
+            {
+                "parent_id": parent,
+                "section": section,
+                "rationale": rewrite.rationale,
+                "sections": child,
+                "skill_md": render(self.evaluator.seed_text, child),
+            },
+        )
+        self.child = {**where, "candidate_id": child_id}
+        return {section: rewrite.text}
+
+    # -- gepa callbacks (recording) ------------------------------------------------------------
+
+    @_guarded
+    def on_iteration_start(self, event: Mapping[str, Any]) -> None:
+        self.iteration = int(event["iteration"])
+        self.child = None
+
+    @_guarded
+    def on_candidate_selected(self, event: Mapping[str, Any]) -> None:
+        index = int(event["candidate_idx"])
+        self.experiment.event(
+            "parent_selected", iteration=self.iteration, parent_id=self.pool[index]
+        )
+
+    @_guarded
+    def on_minibatch_sampled(self, event: Mapping[str, Any]) -> None:
+        cases = [self.feedback[int(i)] for i in event["minibatch_ids"]]
+        self.experiment.event("minibatch", iteration=self.iteration, case_ids=cases)
+
+    @_guarded
+    def on_evaluation_start(self, event: Mapping[str, Any]) -> None:
+        child = event["candidate_idx"] is None
+        self.phase = "feedback-child" if child else "feedback-parent"
+
+    @_guarded
+    def on_evaluation_skipped(self, event: Mapping[str, Any]) -> None:
+        self.experiment.event(
+            "round_skipped",
+            iteration=self.iteration,
+            parent_id=self.pool[int(event["candidate_idx"])],
+            reason=str(event["reason"]),
+        )
+
+    @_guarded
+    def on_candidate_rejected(self, event: Mapping[str, Any]) -> None:
+        self.experiment.event(
+            "candidate_rejected",
+            **(self.child or {"iteration": self.iteration}),
+            parent_score=event["old_score"],
+            child_score=event["new_score"],
+            reason="strict_minibatch_improvement",
+        )
+
+    @_guarded
+    def on_valset_evaluated(self, event: Mapping[str, Any]) -> None:
+        cand = candidate_id(event["candidate"])
+        self.pool.append(cand)
+        scores = {self.validation[int(k)]: v for k, v in event["scores_by_val_id"].items()}
+        if len(self.pool) > 1:
+            self.experiment.event(
+                "candidate_accepted",
+                **(self.child or {"iteration": self.iteration}),
+                validation_mean=event["average_score"],
+                validation_scores=scores,
+            )
+            self.log.emit(
+                "message",
+                text=f"candidate {cand} kept: validation mean {event['average_score']:.3f}",
+            )
+
+
+class CoverageSelector:
+    """gepa's parent selector, drawing by per-case Pareto coverage (pareto.select_parent)."""
+
+    def __init__(self, validation: Sequence[str], seed: int) -> None:
+        self.validation = list(validation)
+        self.rng = random.Random(seed)
+
+    def select_candidate_idx(self, state: GEPAState[Any, Any]) -> int:
+        table = [
+            {self.validation[int(k)]: v for k, v in scores.items()}
+            for scores in state.prog_candidate_val_subscores
+        ]
+        return select_parent(table, self.validation, self.rng)
+
+
+class DistinctMinibatch:
+    """gepa's batch sampler, drawing distinct Feedback cases each round.
+
+    gepa's default pads the last minibatch of an epoch with repeated cases; a case counted
+    twice in one minibatch would double its weight in the keep decision.
+    """
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size = size
+        self.rng = random.Random(f"{seed}:minibatch")
+
+    def next_minibatch_ids(
+        self, loader: DataLoader[int, str], state: GEPAState[Any, Any]
+    ) -> list[int]:
+        ids = list(loader.all_ids())
+        return [ids[i] for i in sample_minibatch(self.size, len(ids), self.rng)]
+
+
+class StrictAcceptance:
+    """Keep a child only if the paired minibatch screen says it beat its parent."""
+
+    def should_accept(self, proposal: CandidateProposal[Any], state: GEPAState[Any, Any]) -> bool:
+        return minibatch_keeps(
+            proposal.subsample_scores_before or [], proposal.subsample_scores_after or []
+        )
+
+    def reject_reason(self, proposal: CandidateProposal[Any], state: GEPAState[Any, Any]) -> str:
+        before = sum(proposal.subsample_scores_before or [])
+        after = sum(proposal.subsample_scores_after or [])
+        screen = minibatch_screen(
+            proposal.subsample_scores_before or [], proposal.subsample_scores_after or []
+        )
+        return (
+            f"child scored {after:g} against its parent's {before:g} on the same minibatch: "
+            f"{screen.line()}"
+        )
+
+
+class Limits:
+    """Stops before a round that could break a limit; ``reason`` says which one stopped it."""
+
+    def __init__(
+        self,
+        adapter: SkillAdapter,
+        *,
+        iterations: int,
+        max_calls: int,
+        round_cost: int,
+        reserve: int,
+        clock: RunClock,
+    ) -> None:
+        self.adapter = adapter
+        self.iterations = iterations
+        self.max_calls = max_calls
+        self.round_cost = round_cost
+        self.reserve = reserve
+        self.clock = clock
+        self.reason: str | None = None
+
+    def __call__(self, gepa_state: GEPAState[Any, Any]) -> bool:
+        self.reason = self._reason(gepa_state)
+        return self.reason is not None
+
+    def _reason(self, state: GEPAState[Any, Any]) -> str | None:
+        if self.adapter.fatal is not None:
+            return "error"
+        if self.clock.cancelled:
+            return "time_limit" if self.clock.expired else "cancelled"
+        if state.i + 1 >= self.iterations:
+            return "max_iterations"
+        used = self.adapter.evaluator.calls
+        if used + self.round_cost + self.reserve > self.max_calls:
+            return "metric_budget"
+        return None
+
+
+class GepaLog:
+    """gepa's log lines go to the optimiser's session log (redacted), never to stdout."""
+
+    def __init__(self, log: SessionLog) -> None:
+        self.session = log
+
+    def log(self, message: str) -> None:
+        self.session.emit("message", text=field(message), source="gepa")
+
+
+__all__ = [
+    "CaseRun",
+    "CoverageSelector",
+    "DistinctMinibatch",
+    "Evaluator",
+    "GepaLog",
+    "Limits",
+    "Reflector",
+    "RunClock",
+    "SkillAdapter",
+    "StrictAcceptance",
+]

@@ -1,0 +1,236 @@
+"""The decisions of the optimiser as pure functions over score tables.
+
+A score table has one row per pool candidate (in the order they joined the pool, the seed skill
+first) mapping each validation case to its score. Everything that decides which skill survives —
+which parent to develop next, whether a child is kept, which candidate is finally chosen and
+whether it may be submitted — is here, free of I/O, so each rule is tested on hand-made tables.
+
+- Parents are drawn by per-case Pareto coverage: a candidate that is best (or tied best) on more
+  validation cases is drawn more often, so a version that leads on a few hard cases keeps being
+  developed even if its mean is lower (GEPA's instance-level Pareto selection). Among candidates
+  that lead on exactly the same cases only one is kept, so duplicates do not crowd the draw.
+- A child is kept when its minibatch scores beat its parent's on the same cases by a paired
+  verdict at ``SCREEN_ALPHA``: a deliberately loose screen (a minibatch is a few cases, where no
+  strict test can ever pass); a child let through by chance only costs a validation evaluation.
+- The final pick is the highest validation mean — but only if it is better than the seed with
+  confidence (paired over the validation cases at ``alpha``); otherwise the seed stays, so an
+  optimisation that found only noise changes nothing.
+- Promotion needs the holdout change's lower bound (paired over cases, at ``alpha``) above a
+  configurable minimum gain, and no case marked critical may score lower than it did with the
+  seed — a hard limit, whatever the statistics say.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.evaluation.verdict import Verdict, compare_paired
+
+Scores = Mapping[str, float]
+Table = Sequence[Scores]
+# Float noise must not turn "gained exactly the minimum" into a refusal.
+_EPSILON = 1e-9
+SCREEN_ALPHA = 0.5  # the minibatch screen: "more of it went up than down"
+_SCREEN_EPSILON = 1e-6  # a gain smaller than this is a float's width, not a gain
+
+
+def _rows(scores: Scores, cases: Sequence[str]) -> list[dict[str, Any]]:
+    return [
+        {"case_id": c, "run_index": 0, "score": float(scores[c]), "pass_fail": "pass"}
+        for c in cases
+    ]
+
+
+def paired_scores(
+    before: Scores,
+    after: Scores,
+    cases: Sequence[str],
+    *,
+    alpha: float,
+    threshold: float = 0.0,
+) -> Verdict:
+    """The paired verdict of two score columns over the same cases (one run each)."""
+    return compare_paired(
+        _rows(before, cases),
+        _rows(after, cases),
+        alpha=alpha,
+        alternative="greater",
+        threshold=threshold,
+        measure="score",
+    )
+
+
+def mean_score(scores: Scores, cases: Sequence[str]) -> float:
+    """Mean over ``cases`` in their order (the same order always gives the same float)."""
+    return math.fsum(scores[c] for c in cases) / len(cases) if cases else 0.0
+
+
+def instance_fronts(table: Table, cases: Sequence[str]) -> dict[str, set[int]]:
+    """For each case, the candidates whose score on it equals the best score anyone reached."""
+    fronts: dict[str, set[int]] = {}
+    for case in cases:
+        best = max(row[case] for row in table)
+        fronts[case] = {i for i, row in enumerate(table) if row[case] == best}
+    return fronts
+
+
+def pruned_fronts(table: Table, cases: Sequence[str]) -> dict[str, set[int]]:
+    """The fronts without the candidates whose every lead is shared with a surviving candidate.
+
+    Candidates are examined by ascending validation mean (then pool order) and one is removed
+    at a time, so of several candidates leading on exactly the same cases the last one examined
+    (the best mean, the newest on a tie) survives.
+    """
+    fronts = instance_fronts(table, cases)
+    means = [mean_score(row, cases) for row in table]
+    order = sorted(set().union(*fronts.values()), key=lambda i: (means[i], i))
+    dominated: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cand in order:
+            if cand in dominated:
+                continue
+            leads = [front for front in fronts.values() if cand in front]
+            shared = all(any(o != cand and o not in dominated for o in f) for f in leads)
+            if leads and shared:
+                dominated.add(cand)
+                changed = True
+                break
+    return {case: front - dominated for case, front in fronts.items()}
+
+
+def coverage(table: Table, cases: Sequence[str]) -> list[int]:
+    """Each candidate's weight in the parent draw: the cases on whose pruned front it sits."""
+    weights = [0] * len(table)
+    for front in pruned_fronts(table, cases).values():
+        for cand in front:
+            weights[cand] += 1
+    return weights
+
+
+def select_parent(table: Table, cases: Sequence[str], rng: random.Random) -> int:
+    """Draw a parent with probability proportional to its coverage (best mean if none covers)."""
+    fronts = pruned_fronts(table, cases)
+    weighted = [cand for case in cases for cand in sorted(fronts[case])]
+    if not weighted:
+        return best_candidate(table, cases)
+    return weighted[rng.randrange(len(weighted))]
+
+
+def sample_minibatch(size: int, population: int, rng: random.Random) -> list[int]:
+    """``size`` distinct positions out of ``population`` (no case twice in one minibatch)."""
+    return rng.sample(range(population), min(size, population))
+
+
+def minibatch_screen(parent: Sequence[float], child: Sequence[float]) -> Verdict:
+    """The paired comparison of a child with its parent on the same minibatch."""
+    cases = [str(i) for i in range(min(len(parent), len(child)))]
+    return paired_scores(
+        dict(zip(cases, parent, strict=False)),
+        dict(zip(cases, child, strict=False)),
+        cases,
+        alpha=0.05,
+    )
+
+
+def minibatch_keeps(parent: Sequence[float], child: Sequence[float]) -> bool:
+    """Keep a child whose gain has p ≤ ``SCREEN_ALPHA`` on the minibatch; a tie never passes."""
+    screen = minibatch_screen(parent, child)
+    return screen.delta > _SCREEN_EPSILON and screen.p_value <= SCREEN_ALPHA + _EPSILON
+
+
+def validated_pick(
+    table: Table, cases: Sequence[str], *, alpha: float
+) -> tuple[int, Verdict | None]:
+    """The best validation mean if it beats the seed with confidence, else the seed (index 0)."""
+    best = best_candidate(table, cases)
+    if best == 0:
+        return 0, None
+    verdict = paired_scores(table[0], table[best], cases, alpha=alpha)
+    return (best if verdict.better else 0), verdict
+
+
+def best_candidate(table: Table, cases: Sequence[str]) -> int:
+    """The highest validation mean; the earliest candidate (the seed) wins every tie."""
+    best, best_mean = 0, -math.inf
+    for index, row in enumerate(table):
+        value = mean_score(row, cases)
+        if value > best_mean:
+            best, best_mean = index, value
+    return best
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """Whether the selected candidate may be submitted, and the first rule that said no."""
+
+    eligible: bool
+    reason: str
+    seed_mean: float | None = None
+    candidate_mean: float | None = None
+    delta: float | None = None
+    regressed: tuple[str, ...] = ()
+    verdict: Verdict | None = None
+
+
+def assess_promotion(
+    *,
+    selected_is_seed: bool,
+    seed: Scores,
+    candidate: Scores,
+    cases: Sequence[str],
+    critical: Sequence[str],
+    min_gain: float,
+    alpha: float = 0.05,
+) -> Promotion:
+    """The holdout rules, first failing rule wins (tRPC-Agent-Go's assessPromotion order).
+
+    The gain must hold at the interval's lower bound (a paired comparison over the holdout
+    cases, one-sided ``alpha``), not only in the mean: a noisy agent's holdout mean moves by
+    chance. A critical case that scores lower is a hard limit.
+    """
+    if selected_is_seed:
+        return Promotion(False, "no candidate beat the seed on validation with confidence")
+    if not cases:
+        return Promotion(False, "no holdout split configured")
+    base, new = mean_score(seed, cases), mean_score(candidate, cases)
+    delta = new - base
+    regressed = tuple(c for c in cases if c in set(critical) and candidate[c] < seed[c])
+    floor = min_gain - _EPSILON if min_gain > 0 else 0.0
+    verdict = paired_scores(seed, candidate, cases, alpha=alpha, threshold=floor)
+    if delta <= _EPSILON:
+        reason = f"holdout mean {new:.4f} does not beat the seed's {base:.4f}"
+    elif delta < min_gain - _EPSILON:
+        reason = f"holdout delta {delta:.4f} is below the required {min_gain:.4f}"
+    elif regressed:
+        reason = f"critical holdout case regressed: {regressed[0]}"
+    elif not verdict.better:
+        reason = f"holdout gain not shown: {verdict.line()}"
+    else:
+        reason = f"holdout requirements satisfied: {verdict.line()}"
+    eligible = reason.startswith("holdout requirements satisfied")
+    return Promotion(eligible, reason, base, new, delta, regressed, verdict)
+
+
+__all__ = [
+    "Promotion",
+    "Scores",
+    "Table",
+    "assess_promotion",
+    "best_candidate",
+    "coverage",
+    "instance_fronts",
+    "mean_score",
+    "minibatch_keeps",
+    "minibatch_screen",
+    "paired_scores",
+    "pruned_fronts",
+    "sample_minibatch",
+    "select_parent",
+    "validated_pick",
+]

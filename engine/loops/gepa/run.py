@@ -1,0 +1,466 @@
+"""One offline optimisation of a skill's sections against a benchmark (``skillsmith optimize``).
+
+The run: choose Feedback / Validation / Holdout, evaluate the active version (the seed) on
+Validation, let GEPA search (one section per round, children kept only when they beat their
+parent strictly on the same minibatch, survivors measured on all of Validation), pick the best
+Validation mean (the seed on a tie), then compare seed and pick on Holdout with the same
+conditions. Only a pick that clears the holdout rules — a mean that beats the seed's by at
+least ``min_gain``, no critical case worse — is submitted, and then only into the approval queue
+(``pending_approval``, through the candidate gates), never published.
+
+Limits: iterations, the reflection minibatch, a metric-call budget that is never exceeded (each
+call is one agent run of one case, and the holdout comparison's calls are held in reserve from
+the start), the seed of every random draw, and a time limit. Running out of iterations or budget
+ends the search normally; running out of time *fails* the run: a half-finished search has not
+earned a submission.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, cast
+
+from gepa.api import optimize as gepa_optimize
+from gepa.core.callbacks import GEPACallback
+from gepa.core.result import GEPAResult
+
+from engine.core.benchmark import Benchmark, load_benchmark
+from engine.core.errors import SkillsmithError, UsageError
+from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter, utc_now
+from engine.core.sessions import hold, start_session
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
+from engine.evaluation.gates.candidate import Outcome, StaleCandidate
+from engine.evaluation.gates.result import GateResult
+from engine.evaluation.gates.submission import submit_candidate
+from engine.evaluation.llm import make_llm
+from engine.loops.gepa.adapter import (
+    CoverageSelector,
+    DistinctMinibatch,
+    Evaluator,
+    GepaLog,
+    Limits,
+    Reflector,
+    RunClock,
+    SkillAdapter,
+    StrictAcceptance,
+)
+from engine.loops.gepa.experiment import Experiment
+from engine.loops.gepa.offline import offline_reflection
+from engine.loops.gepa.pareto import Promotion, assess_promotion, mean_score, validated_pick
+from engine.loops.gepa.sections import SECTIONS, candidate_id, render, sections_of
+from engine.loops.gepa.splits import MIN_SUBMIT_CASES, Splits, choose_splits
+
+Status = Literal["submitted", "not_submitted", "failed"]
+
+
+@dataclass(frozen=True)
+class OptimizeOptions:
+    """The limits of one run (the CLI flags); ``seed`` None takes the benchmark's seed."""
+
+    iterations: int = 10
+    reflection_batch: int = 3
+    max_metric_calls: int = 1000
+    seed: int | None = None
+    time_limit_s: float | None = None
+    min_gain: float = 0.0
+    splits: tuple[float, float, float] | None = None
+    jobs: int | None = None
+    submit: bool = True
+
+    def check(self) -> None:
+        if self.iterations < 0:
+            raise UsageError(f"--iterations: expected ≥ 0, got {self.iterations}")
+        if self.reflection_batch < 1:
+            raise UsageError(f"--reflection-batch: expected ≥ 1, got {self.reflection_batch}")
+        if self.max_metric_calls < 1:
+            raise UsageError(f"--max-metric-calls: expected ≥ 1, got {self.max_metric_calls}")
+        if self.time_limit_s is not None and not self.time_limit_s > 0:
+            raise UsageError(f"--time-limit: expected seconds > 0, got {self.time_limit_s}")
+        if not (math.isfinite(self.min_gain) and 0 <= self.min_gain <= 1):
+            raise UsageError(f"--min-gain: expected a number in [0, 1], got {self.min_gain}")
+
+
+@dataclass
+class OptimizeResult:
+    """What the run did; ``result.json`` of the experiment holds the same."""
+
+    experiment_id: str
+    experiment_dir: str
+    skill: str
+    benchmark: str
+    status: Status
+    reason: str
+    stop_reason: str | None = None
+    metric_calls: int = 0
+    iterations: int = 0
+    seed_id: str = ""
+    selected_id: str | None = None
+    pool: list[dict[str, Any]] = field(default_factory=list)
+    validation: dict[str, Any] | None = None  # the pick's paired verdict against the seed
+    holdout: dict[str, Any] | None = None
+    candidate: str | None = None
+    candidate_status: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class OptimizeFailed(SkillsmithError):
+    """The run stopped without a result it could stand by (time limit, model failure)."""
+
+    def __init__(self, result: OptimizeResult) -> None:
+        super().__init__(f"{result.experiment_dir}: optimisation failed: {result.reason}")
+        self.result = result
+
+
+def optimize(
+    ws: Workspace,
+    skill: str,
+    bench_id: str,
+    options: OptimizeOptions | None = None,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> OptimizeResult:
+    """Optimise ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure.
+
+    Everything that can be refused is refused before the first agent runs (UsageError).
+    """
+    opts = options or OptimizeOptions()
+    opts.check()
+    store = SkillStore(ws, skill)
+    parent = store.ensure_adopted()
+    if parent is None:
+        raise SkillsmithError(f"{ws.skills_dir / skill}: no such skill to optimise")
+    bench = load_benchmark(ws.benchmarks_dir / bench_id)
+    seed = bench.seed if opts.seed is None else opts.seed
+    splits = choose_splits(bench, opts.splits, seed)
+    _check_plan(bench, splits, opts)
+    run = _Run(ws, skill, parent, store.read(parent), bench, splits, opts, seed, reporter, cancel)
+    with hold(run.experiment.dir):
+        return run.execute()
+
+
+def _check_plan(bench: Benchmark, splits: Splits, opts: OptimizeOptions) -> None:
+    """Refuse a run that cannot work before a single agent runs."""
+    sizes = splits.sizes()
+    shown = ", ".join(f"{k} {v}" for k, v in sizes.items())
+    if not splits.feedback or not splits.validation:
+        raise UsageError(f"{bench.source}: feedback and validation need cases ({shown})")
+    if opts.submit and splits.too_small():
+        raise UsageError(
+            f"{bench.source}: submitting needs at least {MIN_SUBMIT_CASES} cases per split "
+            f"({shown}); choose other --splits or pass --no-submit"
+        )
+    floor = len(splits.validation) + 2 * len(splits.holdout)
+    if opts.max_metric_calls < floor:
+        raise UsageError(
+            f"--max-metric-calls {opts.max_metric_calls} cannot cover the seed's validation "
+            f"({len(splits.validation)}) and the holdout comparison ({2 * len(splits.holdout)})"
+        )
+
+
+class _Run:
+    """One optimisation's moving parts, wired once; :meth:`execute` runs and records it."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        skill: str,
+        parent: str,
+        seed_text: str,
+        bench: Benchmark,
+        splits: Splits,
+        opts: OptimizeOptions,
+        seed: int,
+        reporter: Reporter,
+        cancel: CancelToken | None,
+    ) -> None:
+        cfg = ws.load_config()
+        self.ws, self.skill, self.parent, self.seed_text = ws, skill, parent, seed_text
+        self.bench, self.splits, self.opts, self.seed = bench, splits, opts, seed
+        self.llm = make_llm(cfg.models.reflection, ws, offline=offline_reflection)
+        self.experiment = Experiment(ws)
+        self.log = start_session(ws, "optimizer", forward=reporter, session_id=self.experiment.id)
+        self.clock = RunClock(opts.time_limit_s, cancel)
+        self.seed_sections = sections_of(seed_text)
+        self.evaluator = Evaluator(
+            ws,
+            bench,
+            skill,
+            seed_text,
+            self.experiment,
+            self.clock,
+            self.log,
+            opts.jobs,
+            opts.max_metric_calls,
+        )
+        self.adapter = SkillAdapter(
+            self.evaluator,
+            Reflector(self.llm, cfg.models.reflection.max_tokens),
+            self.experiment,
+            splits.feedback,
+            splits.validation,
+            self.log,
+        )
+        self.batch = min(opts.reflection_batch, len(splits.feedback))
+        self.limits = Limits(
+            self.adapter,
+            iterations=opts.iterations,
+            max_calls=opts.max_metric_calls,
+            round_cost=2 * self.batch + len(splits.validation),
+            reserve=2 * len(splits.holdout),
+            clock=self.clock,
+        )
+        self.result = OptimizeResult(
+            experiment_id=self.experiment.id,
+            experiment_dir=str(self.experiment.dir),
+            skill=skill,
+            benchmark=bench.id,
+            status="failed",
+            reason="started",
+            seed_id=candidate_id(self.seed_sections),
+        )
+
+    def execute(self) -> OptimizeResult:
+        result, clock = self.result, self.clock
+        self._record_start()
+        try:
+            found = self._search()
+            chosen, seed_won = self._select(found)
+            promotion = self._holdout(chosen, seed_won)
+            clock.check()
+            self._submit(promotion, chosen)
+        except Cancelled:
+            if not clock.expired:
+                self._finish("failed", "cancelled")
+                raise
+            limit = f"time limit of {self.opts.time_limit_s:g}s reached"
+            self._finish("failed", f"{limit} after {clock.elapsed():.1f}s; nothing was submitted")
+            raise OptimizeFailed(result) from None
+        except SkillsmithError as exc:
+            self._finish("failed", str(exc))
+            raise OptimizeFailed(result) from None
+        except KeyboardInterrupt:
+            self._finish("failed", "interrupted")
+            raise
+        self._finish(result.status, result.reason)
+        return result
+
+    def _search(self) -> GEPAResult[Any, Any]:
+        """gepa's loop with our evaluation, reflection, selection, acceptance and limits."""
+        found: GEPAResult[Any, Any] = gepa_optimize(
+            seed_candidate=dict(self.seed_sections),
+            trainset=list(self.splits.feedback),
+            valset=list(self.splits.validation),
+            adapter=self.adapter,
+            candidate_selection_strategy=CoverageSelector(self.splits.validation, self.seed),
+            acceptance_criterion=StrictAcceptance(),
+            frontier_type="instance",
+            module_selector="round_robin",
+            batch_sampler=DistinctMinibatch(self.batch, self.seed),
+            perfect_score=1.0,
+            skip_perfect_score=True,
+            use_merge=False,
+            stop_callbacks=[self.limits],
+            logger=GepaLog(self.log),
+            callbacks=[cast(GEPACallback, self.adapter)],
+            seed=self.seed,
+            raise_on_exception=True,
+        )
+        if self.adapter.fatal is not None:
+            raise SkillsmithError(f"reflection failed: {self.adapter.fatal}")
+        self.result.stop_reason = self.limits.reason
+        self.result.iterations = self.adapter.iteration
+        return found
+
+    def _select(self, found: GEPAResult[Any, Any]) -> tuple[dict[str, str], bool]:
+        """The best Validation mean of the pool if it beats the seed with confidence, else the
+        seed; True when it is the seed."""
+        validation = self.splits.validation
+        table = [
+            {validation[int(k)]: v for k, v in scores.items()} for scores in found.val_subscores
+        ]
+        alpha = self.ws.load_config().gates.alpha
+        best, verdict = validated_pick(table, validation, alpha=alpha)
+        self.result.pool = [
+            {"id": candidate_id(c), "validation_mean": mean_score(t, validation)}
+            for c, t in zip(found.candidates, table, strict=True)
+        ]
+        chosen: dict[str, str] = dict(found.candidates[best])
+        self.result.selected_id = candidate_id(chosen)
+        self.result.validation = None if verdict is None else verdict.to_dict()
+        self.experiment.event(
+            "selected",
+            candidate_id=self.result.selected_id,
+            pool=self.result.pool,
+            validation=self.result.validation,
+        )
+        return chosen, best == 0
+
+    def _holdout(self, chosen: dict[str, str], seed_won: bool) -> Promotion:
+        """Seed and pick on Holdout under the same conditions, then the promotion rules."""
+        holdout, result = self.splits.holdout, self.result
+        critical = [c.id for c in self.bench.cases if c.rubric.critical]
+        seed_scores: dict[str, float] = {}
+        pick_scores: dict[str, float] = {}
+        if not seed_won and holdout:
+            run = self.evaluator.run
+            base, _ = run(self.seed_sections, holdout, "holdout-baseline", traces=False)
+            pick, _ = run(chosen, holdout, "holdout-candidate", traces=False)
+            seed_scores = {r.case_id: r.score for r in base}
+            pick_scores = {r.case_id: r.score for r in pick}
+        promotion = assess_promotion(
+            selected_is_seed=seed_won,
+            seed=seed_scores,
+            candidate=pick_scores,
+            cases=holdout if seed_scores else [],
+            critical=critical,
+            min_gain=self.opts.min_gain,
+            alpha=self.ws.load_config().gates.alpha,
+        )
+        if seed_scores:
+            result.holdout = {
+                "cases": len(holdout),
+                "seed_mean": promotion.seed_mean,
+                "candidate_mean": promotion.candidate_mean,
+                "delta": promotion.delta,
+                "min_gain": self.opts.min_gain,
+                "critical": [c for c in holdout if c in set(critical)],
+                "critical_regressed": list(promotion.regressed),
+                "improved": [c for c in holdout if pick_scores[c] > seed_scores[c]],
+                "worsened": [c for c in holdout if pick_scores[c] < seed_scores[c]],
+                "verdict": None if promotion.verdict is None else promotion.verdict.to_dict(),
+            }
+        self.experiment.event(
+            "promotion",
+            eligible=promotion.eligible,
+            reason=promotion.reason,
+            holdout=result.holdout,
+        )
+        return promotion
+
+    def _submit(self, promotion: Promotion, chosen: dict[str, str]) -> None:
+        """Queue the pick as pending_approval with its evidence, or say why not."""
+        result, opts = self.result, self.opts
+        result.status, result.reason = "not_submitted", promotion.reason
+        if not promotion.eligible:
+            return
+        if not opts.submit:
+            result.reason = f"{promotion.reason}; not submitted (--no-submit)"
+            return
+        holdout = result.holdout or {}
+        cases = self.splits.holdout
+        seed_mean, pick_mean = float(holdout["seed_mean"]), float(holdout["candidate_mean"])
+        evidence = GateResult(
+            gate="holdout_promotion",
+            verdict="pass",
+            figures={
+                "experiment": result.experiment_id,
+                "seed_mean": seed_mean,
+                "candidate_mean": pick_mean,
+                "delta": holdout["delta"],
+                "min_gain": opts.min_gain,
+                "cases": len(cases),
+                "critical": holdout["critical"],
+                **(holdout.get("verdict") or {}),
+            },
+            reasons=[promotion.reason],
+            case_ids=list(cases),
+            fixed=list(holdout["improved"]),
+            newly_broken=list(holdout["worsened"]),
+        )
+        notes = f"paired holdout mean {seed_mean:.3f} → {pick_mean:.3f} over {len(cases)} cases"
+        try:
+            cand, decision = submit_candidate(
+                self.ws,
+                self.skill,
+                render(self.seed_text, chosen),
+                source="optimize",
+                operation="update",
+                parent_version=self.parent,
+                summary=f"optimize {result.experiment_id}: {notes}",
+                outcome=Outcome(
+                    status="success",
+                    notes=notes,
+                    evaluator=f"optimize/gepa:{result.experiment_id}",
+                ),
+                evidence=[evidence],
+                approval_required="offline-optimised candidates wait for a person",
+                shadow=False,
+                delta_score=float(holdout["delta"]),
+                metrics={"experiment": result.experiment_id, "holdout": holdout},
+                provenance={"experiment": result.experiment_id, "benchmark": result.benchmark},
+            )
+        except StaleCandidate as exc:
+            result.reason = f"{promotion.reason}; not submitted: {exc}"
+            return
+        result.candidate, result.candidate_status = cand.id, cand.status
+        if cand.status == "pending_approval":
+            result.status = "submitted"
+            result.reason = f"{promotion.reason}; queued {cand.id} for approval"
+        else:
+            result.reason = (
+                f"{promotion.reason}; the candidate gates said {cand.status}: {decision.reason}"
+            )
+
+    def _record_start(self) -> None:
+        experiment, splits = self.experiment, self.splits
+        experiment.write(
+            "experiment.json",
+            {
+                "id": experiment.id,
+                "algorithm": "gepa",
+                "gepa_version": importlib.metadata.version("gepa"),
+                "skill": self.skill,
+                "parent_version": self.parent,
+                "benchmark": self.bench.id,
+                "splits": {
+                    "source": splits.source,
+                    "feedback": splits.feedback,
+                    "validation": splits.validation,
+                    "holdout": splits.holdout,
+                    "critical": [c.id for c in self.bench.cases if c.rubric.critical],
+                },
+                "options": {**asdict(self.opts), "seed": self.seed},
+                "sections": list(SECTIONS),
+                "reflection_model": self.llm.model,
+                "seed_candidate": self.result.seed_id,
+                "started_at": utc_now(),
+            },
+        )
+        experiment.candidate(
+            self.result.seed_id,
+            {
+                "parent_id": None,
+                "section": None,
+                "sections": self.seed_sections,
+                "skill_md": self.seed_text,
+            },
+        )
+        self.log.emit(
+            "started", experiment=experiment.id, skill=self.skill, benchmark=self.bench.id
+        )
+
+    def _finish(self, status: Status, reason: str) -> None:
+        result = self.result
+        result.metric_calls = self.evaluator.calls
+        result.status, result.reason = status, reason
+        self.experiment.write("result.json", {**result.to_json(), "finished_at": utc_now()})
+        self.experiment.event(
+            "finished", status=status, reason=reason, metric_calls=result.metric_calls
+        )
+        if result.candidate is not None:
+            self.log.emit(
+                "candidate_queued", candidate=result.candidate, status=result.candidate_status
+            )
+        if status == "failed":
+            self.log.emit("error", status=status, reason=reason)
+        else:
+            self.log.emit("finished", status=status, reason=reason)
+
+
+__all__ = ["OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize"]

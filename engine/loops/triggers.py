@@ -1,0 +1,536 @@
+"""Description (trigger) tuning: skill-creator's loop over the one field that decides loading.
+
+An agent sees only a skill's name and description until it decides to load it, so a skill that
+works but does not trigger is worth nothing, and one that triggers on the wrong tasks costs
+context and can mislead. The loop (Anthropic's skill-creator ``run_loop``):
+
+1. a query set — should-trigger tasks and near-miss should-not-trigger ones — is split 60/40,
+   stratified, with a fixed seed;
+2. each candidate description is put into the SKILL.md and the real agent is run on every query
+   in a sealed room; a run *triggered* when its transcript holds a ``Skill`` call naming the
+   skill, and a query's load rate over its runs decides (≥ threshold = triggered);
+3. new descriptions are proposed from the *training* failures only (a model, or offline a
+   deterministic word-level rewrite);
+4. the best description is the one with the highest accuracy on the *held-out* queries — never
+   seen by the proposer — and the current description wins ties, so a change must earn its place.
+
+An improvement is queued as a candidate (source ``optimize``) that waits for a person, with the
+per-query evidence under ``experiments/<id>/`` (transcripts included).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from engine.core.config import Config
+from engine.core.errors import FormatError, SkillsmithError
+from engine.core.events import CancelToken, SessionLog, new_id, utc_now
+from engine.core.fsutil import atomic_write_text
+from engine.core.skill import SkillDoc
+from engine.core.store import SkillStore, read_text
+from engine.core.vault import redact
+from engine.core.workspace import Workspace
+from engine.evaluation.agents import (
+    Agent,
+    RoomSpec,
+    SkillFiles,
+    build_room,
+    make_agent,
+    remove_room,
+)
+from engine.evaluation.agents.isolation import scratch_root
+from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.submission import submit_candidate
+from engine.evaluation.llm import LLM, make_llm
+from engine.evaluation.traces import load_trace
+from engine.loops.gepa.experiment import Experiment
+from engine.loops.online.library import is_skill_load
+
+Split = Literal["train", "test"]
+Origin = Literal["current", "given", "proposed"]
+MAX_DESCRIPTION = 1024
+APPROVAL = "a description tuned offline waits for a person"
+_TAG = re.compile(r"<new_description>(.*?)</new_description>", re.DOTALL)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+_STOP = frozenset(
+    re.findall(
+        r"\w+",
+        """about also asked could does each file files from have here into like must only other
+        should some such than that their them then there these they this those used using what
+        when which whether will with would your please want need make sure""",
+    )
+)
+
+
+@dataclass(frozen=True)
+class TriggerQuery:
+    query: str
+    should_trigger: bool
+
+
+def load_queries(path: Path) -> list[TriggerQuery]:
+    """A JSON list of ``{"query": str, "should_trigger": bool}`` (skill-creator's eval set)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FormatError(path, None, "file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(path, None, f"a JSON list of queries ({exc})") from None
+    if not isinstance(data, list) or not data:
+        raise FormatError(path, None, "a non-empty JSON list of {query, should_trigger}")
+    queries: list[TriggerQuery] = []
+    for index, item in enumerate(data):
+        if not isinstance(item, dict) or set(item) != {"query", "should_trigger"}:
+            raise FormatError(path, f"[{index}]", "a mapping with exactly query, should_trigger")
+        if not isinstance(item["query"], str) or not item["query"].strip():
+            raise FormatError(path, f"[{index}].query", "a non-empty string")
+        if not isinstance(item["should_trigger"], bool):
+            raise FormatError(path, f"[{index}].should_trigger", "true or false")
+        queries.append(TriggerQuery(item["query"].strip(), item["should_trigger"]))
+    kinds = {q.should_trigger for q in queries}
+    if kinds != {True, False}:
+        raise FormatError(path, None, "both should-trigger and should-not-trigger queries")
+    return queries
+
+
+def split_queries(
+    queries: Sequence[TriggerQuery], holdout: float = 0.4, seed: int = 42
+) -> tuple[list[TriggerQuery], list[TriggerQuery]]:
+    """(train, test): each class shuffled with ``seed`` and ``holdout`` of it held out.
+
+    Stratified, so both parts keep should- and should-not-trigger queries; a class of two or
+    more always leaves at least one query on each side.
+    """
+    if not 0 < holdout < 1:
+        raise SkillsmithError(f"holdout: expected a share between 0 and 1, got {holdout}")
+    rng = random.Random(seed)
+    train: list[TriggerQuery] = []
+    test: list[TriggerQuery] = []
+    for wanted in (True, False):
+        group = [q for q in queries if q.should_trigger is wanted]
+        rng.shuffle(group)
+        n_test = round(len(group) * holdout)
+        if len(group) >= 2:
+            n_test = min(max(n_test, 1), len(group) - 1)
+        test += group[:n_test]
+        train += group[n_test:]
+    return train, test
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+@dataclass
+class QueryResult:
+    query: str
+    should_trigger: bool
+    split: Split
+    runs: int
+    loads: int
+    rate: float
+    triggered: bool
+    correct: bool
+    sessions: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DescriptionScore:
+    index: int
+    description: str
+    origin: Origin
+    train_accuracy: float
+    test_accuracy: float
+    results: list[QueryResult]
+
+    def failures(self, split: Split) -> list[QueryResult]:
+        return [r for r in self.results if r.split == split and not r.correct]
+
+
+def with_description(text: str, description: str) -> str:
+    return SkillDoc.parse(text).with_section("description", description).render()
+
+
+def check_description(description: str) -> str | None:
+    """Why ``description`` cannot be a skill description (Agent Skills rules), or None."""
+    if not description.strip():
+        return "empty"
+    if len(description) > MAX_DESCRIPTION:
+        return f"longer than {MAX_DESCRIPTION} characters"
+    if "<" in description or ">" in description:
+        return "contains '<' or '>'"
+    return None
+
+
+class TriggerBench:
+    """Runs the agent on the queries with one description at a time; keeps every transcript."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        skill: str,
+        folder: Path,
+        *,
+        agent: Agent | None = None,
+        runs_per_query: int = 1,
+        threshold: float = 0.5,
+        jobs: int = 2,
+        cancel: CancelToken | None = None,
+    ) -> None:
+        if runs_per_query < 1:
+            raise SkillsmithError("runs per query: expected at least 1")
+        self.ws = ws
+        self.skill = skill
+        self.text = read_text(ws.skill_path(skill))
+        self.names = {skill, SkillDoc.parse_lenient(self.text)[0].name or skill}
+        self.folder = folder
+        self.agent = agent or make_agent(ws)
+        self.runs = runs_per_query
+        self.threshold = threshold
+        self.jobs = max(1, jobs)
+        self.cancel = cancel or CancelToken()
+
+    def measure(
+        self, index: int, description: str, queries: Sequence[tuple[TriggerQuery, Split]]
+    ) -> list[QueryResult]:
+        text = with_description(self.text, description)
+        units = [(q, n, run) for n, (q, _s) in enumerate(queries) for run in range(self.runs)]
+        statement = Path(tempfile.mkdtemp(prefix="triggers-", dir=scratch_root(self.ws.root)))
+        try:
+            with ThreadPoolExecutor(self.jobs) as pool:
+                found = list(pool.map(lambda u: self._run(index, text, statement, *u), units))
+        finally:
+            shutil.rmtree(statement, ignore_errors=True)
+        results: list[QueryResult] = []
+        for n, (query, split) in enumerate(queries):
+            mine = [f for (_q, m, _r), f in zip(units, found, strict=True) if m == n]
+            loads = sum(1 for loaded, _path, _bad in mine if loaded)
+            rate = loads / self.runs
+            triggered = rate >= self.threshold
+            results.append(
+                QueryResult(
+                    query=query.query,
+                    should_trigger=query.should_trigger,
+                    split=split,
+                    runs=self.runs,
+                    loads=loads,
+                    rate=round(rate, 3),
+                    triggered=triggered,
+                    correct=triggered == query.should_trigger,
+                    sessions=[path for _l, path, _bad in mine if path],
+                    invalid=[bad for _l, _p, bad in mine if bad],
+                )
+            )
+        return results
+
+    def _run(
+        self, index: int, text: str, statement: Path, query: TriggerQuery, n: int, run: int
+    ) -> tuple[bool, str | None, str | None]:
+        """(loaded, transcript path relative to the experiment, invalid reason)."""
+        self.cancel.check()
+        spec = RoomSpec(
+            statement_dir=statement,
+            prompt=query.query,
+            skills=(SkillFiles(self.skill, text, self.ws.skill_path(self.skill).parent),),
+            skills_subdir=self.agent.skills_subdir,
+        )
+        room = build_room(spec, scratch_root(self.ws.root))
+        try:
+            outcome = self.agent.run(room, query.query, lambda: self.cancel.cancelled, run)
+        finally:
+            remove_room(room)
+        if not outcome.session:
+            return False, None, outcome.invalid_reason or "no transcript"
+        rel = f"sessions/d{index}-q{n}-r{run}.jsonl"
+        lines = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in outcome.session)
+        with self.ws.lock(f"trigger tuning {self.folder.name}"):
+            atomic_write_text(self.folder / rel, redact(lines))
+        trace = load_trace(self.folder / rel)
+        loaded = any(is_skill_load(c.name, c.args, self.names) for c in trace.calls)
+        return loaded, rel, outcome.invalid_reason
+
+
+def _accuracy(results: Sequence[QueryResult], split: Split) -> float:
+    mine = [r for r in results if r.split == split]
+    return round(sum(r.correct for r in mine) / len(mine), 4) if mine else 0.0
+
+
+# -- proposing ---------------------------------------------------------------------------------
+
+
+class DescriptionProposer(Protocol):
+    name: str
+
+    def propose(self, skill: str, current: str, failures: Sequence[QueryResult]) -> str | None:
+        """A new description fixing the training ``failures``, or None."""
+        ...
+
+
+PROPOSER_SYSTEM = """\
+You write the description of an agent skill. The description is all the agent sees when it \
+decides whether to load the skill, so it must make the skill load for the tasks it serves and \
+stay unloaded for tasks it does not. Describe the kind of task and its telling words, not the \
+example tasks themselves. At most 1024 characters, one paragraph, no angle brackets. Answer \
+with <new_description>the description</new_description> and nothing else."""
+
+
+class ModelDescriptionProposer:
+    """A model (``models.reflection``) rewrites the description from the training failures."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.name = f"model:{llm.model}"
+
+    def propose(self, skill: str, current: str, failures: Sequence[QueryResult]) -> str | None:
+        missed = [f"- {f.query}" for f in failures if f.should_trigger]
+        wrong = [f"- {f.query}" for f in failures if not f.should_trigger]
+        prompt = "\n".join(
+            [
+                f"Skill: {skill}",
+                f"Current description: {current}",
+                "",
+                "Tasks that should have loaded the skill but did not:",
+                *(missed or ["- (none)"]),
+                "",
+                "Tasks that loaded the skill but should not have:",
+                *(wrong or ["- (none)"]),
+            ]
+        )
+        reply = self.llm.complete(PROPOSER_SYSTEM, [{"role": "user", "content": redact(prompt)}])
+        match = _TAG.search(reply.text)
+        return " ".join(match.group(1).split()) if match else None
+
+
+class OfflineDescriptionProposer:
+    """Deterministic: add the telling words of missed tasks, drop those of false triggers."""
+
+    name = "offline"
+
+    def propose(self, skill: str, current: str, failures: Sequence[QueryResult]) -> str | None:
+        have = {w.lower() for w in _WORD.findall(current)}
+        missed = [f.query for f in failures if f.should_trigger]
+        wrong = [f.query for f in failures if not f.should_trigger]
+        wanted = {w.lower() for q in missed for w in _WORD.findall(q)}
+        counts = Counter(w.lower() for q in missed for w in dict.fromkeys(_WORD.findall(q)))
+        # words shared by several missed tasks first: they name the kind of task
+        ranked = sorted(counts, key=lambda w: -counts[w])
+        add = [w for w in ranked if w not in have and w not in _STOP][:8]
+        drop = {w.lower() for q in wrong for w in _WORD.findall(q) if w.lower() in have} - wanted
+        text = current
+        for word in sorted(drop):
+            text = re.sub(rf"\b{re.escape(word)}\b", "", text, flags=re.IGNORECASE)
+        text = " ".join(text.split()).replace(" ,", ",").replace(" .", ".")
+        if add:
+            text = text.rstrip(" .") + ". Also for tasks about " + ", ".join(add) + "."
+        return text if text != current else None
+
+
+def make_description_proposer(ws: Workspace, cfg: Config | None = None) -> DescriptionProposer:
+    cfg = cfg or ws.load_config()
+    if cfg.models.reflection.provider == "offline":
+        return OfflineDescriptionProposer()
+    return ModelDescriptionProposer(make_llm(cfg.models.reflection, ws))
+
+
+# -- the loop ----------------------------------------------------------------------------------
+
+
+@dataclass
+class TuningResult:
+    experiment_id: str
+    experiment_dir: str
+    skill: str
+    current: str
+    best: str
+    chosen: int
+    improved: bool
+    reason: str
+    train_size: int
+    test_size: int
+    scores: list[DescriptionScore]
+    notes: list[str] = field(default_factory=list)
+    candidate: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def tune_description(
+    ws: Workspace,
+    skill: str,
+    queries: Sequence[TriggerQuery],
+    *,
+    candidates: Sequence[str] = (),
+    iterations: int = 3,
+    runs_per_query: int = 1,
+    threshold: float = 0.5,
+    holdout: float = 0.4,
+    seed: int = 42,
+    jobs: int = 2,
+    proposer: DescriptionProposer | None = None,
+    agent: Agent | None = None,
+    submit: bool = True,
+    log: SessionLog | None = None,
+    cancel: CancelToken | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> TuningResult:
+    """Measure the current description and the given ones, propose more, keep the held-out best.
+
+    See the module docstring for the loop; ``candidates`` are descriptions to try besides the
+    proposer's. Raises SkillsmithError for an unknown skill or bad settings.
+    """
+    if not ws.skill_path(skill).is_file():
+        raise SkillsmithError(f"{ws.skill_path(skill)}: no such skill")
+    current = SkillDoc.parse(read_text(ws.skill_path(skill))).description or ""
+    train, test = split_queries(queries, holdout, seed)
+    tagged: list[tuple[TriggerQuery, Split]] = [(q, "train") for q in train]
+    tagged += [(q, "test") for q in test]
+    experiment = Experiment(ws, new_id("triggers"))
+    folder = experiment.dir
+    proposer = proposer or make_description_proposer(ws)
+    bench = TriggerBench(
+        ws,
+        skill,
+        folder,
+        agent=agent,
+        runs_per_query=runs_per_query,
+        threshold=threshold,
+        jobs=jobs,
+        cancel=cancel,
+    )
+    experiment.write(
+        "experiment.json",
+        {
+            "id": experiment.id,
+            "kind": "trigger-tuning",
+            "skill": skill,
+            "started_at": utc_now(),
+            "settings": {
+                "iterations": iterations,
+                "runs_per_query": runs_per_query,
+                "threshold": threshold,
+                "holdout": holdout,
+                "seed": seed,
+                "proposer": proposer.name,
+                "agent": bench.agent.describe(),
+            },
+            "queries": [
+                {"query": q.query, "should_trigger": q.should_trigger, "split": s}
+                for q, s in tagged
+            ],
+        },
+    )
+    scores: list[DescriptionScore] = []
+    notes: list[str] = []
+
+    def evaluate(description: str, origin: Origin) -> None:
+        if any(s.description == description for s in scores):
+            notes.append(f"{origin} description already measured: {description[:60]!r}")
+            return
+        problem = check_description(description)
+        if problem is not None:
+            notes.append(f"{origin} description refused ({problem}): {description[:60]!r}")
+            return
+        index = len(scores)
+        results = bench.measure(index, description, tagged)
+        score = DescriptionScore(
+            index,
+            description,
+            origin,
+            _accuracy(results, "train"),
+            _accuracy(results, "test"),
+            results,
+        )
+        scores.append(score)
+        if progress is not None:
+            progress(
+                f"description {index} ({origin}): train {score.train_accuracy:.2f}, "
+                f"held-out {score.test_accuracy:.2f}"
+            )
+        if log is not None:
+            log.emit("progress", description=index, origin=origin, train=score.train_accuracy)
+
+    evaluate(current, "current")
+    for given in candidates:
+        evaluate(" ".join(given.split()), "given")
+    for _round in range(iterations):
+        parent = max(scores, key=lambda s: (s.train_accuracy, -s.index))
+        failures = parent.failures("train")
+        if not failures:
+            notes.append(f"description {parent.index} gets every training query right")
+            break
+        proposed = proposer.propose(skill, parent.description, failures)
+        if proposed is None:
+            notes.append(f"the proposer had nothing for description {parent.index}")
+            break
+        evaluate(proposed, "proposed")
+    best = max(scores, key=lambda s: (s.test_accuracy, -s.index))
+    base = scores[0]
+    improved = best.index != 0 and best.test_accuracy > base.test_accuracy
+    reason = (
+        f"held-out trigger accuracy {base.test_accuracy:.2f} → {best.test_accuracy:.2f}"
+        if improved
+        else "no description beat the current one on the held-out queries"
+    )
+    result = TuningResult(
+        experiment_id=experiment.id,
+        experiment_dir=str(folder),
+        skill=skill,
+        current=current,
+        best=best.description,
+        chosen=best.index,
+        improved=improved,
+        reason=reason,
+        train_size=len(train),
+        test_size=len(test),
+        scores=scores,
+        notes=notes,
+    )
+    if improved and submit:
+        result.candidate = _submit(ws, skill, best, base, experiment.id)
+    experiment.write("result.json", result.to_dict())
+    return result
+
+
+def _submit(
+    ws: Workspace, skill: str, best: DescriptionScore, base: DescriptionScore, experiment: str
+) -> dict[str, Any]:
+    store = SkillStore(ws, skill)
+    parent = store.ensure_adopted()
+    if parent is None:
+        raise SkillsmithError(f"{ws.skill_path(skill)}: no such skill")
+    text = with_description(store.read(parent), best.description)
+    delta = round(best.test_accuracy - base.test_accuracy, 4)
+    cand, decision = submit_candidate(
+        ws,
+        skill,
+        text,
+        source="optimize",
+        operation="update",
+        parent_version=parent,
+        summary=(
+            f"tune-description: held-out trigger accuracy {base.test_accuracy:.2f} → "
+            f"{best.test_accuracy:.2f}"
+        ),
+        outcome=Outcome(status="success", score=best.test_accuracy, evaluator="trigger-tuning"),
+        approval_required=APPROVAL,
+        delta_score=delta,
+        metrics={
+            "experiment": experiment,
+            "train_accuracy": best.train_accuracy,
+            "test_accuracy": best.test_accuracy,
+            "baseline_test_accuracy": base.test_accuracy,
+        },
+        provenance={"experiment": experiment, "kind": "trigger-tuning"},
+    )
+    return {"id": cand.id, "status": cand.status, "reason": decision.reason}
