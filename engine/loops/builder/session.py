@@ -50,9 +50,12 @@ from engine.core.scoreboard import (
     record_from_rows,
 )
 from engine.core.sessions import ends_logged, hold, is_held, start_session, verify_record
+from engine.core.standard import STANDARD_FILE, Standard, load_standard, write_standard
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
+from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
+from engine.evaluation.protocol import ask, data_message
 from engine.evaluation.runner import RunResult, agent_runtime, bench_fingerprint, run_evaluation
 from engine.loops.builder.baseline import (
     FORMAL_BASELINE,
@@ -78,7 +81,6 @@ from engine.loops.builder.cases import (
     write_case,
 )
 from engine.loops.builder.checks import check_cases
-from engine.loops.builder.judge import ProtocolJudge, session_judge
 from engine.loops.builder.offline import builder_offline
 from engine.loops.builder.pilot import (
     PREDICT_SYSTEM,
@@ -89,8 +91,6 @@ from engine.loops.builder.pilot import (
     prediction_messages,
     type_means,
 )
-from engine.loops.builder.protocol import ask, data_message
-from engine.loops.builder.standard import STANDARD_FILE, Standard, load_standard, write_standard
 
 MAX_REPAIRS = 2  # reruns of a pilot's failed units before the pilot is judged invalid
 _BENCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
