@@ -76,8 +76,9 @@ class Journal:
             return None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise FormatError(
-                self.path, None, f"expected a JSON intent ({exc}); remove the file if you did "
-                "not write it"
+                self.path,
+                None,
+                f"expected a JSON intent ({exc}); remove the file if you did not write it",
             ) from None
         return self.check(self.path, data)
 

@@ -39,7 +39,13 @@ from engine.core.store import SkillStore, TabooEntry, check_name, read_text
 from engine.core.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
-    "proposed", "rejected", "pending_eval", "pending_approval", "approved", "published"
+    "proposed",
+    "rejected",
+    "pending_eval",
+    "pending_approval",
+    "approved",
+    "published",
+    "dismissed",
 ]
 Source = Literal["evolve", "optimize", "review", "manual", "curate"]
 Operation = Literal["update", "create", "delete"]
@@ -275,7 +281,9 @@ class CandidateQueue:
             if cand.operation == "update" and current != cand.parent_version:
                 raise SkillsmithError(
                     f"{cand.dir}: stale: made against {cand.parent_version} but skill "
-                    f"'{cand.skill}' is now at {current}; propose it again"
+                    f"'{cand.skill}' is now at {current}; re-propose it against {current} "
+                    f"(skillsmith queue repropose {cand.id}) or set it aside "
+                    f"(skillsmith queue dismiss {cand.id})"
                 )
             intent = self._commit(
                 {
@@ -308,6 +316,24 @@ class CandidateQueue:
                 }
             )
             return TabooEntry(**intent["taboo"])
+
+    def dismiss(self, candidate_id: str, *, why: str) -> None:
+        """Set an open candidate aside without judging its patch: no taboo entry, so the same
+        change may come back (a stale candidate, re-proposed against the current version)."""
+        with self.ws.lock(f"dismiss {candidate_id}"):
+            self.recover()
+            cand = self.get(candidate_id)
+            if cand.status not in _UNDECIDED:
+                raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
+            self._commit(
+                {
+                    "op": "dismiss",
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "why": why,
+                }
+            )
 
     def record_evaluation(
         self, candidate_id: str, gate: dict[str, Any], *, passed: bool, why: str
@@ -375,10 +401,12 @@ class CandidateQueue:
                         f"'{last['skill']}' moved from {last['version']} to {now} since"
                     )
             self._commit({"op": "undo", "undoes": last, "candidate": last["candidate"]})
-            what = "approval" if last["action"] == "approve" else "rejection"
+            what = {"approve": "approval", "dismiss": "dismissal"}.get(last["action"], "rejection")
             detail = (
                 f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
+                else f"it is {last['from_status']} again"
+                if last["action"] == "dismiss"
                 else "its taboo entry is removed"
                 if _added_taboo(last)
                 else "its patch was on the taboo list before and stays there"
@@ -459,6 +487,8 @@ class CandidateQueue:
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "evaluate":
             self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
+        elif intent["op"] == "dismiss":
+            self._set_status(store, cand, intent, ["dismissed"], intent["why"])
         elif intent["op"] == "reject":
             rule, patch = cand.rule_id or "manual", cand.patch_text()
             intent["taboo_added"] = not store.taboo().contains(rule, patch)
@@ -548,7 +578,7 @@ class CandidateQueue:
         remove_leftovers(self._leftovers())
 
 
-_OPS = ("approve", "evaluate", "reject", "undo")  # every decision _apply carries out
+_OPS = ("approve", "evaluate", "reject", "dismiss", "undo")  # every decision _apply carries out
 
 
 def _checked_intent(journal: Path, intent: Any) -> Intent:
@@ -558,7 +588,7 @@ def _checked_intent(journal: Path, intent: Any) -> Intent:
         return FormatError(journal, field, expected + "; remove the file if you did not write it")
 
     if not isinstance(intent, dict) or intent.get("op") not in _OPS:
-        raise bad("op", "expected approve, evaluate, reject or undo")
+        raise bad("op", f"expected one of {', '.join(_OPS)}")
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
@@ -568,7 +598,7 @@ def _checked_intent(journal: Path, intent: Any) -> Intent:
     undoes = intent.get("undoes")
     if intent["op"] == "undo" and not (
         isinstance(undoes, dict)
-        and undoes.get("action") in ("approve", "reject")
+        and undoes.get("action") in ("approve", "reject", "dismiss")
         and undoes.get("candidate") == candidate
     ):
         raise bad("undoes", "expected the decision being undone, of the same candidate")
@@ -577,7 +607,7 @@ def _checked_intent(journal: Path, intent: Any) -> Intent:
 
 def _decided(decision: dict[str, Any]) -> str:
     """The status a decision left its candidate in."""
-    return "published" if decision["action"] == "approve" else "rejected"
+    return {"approve": "published", "dismiss": "dismissed"}.get(decision["action"], "rejected")
 
 
 def _added_taboo(decision: dict[str, Any]) -> bool:
