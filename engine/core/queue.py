@@ -39,7 +39,13 @@ from engine.core.store import SkillStore, TabooEntry, check_name, is_leftover, r
 from engine.core.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
-    "proposed", "rejected", "pending_eval", "pending_approval", "approved", "published"
+    "proposed",
+    "rejected",
+    "pending_eval",
+    "pending_approval",
+    "approved",
+    "published",
+    "superseded",
 ]
 Source = Literal["evolve", "optimize", "review", "manual", "curate"]
 Operation = Literal["update", "create", "delete"]
@@ -340,6 +346,34 @@ class CandidateQueue:
             )
             return None
 
+    def supersede(self, candidate_id: str, *, by: str, why: str) -> None:
+        """Retire an open candidate because ``by`` (a newer candidate) carries its idea.
+
+        Unlike a rejection nothing goes on the taboo list: the idea is not refused, it lives on
+        in ``by``. Like every decision it is journalled and written to ``decisions.jsonl`` and
+        the skill's timeline; it is not undone by :meth:`undo_last` (approve or reject ``by``).
+        """
+        with self.ws.lock(f"supersede {candidate_id}"):
+            self._recover()
+            cand = self.get(candidate_id)
+            newer = self.get(by)
+            if cand.status not in _UNDECIDED:
+                raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
+            if newer.id == cand.id or newer.skill != cand.skill:
+                raise SkillsmithError(
+                    f"{cand.dir}: can only be superseded by another candidate of {cand.skill}"
+                )
+            self._commit(
+                {
+                    "op": "supersede",
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "by": newer.id,
+                    "why": why,
+                }
+            )
+
     def undo_last(self) -> str:
         """Revert the newest decision not yet undone; returns a one-line account of it.
 
@@ -356,7 +390,8 @@ class CandidateQueue:
                 (
                     d
                     for d in reversed(rows)
-                    if d.get("action") not in ("undo", "evaluate") and d["id"] not in undone
+                    if d.get("action") not in ("undo", "evaluate", "supersede")
+                    and d["id"] not in undone
                 ),
                 None,
             )
@@ -464,6 +499,8 @@ class CandidateQueue:
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "evaluate":
             self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
+        elif intent["op"] == "supersede":
+            self._set_status(store, cand, intent, ["superseded"], intent["why"])
         elif intent["op"] == "reject":
             rule, patch = cand.rule_id or "manual", cand.patch_text()
             intent["taboo_added"] = not store.taboo().contains(rule, patch)
@@ -509,7 +546,7 @@ class CandidateQueue:
             now = utc_now()
             record["status"] = statuses[-1]
             record["history"] += [{"status": s, "at": now, "why": why} for s in statuses]
-            if statuses[-1] == "rejected":
+            if statuses[-1] in ("rejected", "superseded"):
                 record["reason"] = why
             elif before == "rejected":
                 record["reason"] = None
@@ -579,8 +616,13 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
     def bad(field: str, expected: str) -> FormatError:
         return FormatError(journal, field, expected + "; remove the file if you did not write it")
 
-    if not isinstance(intent, dict) or intent.get("op") not in ("approve", "reject", "undo"):
-        raise bad("op", "expected approve, reject or undo")
+    if not isinstance(intent, dict) or intent.get("op") not in (
+        "approve",
+        "reject",
+        "undo",
+        "supersede",
+    ):
+        raise bad("op", "expected approve, reject, undo or supersede")
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
