@@ -45,6 +45,7 @@ Status = Literal[
     "pending_approval",
     "approved",
     "published",
+    "dismissed",
     "superseded",
 ]
 Source = Literal["evolve", "optimize", "review", "manual", "curate"]
@@ -57,6 +58,8 @@ Steps = list[tuple[str, str]]
 DECISIONS = "decisions.jsonl"
 JOURNAL = INTENT_JOURNAL
 _UNDECIDED = ("proposed", "pending_eval", "pending_approval")
+# Decisions that set an open candidate aside without a taboo entry, and the status they leave.
+_SET_ASIDE = {"dismiss": "dismissed", "supersede": "superseded"}
 
 
 @dataclass
@@ -281,7 +284,9 @@ class CandidateQueue:
             if cand.operation == "update" and current != cand.parent_version:
                 raise SkillsmithError(
                     f"{cand.dir}: stale: made against {cand.parent_version} but skill "
-                    f"'{cand.skill}' is now at {current}; propose it again"
+                    f"'{cand.skill}' is now at {current}; re-propose it against {current} "
+                    f"(skillsmith queue repropose {cand.id}) or set it aside "
+                    f"(skillsmith queue dismiss {cand.id})"
                 )
             intent = self._commit(
                 {
@@ -315,6 +320,11 @@ class CandidateQueue:
             )
             return TabooEntry(**intent["taboo"])
 
+    def dismiss(self, candidate_id: str, *, why: str) -> None:
+        """Set an open candidate aside without judging its patch: no taboo entry, so the same
+        change may come back (a stale candidate, re-proposed against the current version)."""
+        self._set_aside(candidate_id, "dismiss", why)
+
     def record_evaluation(
         self, candidate_id: str, gate: dict[str, Any], *, passed: bool, why: str
     ) -> TabooEntry | None:
@@ -347,30 +357,34 @@ class CandidateQueue:
             return None
 
     def supersede(self, candidate_id: str, *, by: str, why: str) -> None:
-        """Retire an open candidate because ``by`` (a newer candidate) carries its idea.
+        """Retire an open candidate because ``by``, a newer candidate of the same skill, carries
+        its idea (online review's reconciler folded it in).
 
-        Unlike a rejection nothing goes on the taboo list: the idea is not refused, it lives on
-        in ``by``. Like every decision it is journalled and written to ``decisions.jsonl`` and
-        the skill's timeline; it is not undone by :meth:`undo_last` (approve or reject ``by``).
+        Like a dismissal nothing goes on the taboo list: the idea lives on in ``by``. Unlike one
+        it is automation's move, not a person's, so :meth:`undo_last` passes it by — the
+        keypress undoes what the person last decided.
         """
-        with self.ws.lock(f"supersede {candidate_id}"):
+        newer = self.get(by)
+        if newer.id == candidate_id or newer.skill != self.get(candidate_id).skill:
+            raise SkillsmithError(
+                f"{self.dir / candidate_id}: only another candidate of its skill supersedes it"
+            )
+        self._set_aside(candidate_id, "supersede", why, by=newer.id)
+
+    def _set_aside(self, candidate_id: str, op: str, why: str, **extra: str) -> None:
+        with self.ws.lock(f"{op} {candidate_id}"):
             self._recover()
             cand = self.get(candidate_id)
-            newer = self.get(by)
             if cand.status not in _UNDECIDED:
                 raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
-            if newer.id == cand.id or newer.skill != cand.skill:
-                raise SkillsmithError(
-                    f"{cand.dir}: can only be superseded by another candidate of {cand.skill}"
-                )
             self._commit(
                 {
-                    "op": "supersede",
+                    "op": op,
                     "candidate": cand.id,
                     "skill": cand.skill,
                     "from_status": cand.status,
-                    "by": newer.id,
                     "why": why,
+                    **extra,
                 }
             )
 
@@ -410,10 +424,12 @@ class CandidateQueue:
                         f"'{last['skill']}' moved from {last['version']} to {now} since"
                     )
             self._commit({"op": "undo", "undoes": last, "candidate": last["candidate"]})
-            what = "approval" if last["action"] == "approve" else "rejection"
+            what = {"approve": "approval", "dismiss": "dismissal"}.get(last["action"], "rejection")
             detail = (
                 f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
+                else f"it is {last['from_status']} again"
+                if last["action"] == "dismiss"
                 else "its taboo entry is removed"
                 if _added_taboo(last)
                 else "its patch was on the taboo list before and stays there"
@@ -499,8 +515,8 @@ class CandidateQueue:
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "evaluate":
             self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
-        elif intent["op"] == "supersede":
-            self._set_status(store, cand, intent, ["superseded"], intent["why"])
+        elif intent["op"] in _SET_ASIDE:
+            self._set_status(store, cand, intent, [_SET_ASIDE[intent["op"]]], intent["why"])
         elif intent["op"] == "reject":
             rule, patch = cand.rule_id or "manual", cand.patch_text()
             intent["taboo_added"] = not store.taboo().contains(rule, patch)
@@ -619,10 +635,11 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
     if not isinstance(intent, dict) or intent.get("op") not in (
         "approve",
         "reject",
-        "undo",
+        "dismiss",
         "supersede",
+        "undo",
     ):
-        raise bad("op", "expected approve, reject, undo or supersede")
+        raise bad("op", "expected approve, reject, dismiss, supersede or undo")
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
@@ -632,7 +649,7 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
     undoes = intent.get("undoes")
     if intent["op"] == "undo" and not (
         isinstance(undoes, dict)
-        and undoes.get("action") in ("approve", "reject")
+        and undoes.get("action") in ("approve", "reject", "dismiss")
         and undoes.get("candidate") == candidate
     ):
         raise bad("undoes", "expected the decision being undone, of the same candidate")
@@ -641,7 +658,7 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
 
 def _decided(decision: dict[str, Any]) -> str:
     """The status a decision left its candidate in."""
-    return "published" if decision["action"] == "approve" else "rejected"
+    return {"approve": "published", "dismiss": "dismissed"}.get(decision["action"], "rejected")
 
 
 def _added_taboo(decision: dict[str, Any]) -> bool:
