@@ -46,6 +46,7 @@ Status = Literal[
     "approved",
     "published",
     "dismissed",
+    "superseded",
 ]
 Source = Literal["evolve", "optimize", "review", "manual", "curate"]
 Operation = Literal["update", "create", "delete"]
@@ -57,6 +58,8 @@ Steps = list[tuple[str, str]]
 DECISIONS = "decisions.jsonl"
 JOURNAL = INTENT_JOURNAL
 _UNDECIDED = ("proposed", "pending_eval", "pending_approval")
+# Decisions that set an open candidate aside without a taboo entry, and the status they leave.
+_SET_ASIDE = {"dismiss": "dismissed", "supersede": "superseded"}
 
 
 @dataclass
@@ -320,20 +323,7 @@ class CandidateQueue:
     def dismiss(self, candidate_id: str, *, why: str) -> None:
         """Set an open candidate aside without judging its patch: no taboo entry, so the same
         change may come back (a stale candidate, re-proposed against the current version)."""
-        with self.ws.lock(f"dismiss {candidate_id}"):
-            self.recover()
-            cand = self.get(candidate_id)
-            if cand.status not in _UNDECIDED:
-                raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
-            self._commit(
-                {
-                    "op": "dismiss",
-                    "candidate": cand.id,
-                    "skill": cand.skill,
-                    "from_status": cand.status,
-                    "why": why,
-                }
-            )
+        self._set_aside(candidate_id, "dismiss", why)
 
     def record_evaluation(
         self, candidate_id: str, gate: dict[str, Any], *, passed: bool, why: str
@@ -366,6 +356,38 @@ class CandidateQueue:
             )
             return None
 
+    def supersede(self, candidate_id: str, *, by: str, why: str) -> None:
+        """Retire an open candidate because ``by``, a newer candidate of the same skill, carries
+        its idea (online review's reconciler folded it in).
+
+        Like a dismissal nothing goes on the taboo list: the idea lives on in ``by``. Unlike one
+        it is automation's move, not a person's, so :meth:`undo_last` passes it by — the
+        keypress undoes what the person last decided.
+        """
+        newer = self.get(by)
+        if newer.id == candidate_id or newer.skill != self.get(candidate_id).skill:
+            raise SkillsmithError(
+                f"{self.dir / candidate_id}: only another candidate of its skill supersedes it"
+            )
+        self._set_aside(candidate_id, "supersede", why, by=newer.id)
+
+    def _set_aside(self, candidate_id: str, op: str, why: str, **extra: str) -> None:
+        with self.ws.lock(f"{op} {candidate_id}"):
+            self.recover()
+            cand = self.get(candidate_id)
+            if cand.status not in _UNDECIDED:
+                raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
+            self._commit(
+                {
+                    "op": op,
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "why": why,
+                    **extra,
+                }
+            )
+
     def undo_last(self) -> str:
         """Revert the newest decision not yet undone; returns a one-line account of it.
 
@@ -382,7 +404,8 @@ class CandidateQueue:
                 (
                     d
                     for d in reversed(rows)
-                    if d.get("action") not in ("undo", "evaluate") and d["id"] not in undone
+                    if d.get("action") not in ("undo", "evaluate", "supersede")
+                    and d["id"] not in undone
                 ),
                 None,
             )
@@ -487,8 +510,8 @@ class CandidateQueue:
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "evaluate":
             self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
-        elif intent["op"] == "dismiss":
-            self._set_status(store, cand, intent, ["dismissed"], intent["why"])
+        elif intent["op"] in _SET_ASIDE:
+            self._set_status(store, cand, intent, [_SET_ASIDE[intent["op"]]], intent["why"])
         elif intent["op"] == "reject":
             rule, patch = cand.rule_id or "manual", cand.patch_text()
             intent["taboo_added"] = not store.taboo().contains(rule, patch)
@@ -534,7 +557,7 @@ class CandidateQueue:
             now = utc_now()
             record["status"] = statuses[-1]
             record["history"] += [{"status": s, "at": now, "why": why} for s in statuses]
-            if statuses[-1] == "rejected":
+            if statuses[-1] in ("rejected", "superseded"):
                 record["reason"] = why
             elif before == "rejected":
                 record["reason"] = None
@@ -578,7 +601,7 @@ class CandidateQueue:
         remove_leftovers(self._leftovers())
 
 
-_OPS = ("approve", "evaluate", "reject", "dismiss", "undo")  # every decision _apply carries out
+_OPS = ("approve", "evaluate", "reject", *_SET_ASIDE, "undo")  # every decision _apply carries out
 
 
 def _checked_intent(journal: Path, intent: Any) -> Intent:
