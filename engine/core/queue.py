@@ -39,7 +39,14 @@ from engine.core.store import SkillStore, TabooEntry, check_name, is_leftover, r
 from engine.core.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
-    "proposed", "rejected", "pending_eval", "pending_approval", "approved", "published"
+    "proposed",
+    "rejected",
+    "pending_eval",
+    "pending_approval",
+    "approved",
+    "published",
+    "dismissed",
+    "superseded",
 ]
 Source = Literal["evolve", "optimize", "review", "manual", "curate"]
 Operation = Literal["update", "create", "delete"]
@@ -51,6 +58,8 @@ Steps = list[tuple[str, str]]
 DECISIONS = "decisions.jsonl"
 JOURNAL = INTENT_JOURNAL
 _UNDECIDED = ("proposed", "pending_eval", "pending_approval")
+# Decisions that set an open candidate aside without a taboo entry, and the status they leave.
+_SET_ASIDE = {"dismiss": "dismissed", "supersede": "superseded"}
 
 
 @dataclass
@@ -275,7 +284,9 @@ class CandidateQueue:
             if cand.operation == "update" and current != cand.parent_version:
                 raise SkillsmithError(
                     f"{cand.dir}: stale: made against {cand.parent_version} but skill "
-                    f"'{cand.skill}' is now at {current}; propose it again"
+                    f"'{cand.skill}' is now at {current}; re-propose it against {current} "
+                    f"(skillsmith queue repropose {cand.id}) or set it aside "
+                    f"(skillsmith queue dismiss {cand.id})"
                 )
             intent = self._commit(
                 {
@@ -309,6 +320,11 @@ class CandidateQueue:
             )
             return TabooEntry(**intent["taboo"])
 
+    def dismiss(self, candidate_id: str, *, why: str) -> None:
+        """Set an open candidate aside without judging its patch: no taboo entry, so the same
+        change may come back (a stale candidate, re-proposed against the current version)."""
+        self._set_aside(candidate_id, "dismiss", why)
+
     def record_evaluation(
         self, candidate_id: str, gate: dict[str, Any], *, passed: bool, why: str
     ) -> TabooEntry | None:
@@ -340,6 +356,38 @@ class CandidateQueue:
             )
             return None
 
+    def supersede(self, candidate_id: str, *, by: str, why: str) -> None:
+        """Retire an open candidate because ``by``, a newer candidate of the same skill, carries
+        its idea (online review's reconciler folded it in).
+
+        Like a dismissal nothing goes on the taboo list: the idea lives on in ``by``. Unlike one
+        it is automation's move, not a person's, so :meth:`undo_last` passes it by — the
+        keypress undoes what the person last decided.
+        """
+        newer = self.get(by)
+        if newer.id == candidate_id or newer.skill != self.get(candidate_id).skill:
+            raise SkillsmithError(
+                f"{self.dir / candidate_id}: only another candidate of its skill supersedes it"
+            )
+        self._set_aside(candidate_id, "supersede", why, by=newer.id)
+
+    def _set_aside(self, candidate_id: str, op: str, why: str, **extra: str) -> None:
+        with self.ws.lock(f"{op} {candidate_id}"):
+            self._recover()
+            cand = self.get(candidate_id)
+            if cand.status not in _UNDECIDED:
+                raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
+            self._commit(
+                {
+                    "op": op,
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "why": why,
+                    **extra,
+                }
+            )
+
     def undo_last(self) -> str:
         """Revert the newest decision not yet undone; returns a one-line account of it.
 
@@ -356,7 +404,8 @@ class CandidateQueue:
                 (
                     d
                     for d in reversed(rows)
-                    if d.get("action") not in ("undo", "evaluate") and d["id"] not in undone
+                    if d.get("action") not in ("undo", "evaluate", "supersede")
+                    and d["id"] not in undone
                 ),
                 None,
             )
@@ -375,10 +424,12 @@ class CandidateQueue:
                         f"'{last['skill']}' moved from {last['version']} to {now} since"
                     )
             self._commit({"op": "undo", "undoes": last, "candidate": last["candidate"]})
-            what = "approval" if last["action"] == "approve" else "rejection"
+            what = {"approve": "approval", "dismiss": "dismissal"}.get(last["action"], "rejection")
             detail = (
                 f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
+                else f"it is {last['from_status']} again"
+                if last["action"] == "dismiss"
                 else "its taboo entry is removed"
                 if _added_taboo(last)
                 else "its patch was on the taboo list before and stays there"
@@ -464,6 +515,8 @@ class CandidateQueue:
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "evaluate":
             self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
+        elif intent["op"] in _SET_ASIDE:
+            self._set_status(store, cand, intent, [_SET_ASIDE[intent["op"]]], intent["why"])
         elif intent["op"] == "reject":
             rule, patch = cand.rule_id or "manual", cand.patch_text()
             intent["taboo_added"] = not store.taboo().contains(rule, patch)
@@ -509,7 +562,7 @@ class CandidateQueue:
             now = utc_now()
             record["status"] = statuses[-1]
             record["history"] += [{"status": s, "at": now, "why": why} for s in statuses]
-            if statuses[-1] == "rejected":
+            if statuses[-1] in ("rejected", "superseded"):
                 record["reason"] = why
             elif before == "rejected":
                 record["reason"] = None
@@ -579,8 +632,14 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
     def bad(field: str, expected: str) -> FormatError:
         return FormatError(journal, field, expected + "; remove the file if you did not write it")
 
-    if not isinstance(intent, dict) or intent.get("op") not in ("approve", "reject", "undo"):
-        raise bad("op", "expected approve, reject or undo")
+    if not isinstance(intent, dict) or intent.get("op") not in (
+        "approve",
+        "reject",
+        "dismiss",
+        "supersede",
+        "undo",
+    ):
+        raise bad("op", "expected approve, reject, dismiss, supersede or undo")
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
@@ -590,7 +649,7 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
     undoes = intent.get("undoes")
     if intent["op"] == "undo" and not (
         isinstance(undoes, dict)
-        and undoes.get("action") in ("approve", "reject")
+        and undoes.get("action") in ("approve", "reject", "dismiss")
         and undoes.get("candidate") == candidate
     ):
         raise bad("undoes", "expected the decision being undone, of the same candidate")
@@ -599,7 +658,7 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
 
 def _decided(decision: dict[str, Any]) -> str:
     """The status a decision left its candidate in."""
-    return "published" if decision["action"] == "approve" else "rejected"
+    return {"approve": "published", "dismiss": "dismissed"}.get(decision["action"], "rejected")
 
 
 def _added_taboo(decision: dict[str, Any]) -> bool:
