@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from textwrap import shorten
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
@@ -12,6 +13,9 @@ from engine.core.errors import UsageError
 from engine.core.queue import Candidate, CandidateQueue
 from engine.evaluation.gates.expiry import sweep_expired
 from engine.evaluation.gates.stale import dismiss, repropose, stale_against
+
+
+LIST_SUMMARY = 60  # characters of a summary on a list line; `queue show` prints it whole
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -96,7 +100,8 @@ def _list(args: argparse.Namespace) -> int:
             flag += f" stale (skill at {behind}: queue repropose {c.id})"
         print(
             f"{c.id}  {c.status:<16} {c.skill:<20} {c.operation:<6} "
-            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  {c.summary}"
+            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  "
+            + shorten(c.summary, LIST_SUMMARY, placeholder=" …")
         )
     return 0
 
