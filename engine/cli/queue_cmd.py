@@ -11,9 +11,9 @@ from typing import Any
 from engine.cli import print_json, wants_json, workspace_of
 from engine.core.errors import UsageError
 from engine.core.queue import Candidate, CandidateQueue
+from engine.core.store import SkillStore
 from engine.evaluation.gates.expiry import sweep_expired
 from engine.evaluation.gates.stale import dismiss, repropose, stale_against
-
 
 LIST_SUMMARY = 60  # characters of a summary on a list line; `queue show` prints it whole
 
@@ -128,6 +128,12 @@ def _approve(args: argparse.Namespace) -> int:
     cand = queue.get(args.id)
     if wants_json(args):
         print_json({"id": cand.id, "skill": cand.skill, "version": version, "status": cand.status})
+    elif cand.operation == "delete":
+        print(
+            f"approved {cand.id}: {cand.skill} ({version}) is archived into "
+            f"{SkillStore(queue.ws, cand.skill).archive_dir}, a snapshot taken first; "
+            "queue undo brings it back"
+        )
     else:
         print(f"approved {cand.id}: {cand.skill} is now at {version}")
     return 0
