@@ -41,6 +41,15 @@ class AgentConfig:
 
 
 @dataclass
+class ExecutorConfig:
+    """Where units run: ``local`` (child processes here) or ``ray`` (tasks on the Ray cluster at
+    ``address``; none: $RAY_ADDRESS, else a cluster started on this machine)."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = None
+
+
+@dataclass
 class ModelConfig:
     """One model role (proposer, judge, reviewer, reflection)."""
 
@@ -222,6 +231,7 @@ class Config:
     version: int = 0
     paths: PathsConfig = field(default_factory=PathsConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     gates: GatesConfig = field(default_factory=GatesConfig)
     splits: SplitsConfig = field(default_factory=SplitsConfig)
