@@ -30,6 +30,33 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def stagnated(
+    versions: list[VersionRecord], evaluations: dict[str, dict[str, Evaluation]] | None = None
+) -> PendingRound:
+    """A session checkpointed at its final stage after stagnation tripped on ``versions[-1]``."""
+    current = versions[-1].version
+    return PendingRound(
+        session_id="evolve-20260101-000000-abcdef",
+        skill=DEMO_SKILL,
+        bench=DEMO_BENCHMARK,
+        seed=7,
+        proposer="offline",
+        auto_approve=True,
+        max_rounds=10,
+        started_at="2026-01-01T00:00:00Z",
+        round=4,
+        stage="final",
+        stop_reason="stagnation",
+        stagnation=5.3,
+        evaluations=evaluations or {},
+        versions=versions,
+        rounds=[
+            RoundRecord(r, current, "rejected", "gate rejected: guardrail", 1.0, r - 1.0)
+            for r in (2, 3, 4)
+        ],
+    )
+
+
 def test_stagnation_rolls_back_to_the_best_holdout_version(tmp_path: Path) -> None:
     ws = demo(tmp_path / "ws", SMALL_FAMILIES)
     store = SkillStore(ws, DEMO_SKILL)
@@ -48,32 +75,16 @@ def test_stagnation_rolls_back_to_the_best_holdout_version(tmp_path: Path) -> No
     )
     best = measured.metrics.f1
     assert best is not None
-    pending = PendingRound(
-        session_id="evolve-20260101-000000-abcdef",
-        skill=DEMO_SKILL,
-        bench=DEMO_BENCHMARK,
-        seed=7,
-        proposer="offline",
-        auto_approve=True,
-        max_rounds=10,
-        started_at="2026-01-01T00:00:00Z",
-        round=4,
-        stage="final",
-        stop_reason="stagnation",
-        stagnation=5.3,
-        evaluations={
+    pending = stagnated(
+        [
+            VersionRecord("v0", sha(good), 0, verify_score(good).score, holdout_f1=best),
+            VersionRecord("v1", sha(bad), 1, verify_score(bad).score),
+        ],
+        {
             sha(good): {
                 "holdout": Evaluation(measured.run_id, "holdout", best, measured.metrics.pass_rate)
             }
         },
-        versions=[
-            VersionRecord("v0", sha(good), 0, verify_score(good).score, holdout_f1=best),
-            VersionRecord("v1", sha(bad), 1, verify_score(bad).score),
-        ],
-        rounds=[
-            RoundRecord(r, "v1", "rejected", "gate rejected: guardrail", 1.0, r - 1.0)
-            for r in (2, 3, 4)
-        ],
     )
     save(ws, pending)
 
@@ -122,25 +133,7 @@ def test_stagnation_rolls_back_to_the_best_version_of_an_earlier_session(tmp_pat
         metrics = {"holdout": {"value": figures[version]}, "session_id": earlier}
         assert store.publish(text, why=f"{earlier}: gates passed", metrics=metrics) == version
     assert store.publish(crippled, why="a hand edit") == "v3"
-    pending = PendingRound(
-        session_id="evolve-20260101-000000-abcdef",
-        skill=DEMO_SKILL,
-        bench=DEMO_BENCHMARK,
-        seed=7,
-        proposer="offline",
-        auto_approve=True,
-        max_rounds=10,
-        started_at="2026-01-01T00:00:00Z",
-        round=4,
-        stage="final",
-        stop_reason="stagnation",
-        stagnation=5.3,
-        versions=[VersionRecord("v3", sha(crippled), 0, verify_score(crippled).score)],
-        rounds=[
-            RoundRecord(r, "v3", "rejected", "gate rejected: guardrail", 1.0, r - 1.0)
-            for r in (2, 3, 4)
-        ],
-    )
+    pending = stagnated([VersionRecord("v3", sha(crippled), 0, verify_score(crippled).score)])
     save(ws, pending)
 
     result = evolve(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
@@ -170,21 +163,7 @@ def test_a_nominated_version_not_better_when_measured_again_is_not_rolled_back_t
     metrics = {"holdout": {"value": 1.0}, "session_id": "evolve-20251130-000000-0ld5e5"}
     store.publish(crippled, why="earlier session", metrics=metrics)
     store.publish(full + "\n", why="a hand edit")
-    pending = PendingRound(
-        session_id="evolve-20260101-000000-abcdef",
-        skill=DEMO_SKILL,
-        bench=DEMO_BENCHMARK,
-        seed=7,
-        proposer="offline",
-        auto_approve=True,
-        max_rounds=10,
-        started_at="2026-01-01T00:00:00Z",
-        round=4,
-        stage="final",
-        stop_reason="stagnation",
-        stagnation=5.3,
-        versions=[VersionRecord("v2", sha(full + "\n"), 0, verify_score(full).score)],
-    )
+    pending = stagnated([VersionRecord("v2", sha(full + "\n"), 0, verify_score(full).score)])
     save(ws, pending)
 
     result = evolve(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
