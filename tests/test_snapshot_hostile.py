@@ -297,7 +297,7 @@ def test_a_restore_killed_between_its_config_renames_is_finished_by_the_next_com
 ) -> None:
     _guarded(workspace)
     SkillStore(workspace, "alpha").publish("---\nname: alpha\n---\nmine v2\n", why="v2")
-    target = next(p for p in workspace.snapshots_dir.iterdir() if p.name == "v1.tar.gz")
+    target = next(p for p in workspace.snapshots_dir.iterdir() if p.name.startswith("v1-"))
     wanted = state(untar(target, tmp_path / "target"))
     child = subprocess.run(
         [sys.executable, "-c", KILL_BETWEEN_RENAMES, str(workspace.root), str(target)],

@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish": ("store_cmd", "make a folder (or a SKILL.md text) the next version"),
     "rollback": ("store_cmd", "point current at vK; nothing is deleted"),
     "fork": ("store_cmd", "start a branch sharing the taboo list"),
-    "snapshot": ("snapshot_cmd", "write snapshots/v<version>.tar.gz of the agent state"),
+    "snapshot": ("snapshot_cmd", "write snapshots/v<version>-<UTC time>.tar.gz of the agent state"),
     "restore": ("snapshot_cmd", "restore the agent state from FILE or vK"),
     "skill": ("skill_cmd", "lint and render SKILL.md files"),
     "evolve": ("evolve_cmd", "outcome-driven evolution rounds for one skill"),

@@ -39,7 +39,13 @@ from engine.core.store import SkillStore, TabooEntry, check_name, is_leftover, r
 from engine.core.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
-    "proposed", "rejected", "pending_eval", "pending_approval", "approved", "published"
+    "proposed",
+    "rejected",
+    "pending_eval",
+    "pending_approval",
+    "approved",
+    "published",
+    "dismissed",
 ]
 Source = Literal["evolve", "optimize", "review", "manual", "curate"]
 Operation = Literal["update", "create", "delete"]
@@ -275,7 +281,9 @@ class CandidateQueue:
             if cand.operation == "update" and current != cand.parent_version:
                 raise SkillsmithError(
                     f"{cand.dir}: stale: made against {cand.parent_version} but skill "
-                    f"'{cand.skill}' is now at {current}; propose it again"
+                    f"'{cand.skill}' is now at {current}; re-propose it against {current} "
+                    f"(skillsmith queue repropose {cand.id}) or set it aside "
+                    f"(skillsmith queue dismiss {cand.id})"
                 )
             intent = self._commit(
                 {
@@ -308,6 +316,24 @@ class CandidateQueue:
                 }
             )
             return TabooEntry(**intent["taboo"])
+
+    def dismiss(self, candidate_id: str, *, why: str) -> None:
+        """Set an open candidate aside without judging its patch: no taboo entry, so the same
+        change may come back (a stale candidate, re-proposed against the current version)."""
+        with self.ws.lock(f"dismiss {candidate_id}"):
+            self._recover()
+            cand = self.get(candidate_id)
+            if cand.status not in _UNDECIDED:
+                raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
+            self._commit(
+                {
+                    "op": "dismiss",
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "why": why,
+                }
+            )
 
     def record_evaluation(
         self, candidate_id: str, gate: dict[str, Any], *, passed: bool, why: str
@@ -375,10 +401,12 @@ class CandidateQueue:
                         f"'{last['skill']}' moved from {last['version']} to {now} since"
                     )
             self._commit({"op": "undo", "undoes": last, "candidate": last["candidate"]})
-            what = "approval" if last["action"] == "approve" else "rejection"
+            what = {"approve": "approval", "dismiss": "dismissal"}.get(last["action"], "rejection")
             detail = (
                 f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
+                else f"it is {last['from_status']} again"
+                if last["action"] == "dismiss"
                 else "its taboo entry is removed"
                 if _added_taboo(last)
                 else "its patch was on the taboo list before and stays there"
@@ -464,6 +492,8 @@ class CandidateQueue:
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "evaluate":
             self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
+        elif intent["op"] == "dismiss":
+            self._set_status(store, cand, intent, ["dismissed"], intent["why"])
         elif intent["op"] == "reject":
             rule, patch = cand.rule_id or "manual", cand.patch_text()
             intent["taboo_added"] = not store.taboo().contains(rule, patch)
@@ -579,8 +609,13 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
     def bad(field: str, expected: str) -> FormatError:
         return FormatError(journal, field, expected + "; remove the file if you did not write it")
 
-    if not isinstance(intent, dict) or intent.get("op") not in ("approve", "reject", "undo"):
-        raise bad("op", "expected approve, reject or undo")
+    if not isinstance(intent, dict) or intent.get("op") not in (
+        "approve",
+        "reject",
+        "dismiss",
+        "undo",
+    ):
+        raise bad("op", "expected approve, reject, dismiss or undo")
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
@@ -590,7 +625,7 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
     undoes = intent.get("undoes")
     if intent["op"] == "undo" and not (
         isinstance(undoes, dict)
-        and undoes.get("action") in ("approve", "reject")
+        and undoes.get("action") in ("approve", "reject", "dismiss")
         and undoes.get("candidate") == candidate
     ):
         raise bad("undoes", "expected the decision being undone, of the same candidate")
@@ -599,7 +634,7 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
 
 def _decided(decision: dict[str, Any]) -> str:
     """The status a decision left its candidate in."""
-    return "published" if decision["action"] == "approve" else "rejected"
+    return {"approve": "published", "dismiss": "dismissed"}.get(decision["action"], "rejected")
 
 
 def _added_taboo(decision: dict[str, Any]) -> bool:

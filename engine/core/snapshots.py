@@ -1,4 +1,6 @@
-"""Snapshots of the agent state: ``snapshots/v<version>.tar.gz`` (PenguinHarness "Snapshot 与版本").
+"""Snapshots of the agent state: ``snapshots/v<version>-<UTC time>.tar.gz``.
+
+PenguinHarness "Snapshot 与版本".
 
 The agent state is what an evolution edits — ``skillsmith.yaml``, ``AGENTS.md``, ``skills/`` and
 the version store ``history/`` — and nothing else: never ``vault/`` (secrets), never runs, caches or
@@ -64,7 +66,10 @@ _EXTENSION_HEADERS = (
 _INTERNAL_NAMES = {INTENT_JOURNAL, RESTORE_JOURNAL, LOCK_NAME, ".pending_round.json"}
 # Agent settings that change nothing about which command runs or what it may see.
 _HARMLESS_AGENT_KEYS = {"model", "timeout_s", "max_output_bytes", "max_turns", "noise"}
-_NAME = re.compile(r"^v(\d+)(?:-(\d+))?\.tar\.gz$")
+# v<workspace version>-<UTC time of the state>[-n].tar.gz; the older v<N>[-n] names still list
+_NAME = re.compile(r"^v(\d+)(?:-(\d{8}T\d{6}Z))?(?:-(\d+))?\.tar\.gz$")
+_SUFFIX = ".tar.gz"
+_ISO_SECONDS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 _POINTER = re.compile(r"^history/[^/]+/(branches/[^/]+/)?current$")
 _POINTER_TARGET = re.compile(r"^v\d+$")
 _STAGE = re.compile(r"\.tmp-restore-[0-9a-f]{8}")
@@ -76,6 +81,20 @@ _COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
 
 # Workspaces this process is restoring right now: their temp folders are live, not leftovers.
 _busy: set[Path] = set()
+
+
+class AmbiguousSnapshot(SkillsmithError):
+    """``restore vK`` when several snapshots hold version K: which one is for the person to say."""
+
+    def __init__(self, folder: Path, asked: str, matches: list[SnapshotInfo]) -> None:
+        self.matches = matches
+        names = "; ".join(
+            f"{snapshot_name(s.path)}" + (f" ({s.note})" if s.note else "") for s in matches
+        )
+        super().__init__(
+            f"{folder}: {len(matches)} snapshots hold {asked}: {names}; "
+            f"name one (skillsmith restore {snapshot_name(matches[-1].path)})"
+        )
 
 
 @dataclass(frozen=True)
@@ -98,7 +117,7 @@ class _Archive:
 
 # -- writing ---------------------------------------------------------------------------------------
 def create_snapshot(ws: Workspace, note: str = "") -> Path:
-    """Write the agent state to ``snapshots/v<version>.tar.gz`` (``v<version>-<n>`` if taken)."""
+    """Write the agent state to ``snapshots/v<version>-<UTC time>.tar.gz``."""
     from engine.core.store import stores_of
 
     with ws.lock("snapshot"):
@@ -112,10 +131,11 @@ def create_snapshot(ws: Workspace, note: str = "") -> Path:
 
 def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
     cfg = ws.load_config()
-    dest = _free_name(ws, cfg.version)
+    created_at = utc_now()
+    dest = _free_name(ws, cfg.version, created_at)
     known = secret_values(ws)
     manifest = json.dumps(
-        {"format": 1, "version": cfg.version, "created_at": utc_now(), "note": note},
+        {"format": 1, "version": cfg.version, "created_at": created_at, "note": note},
         ensure_ascii=False,
     ).encode("utf-8")
     with (
@@ -200,20 +220,29 @@ def _refuse_secrets(path: Path, data: bytes, known: list[str]) -> None:
         )
 
 
-def _free_name(ws: Workspace, version: int) -> Path:
+def _free_name(ws: Workspace, version: int, created_at: str) -> Path:
+    """A name that says what the file holds: the workspace version and when the state was taken
+    (several snapshots of one version are the rule: every approval takes one)."""
     ws.snapshots_dir.mkdir(exist_ok=True)
-    dest = ws.snapshots_dir / f"v{version}.tar.gz"
+    stamp = re.sub(r"[-:]", "", created_at) if re.fullmatch(_ISO_SECONDS, created_at) else ""
+    stem = f"v{version}-{stamp}" if stamp else f"v{version}"
+    dest = ws.snapshots_dir / f"{stem}{_SUFFIX}"
     n = 2
     while dest.exists():
-        dest = ws.snapshots_dir / f"v{version}-{n}.tar.gz"
+        dest = ws.snapshots_dir / f"{stem}-{n}{_SUFFIX}"
         n += 1
     return dest
+
+
+def snapshot_name(path: Path) -> str:
+    """What a person types to restore it: the file name without ``.tar.gz``."""
+    return path.name.removesuffix(_SUFFIX)
 
 
 # -- listing ---------------------------------------------------------------------------------------
 def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
     """Snapshots oldest version first; a damaged file is still listed (restore will refuse it)."""
-    found: list[tuple[int, int, SnapshotInfo]] = []
+    found: list[tuple[int, str, int, SnapshotInfo]] = []
     if not ws.snapshots_dir.is_dir():
         return []
     for path in ws.snapshots_dir.iterdir():
@@ -229,8 +258,8 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
             created_at=str(manifest.get("created_at", "")),
             note=str(manifest.get("note", "")),
         )
-        found.append((info.version, int(match.group(2) or 1), info))
-    return [info for _, _, info in sorted(found, key=lambda t: (t[0], t[1]))]
+        found.append((info.version, info.created_at, int(match.group(3) or 1), info))
+    return [info for *_, info in sorted(found, key=lambda t: t[:3])]
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -532,13 +561,18 @@ def _resolve_source(ws: Workspace, source: str | Path) -> Path:
     text = str(source)
     if len(text) > MAX_PATH_CHARS:
         raise SkillsmithError(f"{_clip(text)}: no such snapshot file (the path is too long)")
+    named = ws.snapshots_dir / (text if text.endswith(_SUFFIX) else text + _SUFFIX)
+    if "/" not in text and _NAME.match(named.name) and named.is_file() and not Path(text).exists():
+        return named
     if re.fullmatch(r"v\d+", text) and not Path(text).exists():
         wanted = int(text[1:])
         matches = [s for s in list_snapshots(ws) if s.version == wanted]
         if not matches:
             have = ", ".join(sorted({f"v{s.version}" for s in list_snapshots(ws)})) or "none"
             raise SkillsmithError(f"{ws.snapshots_dir}: no snapshot of {text} (have: {have})")
-        return matches[-1].path
+        if len(matches) > 1:
+            raise AmbiguousSnapshot(ws.snapshots_dir, text, matches)
+        return matches[0].path
     path = Path(source).expanduser().resolve()
     if not path.is_file():
         raise SkillsmithError(f"{path}: no such snapshot file")
@@ -613,7 +647,7 @@ def import_snapshot(ws: Workspace, path: Path) -> Path:
     with ws.lock("import snapshot"):
         recover(ws)
         archive = _inspect(path, *_caps(ws))
-        dest = _free_name(ws, archive.version)
+        dest = _free_name(ws, archive.version, str(_read_manifest(path).get("created_at", "")))
         with path.open("rb") as src, atomic_open(dest) as out:
             shutil.copyfileobj(src, out, 1024 * 1024)
         return dest

@@ -5,8 +5,8 @@ PenguinHarness' agent-optimization, round by round:
 1. It starts only from a complete, unchanged **Formal Baseline** (engine.loops.builder.baseline).
 2. From the reference evaluation's scores and its diagnosed traces the model proposes **one
    bounded candidate** (engine.loops.agent_optimizer.candidate).
-3. The agent state is **snapshotted** (``snapshots/v<N>.tar.gz``), the candidate applied, and the
-   Case × runs matrix evaluated.
+3. The agent state is **snapshotted** (``snapshots/v<N>-<time>.tar.gz``), the candidate applied,
+   and the Case × runs matrix evaluated.
 4. Units that failed to execute are **repaired**: the same candidate, only the failed units rerun.
    An evaluation still incomplete is **invalid**: it is rolled back and does not count as a round.
 5. The candidate is **kept only if its score is strictly higher** than the reference (the first
