@@ -612,6 +612,7 @@ class SkillsmithApp(App[None]):
             "approved": f"{c.id} is already approved; z undoes the last decision",
             "rejected": f"{c.id} is already rejected; z undoes the last decision",
             "dismissed": f"{c.id} is dismissed; z undoes the last decision",
+            "superseded": f"{c.id} was {c.reason or 'superseded'}: decide the newer one",
             "pending_eval": f"{c.id} waits for evidence (not every gate passed): it cannot be "
             "approved yet; r rejects it",
             "proposed": f"{c.id} is only proposed: its gates have not run, so it cannot be "

@@ -22,7 +22,7 @@ from tui.gates_pane import gate_summary
 from tui.navigation import VimTable
 
 OPEN_STATUSES = ("pending_approval", "pending_eval", "proposed")
-DECIDED_STATUSES = ("approved", "published", "rejected", "dismissed")
+DECIDED_STATUSES = ("approved", "published", "rejected", "dismissed", "superseded")
 
 STATUS_STYLE = {
     "pending_approval": "bold $text-warning",
@@ -32,6 +32,7 @@ STATUS_STYLE = {
     "published": "$text-success",
     "rejected": "$text-error",
     "dismissed": "$text-muted",
+    "superseded": "$text-muted",
 }
 
 
