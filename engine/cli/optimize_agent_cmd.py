@@ -1,4 +1,4 @@
-"""``skillsmith optimize-agent --bench B``: strict-improvement rounds over the agent state.
+"""``skillsmith optimize-agent --bench B``: rounds over the agent state, kept by a paired verdict.
 
 Refused without a Formal Baseline (``skillsmith build`` first). An interrupted or killed session
 of the same benchmark is resumed by running the same command again: the round continues with
@@ -55,7 +55,7 @@ def _optimize(args: argparse.Namespace) -> int:
         return 0
     console = Console()
     table = Table(title=f"optimizer {result.session_id}", title_justify="left")
-    for column in ("round", "target", "candidate", "score", "vs", "decision", "hypothesis"):
+    for column in ("round", "target", "candidate", "verdict vs parent", "decision", "hypothesis"):
         table.add_column(column)
     for attempt in result.attempts:
         candidate = attempt["candidate"]
@@ -64,8 +64,7 @@ def _optimize(args: argparse.Namespace) -> int:
             "—" if attempt["decision"] == "invalid" else str(attempt["round"]),
             candidate["target"],
             candidate["summary"],
-            "—" if attempt["score"] is None else f"{attempt['score']:.2f}",
-            f"{attempt['reference_score']:.2f}",
+            (attempt["verdict"] or {}).get("line", "—"),
             str(attempt["decision"]),
             {True: "held", False: "did not hold", None: "—"}[hypothesis.get("held")],
         )

@@ -7,8 +7,8 @@ content hash changed) or when the skill moved on since the candidate was made (a
 a keypress never publishes something nobody reviewed. Every decision goes to the append-only
 ``decisions.jsonl``, which is what :meth:`CandidateQueue.undo_last` walks back.
 
-Like the store, a decision is first written down as an intent (``candidates/.pending.json``) and
-finished by whoever opens the queue next if the process died half-way.
+Like the store, a decision goes through an intent journal (``candidates/.pending.json``,
+engine.core.journal), finished when the workspace is next opened if the process died half-way.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.admission import check_diff, check_skill, text_of
-from engine.core.errors import FormatError, LockError, SkillsmithError
+from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import new_id, utc_now
 from engine.core.fsutil import (
     append_jsonl,
@@ -34,8 +33,9 @@ from engine.core.fsutil import (
     fsync_dir,
     read_jsonl,
 )
+from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, load_yaml, to_mapping
-from engine.core.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
+from engine.core.store import SkillStore, TabooEntry, check_name, read_text
 from engine.core.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
@@ -153,7 +153,7 @@ class CandidateQueue:
         self.ws = ws
         self.dir = ws.candidates_dir
         self.decisions_path = self.dir / DECISIONS
-        self._recover_if_needed()
+        self._journal = Journal(self.dir / JOURNAL, _checked_intent)
 
     # -- reading -----------------------------------------------------------------------------------
     def list(self) -> list[Candidate]:
@@ -260,7 +260,7 @@ class CandidateQueue:
     ) -> str:
         """Publish the candidate as the skill's next version and snapshot; returns the new "vN"."""
         with self.ws.lock(f"approve {candidate_id}"):
-            self._recover()
+            self.recover()
             cand = self._decidable(candidate_id, expected_hash, "approve")
             if cand.status != "pending_approval":
                 raise SkillsmithError(
@@ -305,7 +305,7 @@ class CandidateQueue:
     ) -> TabooEntry:
         """Refuse the candidate and put its patch on the skill's taboo list."""
         with self.ws.lock(f"reject {candidate_id}"):
-            self._recover()
+            self.recover()
             cand = self._decidable(candidate_id, expected_hash, "reject")
             if cand.status not in _UNDECIDED:
                 raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
@@ -334,7 +334,7 @@ class CandidateQueue:
         ``pending_approval`` (a person still decides), one that did not is rejected (taboo).
         """
         with self.ws.lock(f"evaluate {candidate_id}"):
-            self._recover()
+            self.recover()
             cand = self._decidable(candidate_id, None, "record an evaluation of")
             if cand.status != "pending_eval":
                 raise SkillsmithError(
@@ -373,7 +373,7 @@ class CandidateQueue:
 
     def _set_aside(self, candidate_id: str, op: str, why: str, **extra: str) -> None:
         with self.ws.lock(f"{op} {candidate_id}"):
-            self._recover()
+            self.recover()
             cand = self.get(candidate_id)
             if cand.status not in _UNDECIDED:
                 raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
@@ -397,7 +397,7 @@ class CandidateQueue:
         before the rejection stays), so an undone rejection no longer blocks its patch.
         """
         with self.ws.lock("undo"):
-            self._recover()
+            self.recover()
             rows = self.decisions()
             undone = {d.get("undoes") for d in rows if d.get("action") == "undo"}
             last = next(
@@ -454,21 +454,16 @@ class CandidateQueue:
             )
         return cand
 
-    def _commit(self, intent: dict[str, Any]) -> dict[str, Any]:
+    def _commit(self, intent: Intent) -> Intent:
         intent = {**intent, "id": new_id("dec"), "when": utc_now()}
-        journal = self.dir / JOURNAL
-        atomic_write_json(journal, intent)
         try:
-            intent = self._apply(intent, resuming=False)
+            return self._journal.commit(intent, lambda i: self._apply(i, resuming=False))
         except SkillsmithError:
             # A refusal half-way (a hand-edited SKILL.md, a secret the snapshot will not carry)
             # is settled like a crash: finished if the publish happened, else dropped.
             with contextlib.suppress(SkillsmithError):
-                self._recover()
+                self.recover()
             raise
-        journal.unlink()
-        fsync_dir(self.dir)
-        return intent
 
     def _apply(self, intent: dict[str, Any], *, resuming: bool) -> dict[str, Any]:
         """Carry out or finish one decision; each step notices when it already happened."""
@@ -598,48 +593,25 @@ class CandidateQueue:
             elif path.is_dir():
                 yield from (p for p in path.iterdir() if is_leftover(p.name))
 
-    def _recover_if_needed(self) -> None:
-        if not (self.dir / JOURNAL).exists() and not any(self._leftovers()):
-            return
-        try:
-            with self.ws.lock("recover queue", wait_s=0):
-                self._recover()
-        except LockError:
-            pass  # the holder is alive and finishes its own decision
-        except SkillsmithError:
-            pass  # still refused (see _commit); reading goes on, the next decision reports it
-
-    def _recover(self) -> None:
-        journal = self.dir / JOURNAL
-        if journal.exists():
-            try:
-                intent = json.loads(journal.read_bytes().decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise FormatError(journal, None, f"expected the pending decision ({exc})") from None
-            self._apply(_checked_intent(journal, intent), resuming=True)
-            journal.unlink()
-            fsync_dir(self.dir)
-        for path in list(self._leftovers()):
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
+    def recover(self) -> None:
+        """Finish a decision a killed process left half-way and drop temp folders of an
+        interrupted submit. Call with the workspace lock held (engine.core.recovery does, once,
+        on opening; each decision does before its own)."""
+        self._journal.replay(lambda intent: self._apply(intent, resuming=True))
+        remove_leftovers(self._leftovers())
 
 
-def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
+_OPS = ("approve", "evaluate", "reject", *_SET_ASIDE, "undo")  # every decision _apply carries out
+
+
+def _checked_intent(journal: Path, intent: Any) -> Intent:
     """A pending decision read back as untrusted input before it is replayed unattended."""
 
     def bad(field: str, expected: str) -> FormatError:
         return FormatError(journal, field, expected + "; remove the file if you did not write it")
 
-    if not isinstance(intent, dict) or intent.get("op") not in (
-        "approve",
-        "reject",
-        "dismiss",
-        "supersede",
-        "undo",
-    ):
-        raise bad("op", "expected approve, reject, dismiss, supersede or undo")
+    if not isinstance(intent, dict) or intent.get("op") not in _OPS:
+        raise bad("op", f"expected one of {', '.join(_OPS)}")
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
