@@ -8,7 +8,7 @@ import sys
 from textwrap import shorten
 from typing import Any
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.core.errors import UsageError
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.store import SkillStore
@@ -48,6 +48,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--bench", metavar="B", help="benchmark id (default: the candidate's own)")
     a.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
     a.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(a)
     a.set_defaults(func=_evaluate)
 
     a = actions.add_parser(
