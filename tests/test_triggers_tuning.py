@@ -118,7 +118,7 @@ def test_a_lucky_held_out_gain_is_not_enough(workspace: Workspace, tmp_path: Pat
     _command_workspace(workspace)
     queries = _queries()
     _train, test = split_queries(queries)
-    one = [_word(q) for q in test if q.should_trigger][0]
+    one = next(_word(q) for q in test if q.should_trigger)
     result = tune_description(workspace, "zoo-keeper", queries, candidates=[one], iterations=0)
     assert [s.test_accuracy for s in result.scores] == [0.5, 0.75]
     verdict = result.scores[1].verdict or {}
