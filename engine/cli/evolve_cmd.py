@@ -15,7 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
+from engine.cli.progress import resume_line
 from engine.core.errors import UsageError
 from engine.core.events import Cancelled, Event
 from engine.evaluation.demo import demo_agent_notice
@@ -41,6 +42,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, help="proposer seed (default: the benchmark's)")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(p)
     p.set_defaults(func=_evolve)
 
 
@@ -72,6 +74,9 @@ def _evolve(args: argparse.Namespace) -> int:
 
     def report(event: Event) -> None:
         data = event.data
+        line = resume_of(event)
+        if line and not wants_json(args):
+            progress.console.print(line, markup=False, highlight=False)
         if data.get("session_kind") == "eval":
             if event.kind == "started":
                 done = data["total"] - data["todo"]
@@ -119,6 +124,18 @@ def _evolve(args: argparse.Namespace) -> int:
     else:
         _print_result(result)
     return 0
+
+
+def resume_of(event: Event) -> str | None:
+    """A resumed session, and every evaluation in it that picks up a run, says where it starts."""
+    data = event.data
+    if event.kind != "started" or not data.get("resumed"):
+        return None
+    if data.get("session_kind") == "eval":
+        return "  " + resume_line(data)
+    if "round" not in data:
+        return None
+    return f"resuming {event.session_id} at round {data['round']}, stage {data['stage']}"
 
 
 def _event_line(event: Event) -> str | None:

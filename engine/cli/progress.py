@@ -92,7 +92,7 @@ def describe(kind: str, data: dict[str, Any]) -> str | None:
     """One line for the events a person wants to follow (None for the rest)."""
     stage = data.get("stage")
     if kind == "message" and stage == "draft":
-        return f"draft: {len(data['drafted'])} cases drafted, {len(data['kept'])} kept"
+        return draft_line(len(data["drafted"]), len(data["kept"]))
     if kind == "message" and stage == "pilot":
         score = "invalid" if data["score"] is None else f"{data['score']:.2f}"
         return (
@@ -117,6 +117,15 @@ def describe(kind: str, data: dict[str, Any]) -> str | None:
     if kind == "message" and stage == "resumed":
         return f"resuming at attempt {data['attempt']} ({data['at']})"
     return None
+
+
+def draft_line(drafted: int, earlier: int) -> str:
+    """``kept`` counts the cases an earlier draft left, not how many new ones survived."""
+    new = f"{drafted} new case{'' if drafted == 1 else 's'} written"
+    if not earlier:
+        return f"draft: {new}"
+    kept = f"{earlier} case{'' if earlier == 1 else 's'} from an earlier draft kept"
+    return f"draft: {kept}" + (f", {new}" if drafted else ", nothing new drafted")
 
 
 def interrupted(what: str, how: str) -> int:

@@ -64,6 +64,7 @@ from engine.evaluation.agents import (
     scratch_root,
     sweep_rooms,
 )
+from engine.evaluation.executors import Executor, configured_executor
 from engine.evaluation.failfast import FIRST_UNITS, AgentBroken, FirstUnits, preflight
 from engine.evaluation.grading import JudgeModel, grade
 from engine.evaluation.metrics import Metrics, metrics
@@ -206,34 +207,43 @@ def _skill_files(ws: Workspace, overrides: Mapping[str, str], drop: set[str]) ->
 def _version_folder(ws: Workspace, name: str, text: str) -> Path | None:
     """An older stored version runs with its own folder's files (references, scripts), not
     the live ones; the current version and unpublished texts use the live folder."""
-    version = _version_of(ws, name, text)
-    if version is None:
+    label = _version_of(ws, name, text)
+    if label is None:
         return None
-    from engine.core.store import SkillStore
+    from engine.core.store import SkillStore, split_version
 
-    store = SkillStore(ws, name)
-    return None if version == store.current() else store.resources_dir(version)
+    branch, version = split_version(label)
+    store = SkillStore(ws, name, branch)
+    live = branch is None and version == store.current()
+    return None if live else store.resources_dir(version)
 
 
 def _store_text(ws: Workspace, name: str, version: str) -> str:
-    from engine.core.store import SkillStore
+    """A stored version's text: ``vK`` on the main line, ``exp1/vK`` on branch exp1."""
+    from engine.core.store import SkillStore, split_version
 
-    return SkillStore(ws, name).read(version)
+    branch, number = split_version(version)
+    return SkillStore(ws, name, branch).read(number)
 
 
 def _version_of(ws: Workspace, name: str, text: str) -> str | None:
-    """The published version whose text this is (None for an unpublished text)."""
+    """The published version whose text this is (None for an unpublished text): the main
+    line's first, then a branch's, named ``exp1/v1`` (a branch's v1 is not main's v1)."""
     if not (ws.history_dir / name).is_dir():
         return None
-    from engine.core.store import SkillStore
+    from engine.core.store import SkillStore, version_label
 
-    store = SkillStore(ws, name)
+    main = SkillStore(ws, name)
     wanted = _sha(text)
-    current = store.current()
-    names = [v.version for v in reversed(store.versions())]
-    if current in names:
-        names.insert(0, names.pop(names.index(current)))
-    return next((v for v in names if _sha(store.read(v)) == wanted), None)
+    for store in (main, *(SkillStore(ws, name, b) for b in main.branches())):
+        current = store.current()
+        names = [v.version for v in reversed(store.versions())]
+        if current in names:
+            names.insert(0, names.pop(names.index(current)))
+        found = next((v for v in names if _sha(store.read(v)) == wanted), None)
+        if found is not None:
+            return version_label(store.branch, found)
+    return None
 
 
 def make_plan(
@@ -296,6 +306,7 @@ def _run_unit(
     root: Path,
     judge: JudgeModel | None,
     should_stop: Callable[[], bool],
+    executor: Executor,
 ) -> _Done | None:
     """Run and grade one unit; None when it was cancelled before it could finish."""
     if should_stop():
@@ -312,7 +323,7 @@ def _run_unit(
     room = build_room(spec, root)
     try:
         seed = unit_seed(plan.seed, unit.case_id, unit.run_index)
-        outcome = plan.agent.run(room, prompt, should_stop, run_index=unit.run_index, seed=seed)
+        outcome = executor.run(plan.agent, room, prompt, should_stop, unit.run_index, seed)
         if outcome.cancelled:
             return None
         row = _row(plan, case, unit, run_id, outcome) | {"seed": seed}
@@ -365,12 +376,12 @@ def _row(
 
 def _judge(ws: Workspace, cfg: Config, plan: Plan) -> JudgeModel | None:
     """A judge only when a rubric asks for one: the strict-protocol judge of the configured
-    provider (engine.loops.builder.judge), so every judge reply is validated before a score is
+    provider (engine.evaluation.judge), so every judge reply is validated before a score is
     read."""
     wants = any(check.kind == "llm_judge" for c in plan.cases for check in c.rubric.checks)
     if not wants:
         return None
-    from engine.loops.builder.judge import make_judge
+    from engine.evaluation.judge import make_judge
 
     return make_judge(ws, cfg.models.judge)
 
@@ -393,6 +404,7 @@ def run_evaluation(
     judge: JudgeModel | None = None,
     scoreboard: bool = True,
     seed: int | None = None,
+    executor: Executor | None = None,
 ) -> RunResult:
     """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
 
@@ -405,13 +417,15 @@ def run_evaluation(
     ``judge`` grades llm_judge checks instead of the configured judge; ``scoreboard=False``
     leaves the scoreboard record to the caller (a Builder or Optimizer session writes its own).
     ``seed`` fixes the evaluation's seed (default: a fresh one, or the resumed run's own).
+    ``executor`` runs the agents (default: the command line's ``--executor``, else the one
+    ``executor:`` in skillsmith.yaml names).
     """
     if cancel is not None:
         cancel.check()
     if baseline is not None and baseline != "none":
-        from engine.core.store import version_number
+        from engine.core.store import split_version, version_number
 
-        version_number(baseline)
+        version_number(split_version(baseline)[1])
     cfg = ws.load_config()
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     agent = make_agent(ws, cfg.agent)
@@ -451,8 +465,9 @@ def run_evaluation(
     plan = dataclasses.replace(plan, seed=fresh_seed() if seed is None else seed)
     judge = judge if judge is not None else _judge(ws, cfg, plan)
     preflight(agent)  # an unreachable model is refused before any run folder exists
+    executor = executor if executor is not None else configured_executor(cfg)
     with folder.claim():
-        return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard)
+        return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard, executor)
 
 
 def _seed_of(folder: RunFolder) -> int:
@@ -481,7 +496,8 @@ def _evaluate(
     judge: JudgeModel | None,
     reporter: Reporter,
     cancel: CancelToken | None,
-    scoreboard: bool = True,
+    scoreboard: bool,
+    executor: Executor,
 ) -> RunResult:
     units = plan.units()
     resumed = folder.exists()
@@ -490,6 +506,7 @@ def _evaluate(
         folder.repair_torn_tail()
         latest = folder.latest_rows()  # a malformed row refuses the run before anything is written
         manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
+        manifest["executor"] = executor.describe()  # where the agents of this (re)start ran
         if resumed:
             old = folder.read_manifest()
             manifest["started_at"] = old.get("started_at", manifest["started_at"])
@@ -525,7 +542,9 @@ def _evaluate(
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:
             futures: list[Future[_Done | None]] = [
-                pool.submit(_run_unit, plan, unit, folder.run_id, root, judge, should_stop)
+                pool.submit(
+                    _run_unit, plan, unit, folder.run_id, root, judge, should_stop, executor
+                )
                 for unit in todo
             ]
             try:
