@@ -124,7 +124,7 @@ def _render_rows(console: Console, diagnosis: Diagnosis) -> None:
     for case in diagnosis.cases:
         s = case.summary
         if s is None:
-            cases.add_row(case.key, case.outcome, "-", "-", "-", "-", "-", case.note or "")
+            cases.add_row(case.key, case.outcome, "-", "-", "-", "-", "-", Text(case.note or ""))
             continue
         cases.add_row(
             case.key,

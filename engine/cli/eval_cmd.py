@@ -265,7 +265,7 @@ def _print_results(result: RunResult, bench: str) -> None:
     if reasons:
         console.print("[yellow]invalid units (not counted as failures):")
         for reason, count in reasons.items():
-            console.print(f"  {count} × {reason}")
+            console.print(f"  {count} × {reason}", markup=False, highlight=False)
     console.print(
         f"run folder: {result.run_dir}  status: {result.status}  "
         f"seed: {result.seed} (repeat it with --seed {result.seed})"
