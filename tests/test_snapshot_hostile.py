@@ -249,8 +249,9 @@ def test_a_planted_store_journal_is_refused_not_replayed(
     full = {"op": "publish", "branch": None, "from": "v1", "to": "v7", "why": "x", "op_id": "1"}
     journal.write_text(json.dumps(full | intent))
     vault = tree(workspace.vault_dir)
+    SkillStore(workspace, "alpha")  # a store opened to be read replays nothing
     with pytest.raises(SkillsmithError, match=f".pending.json: field '{field}'"):
-        SkillStore(workspace, "alpha")
+        Workspace.at(workspace.root)
     assert main(["history", "alpha", "-w", str(workspace.root)]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "remove the file if you did not write it" in err

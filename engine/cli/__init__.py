@@ -91,6 +91,30 @@ def common_parser() -> argparse.ArgumentParser:
     return common
 
 
+def executor_options(p: argparse.ArgumentParser) -> None:
+    """``--executor/--address`` for a command that evaluates: they outrank skillsmith.yaml for
+    every evaluation the command makes (engine.evaluation.executors)."""
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        help="where the agents run: child processes here, or tasks on a Ray cluster "
+        "(default: 'executor:' in skillsmith.yaml, else local)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="the Ray cluster to send units to (default: $RAY_ADDRESS, else a local one)",
+    )
+
+
+def _choose_executor(args: argparse.Namespace) -> None:
+    if not hasattr(args, "executor"):
+        return  # the command evaluates nothing; its start-up skips the executors module
+    from engine.evaluation.executors import choose_executor
+
+    choose_executor(args.executor, args.address)
+
+
 def workspace_of(args: argparse.Namespace) -> Workspace:
     return resolve(getattr(args, "workspace", None))
 
@@ -179,6 +203,7 @@ def main(argv: Sequence[str] | None = None, open_tui: OpenTui | None = None) -> 
             if open_tui is None:
                 raise SkillsmithError("the TUI is not installed; use a subcommand (see --help)")
             return open_tui(workspace_of(args), args)
+        _choose_executor(args)
         return handler(args)
     except SkillsmithError as exc:
         sys.stderr.write(f"skillsmith: error: {exc}\n")

@@ -6,7 +6,8 @@ The agent state is what an evolution edits — ``skillsmith.yaml``, ``AGENTS.md`
 the version store ``history/`` — and nothing else: never ``vault/`` (secrets), never runs, caches or
 lock files. A snapshot is the unit of "go back to how the agent was at version N", so restore is
 built to be safe against archives from elsewhere: every member is checked before anything is
-touched, the new state is unpacked beside the old one and swapped in item by item under a journal,
+touched, the new state is unpacked beside the old one and swapped in item by item under an intent
+journal (engine.core.journal),
 and the state being replaced is itself snapshotted first so a restore can be undone.
 """
 
@@ -35,14 +36,15 @@ from engine.core.events import utc_now
 from engine.core.fsutil import (
     append_jsonl,
     atomic_open,
-    atomic_write_json,
     atomic_write_text,
     fsync_dir,
     staged_open,
 )
+from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, to_mapping
 from engine.core.secret_scan import find_secrets
 from engine.core.skill import SkillDoc
+from engine.core.store import stores_of
 from engine.core.vault import secret_values
 from engine.core.workspace import CONFIG_NAME, INTENT_JOURNAL, LOCK_NAME, RESTORE_JOURNAL, Workspace
 
@@ -118,11 +120,11 @@ class _Archive:
 # -- writing ---------------------------------------------------------------------------------------
 def create_snapshot(ws: Workspace, note: str = "") -> Path:
     """Write the agent state to ``snapshots/v<version>-<UTC time>.tar.gz``."""
-    from engine.core.store import stores_of
-
     with ws.lock("snapshot"):
         recover(ws)
-        stores = list(stores_of(ws))  # opening a store finishes its interrupted change first
+        stores = list(stores_of(ws))
+        for store in stores:  # an archive never holds a change half-way
+            store.recover()
         dest, version = _write_snapshot(ws, note)
         for store in stores:
             store.record("snapshot", file=f"snapshots/{dest.name}", version=version, note=note)
@@ -161,7 +163,6 @@ def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
 
 def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
     """Archive name and path of every piece of agent state, in a stable sorted order."""
-    from engine.core.store import is_leftover
 
     def walk(path: Path, arcname: str) -> Iterator[tuple[str, Path]]:
         if path.is_symlink():
@@ -436,8 +437,6 @@ def _check_name_length(name: str, refuse: Callable[[str, str], _Refused]) -> Non
 def _is_internal(basename: str) -> bool:
     """Journals, locks and temp files belong to the workspace that wrote them, never to an archive:
     a planted journal would be replayed by the next command."""
-    from engine.core.store import is_leftover
-
     return basename in _INTERNAL_NAMES or is_leftover(basename)
 
 
@@ -537,11 +536,11 @@ def restore(
             except BaseException:
                 shutil.rmtree(stage, ignore_errors=True)
                 raise
-            atomic_write_json(
-                ws.root / RESTORE_JOURNAL,
+            _journal(ws).commit(
                 {"stage": stage.name, "items": items, "source": str(path)},
+                lambda _intent: _swap(ws, stage, items),
             )
-            _swap(ws, stage, items)
+            shutil.rmtree(stage)
         finally:
             _busy.discard(ws.root)
         append_jsonl(
@@ -631,9 +630,6 @@ def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:
         if waiting:
             os.rename(src, live)
     fsync_dir(ws.root)
-    (ws.root / RESTORE_JOURNAL).unlink()
-    fsync_dir(ws.root)
-    shutil.rmtree(stage)
 
 
 # -- import ----------------------------------------------------------------------------------------
@@ -671,13 +667,6 @@ def _leftovers(ws: Workspace) -> Iterator[Path]:
         )
 
 
-def needs_recovery(ws: Workspace) -> bool:
-    """Cheap check whether a crashed snapshot or restore left something to finish or remove."""
-    if ws.root in _busy:
-        return False
-    return (ws.root / RESTORE_JOURNAL).exists() or any(_leftovers(ws))
-
-
 def recover(ws: Workspace) -> None:
     """Finish a restore whose swap had begun; drop the temp files of anything that had not.
 
@@ -685,33 +674,34 @@ def recover(ws: Workspace) -> None:
     """
     if ws.root in _busy:
         return
-    journal = ws.root / RESTORE_JOURNAL
-    if journal.exists():
-        stage, items = _read_journal(ws, journal)
-        if stage.is_dir():
-            _swap(ws, stage, items)
-        else:
-            journal.unlink()
-    for path in list(_leftovers(ws)):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+    _journal(ws).replay(lambda intent: _resume(ws, intent))
+    remove_leftovers(_leftovers(ws))
 
 
-def _read_journal(ws: Workspace, journal: Path) -> tuple[Path, list[str]]:
-    """The restore journal's stage and items, checked before anything is moved by them: the
-    stage must be one of our own temp folders at the top and the items agent-state names."""
-    try:
-        intent = json.loads(journal.read_bytes())
-        stage, items = intent["stage"], intent["items"]
-    except (ValueError, KeyError, TypeError):
-        raise FormatError(journal, "stage", "expected the restore journal's fields") from None
+def _journal(ws: Workspace) -> Journal:
+    return Journal(ws.root / RESTORE_JOURNAL, _checked_intent)
+
+
+def _resume(ws: Workspace, intent: Intent) -> None:
+    """Swap in the rest of a restore killed mid-swap; one killed before it has no stage left to
+    swap and is dropped (its temp files with it)."""
+    stage = ws.root / intent["stage"]
+    if stage.is_dir():
+        _swap(ws, stage, intent["items"])
+
+
+def _checked_intent(journal: Path, intent: Any) -> Intent:
+    """The restore journal, checked before anything is moved by it: the stage must be one of our
+    own temp folders at the top and the items agent-state names."""
+
+    def bad(field: str, expected: str) -> FormatError:
+        return FormatError(journal, field, expected + "; remove the file if you did not write it")
+
+    if not isinstance(intent, dict):
+        raise bad("stage", "expected the restore journal's fields")
+    stage, items = intent.get("stage"), intent.get("items")
     if not isinstance(stage, str) or not _STAGE.fullmatch(stage):
-        raise FormatError(
-            journal, "stage", "expected a .tmp-restore-<hex> folder at the top of the workspace"
-        )
+        raise bad("stage", "expected a .tmp-restore-<hex> folder at the top of the workspace")
     if not isinstance(items, list) or not all(i in STATE_ITEMS for i in items):
-        raise FormatError(journal, "items", f"expected names among {', '.join(STATE_ITEMS)}")
-    return ws.root / stage, [str(i) for i in items]
+        raise bad("items", f"expected names among {', '.join(STATE_ITEMS)}")
+    return intent
