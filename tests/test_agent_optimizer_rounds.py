@@ -57,7 +57,7 @@ def test_the_optimizer_refuses_a_benchmark_without_a_formal_baseline(
         f"skillsmith: error: {ws.benchmarks_dir / 'vuln-detect' / 'scoreboard.yaml'}: no Formal "
         "Baseline record; build the benchmark first (skillsmith build vuln-detect)"
     )
-    assert list_sessions(ws, "optimizer") == []
+    assert list_sessions(ws, "agent-optimizer") == []
 
 
 def test_rounds_keep_only_strict_improvements_and_roll_back_the_rest(
@@ -109,8 +109,8 @@ def test_rounds_keep_only_strict_improvements_and_roll_back_the_rest(
     (undone,) = [e for e in log if e["kind"] == "rolled_back"]
     assert kept["hypothesis_held"] is True and kept["delta"] == first["delta"] > 0
     assert undone["hypothesis_held"] is False and undone["delta"] == 0
-    (info,) = list_sessions(ws, "optimizer")
-    assert (info.label, info.status) == ("Optimizer", "finished")
+    (info,) = list_sessions(ws, "agent-optimizer")
+    assert (info.label, info.status) == ("Agent Optimizer", "finished")
     assert list(info.run_ids) == [first["run_id"], second["run_id"]]
 
 

@@ -135,8 +135,8 @@ def test_scaffolding_is_cleaned_and_the_session_is_listed(
     ws = Workspace.at(root)
     assert list(ws.experiments_dir.iterdir()) == []
     assert [p.name for p in (ws.benchmarks_dir / BENCH).iterdir() if p.name.startswith(".")] == []
-    (info,) = list_sessions(ws, "builder")
-    assert (info.session_id, info.label, info.status) == (result["session_id"], "Builder", "frozen")
+    (info,) = list_sessions(ws, "build")
+    assert (info.session_id, info.label, info.status) == (result["session_id"], "Build", "frozen")
     assert list(info.run_ids) == [p["run_id"] for p in result["pilots"]]
     assert info.benchmark == BENCH
     for run_id in info.run_ids:  # each pilot's evaluation is its own session too
@@ -182,7 +182,7 @@ def test_offline_drafting_needs_material_and_writes_nothing(tmp_path: Path) -> N
     assert code == 1
     assert "offline model: drafting needs 8 cases of imported material (--from)" in err
     assert not (root / "benchmarks" / "fresh").exists()
-    (info,) = list_sessions(Workspace.at(root), "builder")
+    (info,) = list_sessions(Workspace.at(root), "build")
     assert info.status == "failed"
 
 

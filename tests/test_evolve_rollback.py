@@ -13,7 +13,7 @@ from engine.core.store import SkillStore
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL
 from engine.evaluation.runner import run_evaluation
 from engine.evaluation.verify import verify_score
-from engine.loops.evolve import EvolveOptions, evolve
+from engine.loops.evolve import EvolveOptions, run
 from engine.loops.evolve.checkpoint import (
     Evaluation,
     PendingRound,
@@ -77,7 +77,7 @@ def test_stagnation_rolls_back_to_the_best_holdout_version(tmp_path: Path) -> No
     )
     save(ws, pending)
 
-    result = evolve(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
+    result = run(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
 
     assert result.resumed and result.stop_reason == "stagnation"
     assert result.holdout_final == best

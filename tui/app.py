@@ -890,10 +890,10 @@ class SkillsmithApp(App[None]):
             return
 
         def one_round(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
-            from engine.loops.evolve import EvolveOptions, evolve  # imports the model SDK: lazily
+            from engine.loops.evolve import EvolveOptions, run  # imports the model SDK: lazily
 
             options = EvolveOptions(skill=skill, bench=bench, rounds=1)
-            result = evolve(self.workspace, options, reporter=reporter, cancel=cancel)
+            result = run(self.workspace, options, reporter=reporter, cancel=cancel)
             return evolve_outcome(self.workspace.root, result)
 
         self.start_job(Job(f"Evolve {skill} on {bench}", one_round))

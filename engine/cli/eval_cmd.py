@@ -17,13 +17,14 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.cli.progress import progress_bar, resume_line, unit_counts
+from engine.cli.progress import LoopProgress
 from engine.core.errors import SkillsmithError, UsageError
-from engine.core.events import Cancelled, Event
+from engine.core.events import Cancelled
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import demo_agent_notice
+from engine.evaluation.evaluate import EvalOptions, run
 from engine.evaluation.metrics import Metrics, Spread
-from engine.evaluation.runner import BASELINE, SEED_BITS, SKILL, RunResult, run_evaluation
+from engine.evaluation.runner import BASELINE, SEED_BITS, SKILL, RunResult
 
 if TYPE_CHECKING:
     from engine.evaluation.verdict import Verdict
@@ -88,41 +89,22 @@ def _eval(args: argparse.Namespace) -> int:
     notice = demo_agent_notice(ws, args.bench)
     if notice:
         sys.stderr.write(notice + "\n")
-    console = Console(stderr=True)
-    started: dict[str, Any] = {}
-    progress = progress_bar(console, transient=wants_json(args))
-    task = progress.add_task(f"eval {args.bench}", total=None, status="")
-
-    def report(event: Event) -> None:
-        data = event.data
-        progress.update(task, **unit_counts(event))
-        if event.kind == "started":
-            started.update(data)
-            if data.get("resumed"):
-                line = resume_line(data)
-                progress.console.print(line, markup=False, highlight=False)
-        elif event.kind == "case_finished":
-            mark = {"pass": "[green]pass", "fail": "[red]fail"}.get(
-                data["pass_fail"], "[yellow]invalid"
-            )
-            progress.update(task, status=f"{data['case_id']}.{data['run_index']} {mark}")
-
+    progress = LoopProgress(f"eval {args.bench}", quiet=wants_json(args))
     try:
         with progress:
-            result = run_evaluation(
-                ws,
-                args.bench,
+            options = EvalOptions(
+                bench=args.bench,
                 runs=args.runs,
                 jobs=args.jobs,
                 skills=_skill_texts(ws, args.skill),
                 baseline=args.baseline,
-                case_ids=case_ids or None,
+                case_ids=tuple(case_ids),
                 run_id=args.resume,
-                reporter=report,
                 seed=args.seed,
             )
+            result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
-        run_id = started.get("run_id")
+        run_id = progress.session_id
         if run_id is None:
             raise
         sys.stderr.write(

@@ -49,6 +49,7 @@ from engine.core.events import (
 from engine.core.fsutil import iter_files, sweep_temp_files
 from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.core.scoreboard import Runtime, append_record, record_from_rows
+from engine.core.sessions import start_session
 from engine.core.workspace import Workspace
 from engine.core.yaml_log import is_log_file
 from engine.evaluation.agents import (
@@ -93,6 +94,14 @@ class RunResult:
     status: str  # finished | incomplete (some units invalid)
     launched: int  # units this call ran to the end (0 when everything was already done)
     seed: int = 0  # the evaluation's seed (``--seed`` reproduces it)
+
+    @property
+    def headline(self) -> str:
+        """The run in one line: the figure a person looks at first."""
+        m = self.metrics
+        rate = "–" if m.pass_rate is None else f"{m.pass_rate:.0%}"
+        f1 = "" if m.f1 is None else f", F1 {m.f1:.2f}"
+        return f"run {self.run_id}: pass rate {rate}{f1} ({self.status})"
 
 
 @dataclass(frozen=True)
@@ -502,7 +511,7 @@ def _evaluate(
         folder.write_manifest(manifest)
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))
-    log = SessionLog(ws.sessions_dir, "eval", session_id=folder.run_id, forward=reporter)
+    log = start_session(ws, "eval", forward=reporter, session_id=folder.run_id)
     log.emit(
         "started",
         run_id=folder.run_id,
@@ -711,6 +720,7 @@ def _complete(
         counts=manifest["counts"],
         pass_rate=skill_metrics.pass_rate,
         f1=skill_metrics.f1,
+        headline=result.headline,
     )
     return result
 

@@ -88,8 +88,30 @@ class OptimizeResult:
     stop_reason: str
     attempts: list[dict[str, Any]]
 
+    @property
+    def headline(self) -> str:
+        """The session in one line: the score it reached from the Formal Baseline's."""
+        return (
+            f"{self.benchmark}: {self.baseline_score:.2f} → {self.final_score:.2f} in "
+            f"{self.valid_rounds} valid round(s), v{self.version} ({self.stop_reason})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class AgentOptimizerOptions:
+    """The settings of one agent Optimizer session (``model`` / ``judge`` replace the
+    configured ones; a resumed session keeps its own)."""
+
+    bench: str
+    rounds: int = 3
+    runs: int | None = None  # runs per case of every candidate evaluation
+    target_score: float | None = None
+    jobs: int | None = None
+    model: LLM | None = None
+    judge: ProtocolJudge | None = None
 
 
 def _reference(record: ScoreRecord, index: int, version: int, source: str) -> Reference:
@@ -540,9 +562,9 @@ def optimize_agent(
             raise SkillsmithError(
                 f"{folder}: optimizer session {state.session_id} is running on {bench_id}"
             )
-        log = start_session(ws, "optimizer", forward=reporter, session_id=state.session_id)
+        log = start_session(ws, "agent-optimizer", forward=reporter, session_id=state.session_id)
     else:
-        log = start_session(ws, "optimizer", forward=reporter)
+        log = start_session(ws, "agent-optimizer", forward=reporter)
         start = _start_reference(ws, baseline, cfg.version)
         state = OptimizerState(
             session_id=log.session_id,
@@ -591,17 +613,7 @@ def optimize_agent(
         state.status, state.stop_reason = "finished", reason
         optimizer.save()
     version = ws.load_config().version
-    log.emit(
-        "finished",
-        benchmark=bench_id,
-        status="finished",
-        reason=reason,
-        score=state.reference.score,
-        baseline_score=state.baseline.score,
-        version=version,
-        valid_rounds=state.valid_rounds,
-    )
-    return OptimizeResult(
+    result = OptimizeResult(
         session_id=state.session_id,
         benchmark=bench_id,
         resumed=found is not None,
@@ -612,6 +624,46 @@ def optimize_agent(
         stop_reason=reason,
         attempts=[asdict(a) for a in state.attempts],
     )
+    log.emit(
+        "finished",
+        benchmark=bench_id,
+        status="finished",
+        reason=reason,
+        score=state.reference.score,
+        baseline_score=state.baseline.score,
+        version=version,
+        valid_rounds=state.valid_rounds,
+        headline=result.headline,
+    )
+    return result
 
 
-__all__ = ["OptimizeResult", "hypothesis_check", "optimize_agent"]
+def run(
+    ws: Workspace,
+    options: AgentOptimizerOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> OptimizeResult:
+    """The agent Optimizer loop in the shape of every loop (see :func:`optimize_agent`)."""
+    return optimize_agent(
+        ws,
+        options.bench,
+        rounds=options.rounds,
+        runs=options.runs,
+        target_score=options.target_score,
+        jobs=options.jobs,
+        model=options.model,
+        judge=options.judge,
+        reporter=reporter,
+        cancel=cancel,
+    )
+
+
+__all__ = [
+    "AgentOptimizerOptions",
+    "OptimizeResult",
+    "hypothesis_check",
+    "optimize_agent",
+    "run",
+]

@@ -123,8 +123,32 @@ class BuildResult:
     record_index: int
     flagged: list[str]
 
+    @property
+    def headline(self) -> str:
+        """The build in one line: the frozen benchmark and its Formal Baseline."""
+        return (
+            f"{self.bench_id} frozen at pilot {self.frozen_iteration}: Formal Baseline "
+            f"{self.baseline_score:.2f} (run {self.baseline_run_id})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The settings of one Builder session (``model`` / ``judge`` replace the configured ones)."""
+
+    bench: str
+    goal: str | None = None
+    source: str | None = None  # a benchmark id or folder whose cases are the import pool
+    pick: tuple[str, ...] = ()
+    cases: int = 8
+    pilot_iterations: int = 3
+    target_score: float | None = None
+    jobs: int | None = None
+    model: LLM | None = None
+    judge: ProtocolJudge | None = None
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -572,7 +596,7 @@ def build_benchmark(
     pool = open_pool(ws, source, pick) if source else None
     cfg = ws.load_config()
     llm = model or make_llm(cfg.models.proposer, ws, offline=builder_offline)
-    log = start_session(ws, "builder", forward=reporter)
+    log = start_session(ws, "build", forward=reporter)
     grader = judge or session_judge(ws, cfg.models.judge, log)
     build = _Build(ws, bench_id, log, llm, grader, pool, jobs, reporter, cancel)
     with hold(build.scratch):
@@ -609,8 +633,34 @@ def build_benchmark(
         pilots=len(result.pilots),
         frozen_iteration=result.frozen_iteration,
         reason=result.reason,
+        headline=result.headline,
     )
     return result
 
 
-__all__ = ["BuildResult", "Pilot", "build_benchmark"]
+def run(
+    ws: Workspace,
+    options: BuildOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> BuildResult:
+    """The Builder loop in the shape of every loop (see :func:`build_benchmark`)."""
+    return build_benchmark(
+        ws,
+        options.bench,
+        goal=options.goal,
+        source=options.source,
+        pick=options.pick,
+        cases=options.cases,
+        pilot_iterations=options.pilot_iterations,
+        target_score=options.target_score,
+        jobs=options.jobs,
+        model=options.model,
+        judge=options.judge,
+        reporter=reporter,
+        cancel=cancel,
+    )
+
+
+__all__ = ["BuildOptions", "BuildResult", "Pilot", "build_benchmark", "run"]

@@ -104,6 +104,12 @@ class OptimizeResult:
     candidate: str | None = None
     candidate_status: str | None = None
 
+    @property
+    def headline(self) -> str:
+        """The experiment in one line: what became of it, and the candidate it queued."""
+        queued = f"; queued {self.candidate}" if self.candidate else ""
+        return f"{self.skill}: {self.status} ({self.reason}){queued}"
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -114,6 +120,28 @@ class OptimizeFailed(SkillsmithError):
     def __init__(self, result: OptimizeResult) -> None:
         super().__init__(f"{result.experiment_dir}: optimisation failed: {result.reason}")
         self.result = result
+
+
+@dataclass(frozen=True)
+class GepaOptions:
+    """What a GEPA run optimises (``skill`` on ``bench``) and the limits of its search."""
+
+    skill: str
+    bench: str
+    search: OptimizeOptions = field(default_factory=OptimizeOptions)
+
+
+def run(
+    ws: Workspace,
+    options: GepaOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> OptimizeResult:
+    """The GEPA loop in the shape of every loop (see :func:`optimize`)."""
+    return optimize(
+        ws, options.skill, options.bench, options.search, reporter=reporter, cancel=cancel
+    )
 
 
 def optimize(
@@ -184,7 +212,7 @@ class _Run:
         self.bench, self.splits, self.opts, self.seed = bench, splits, opts, seed
         self.llm = make_llm(cfg.models.reflection, ws, offline=offline_reflection)
         self.experiment = Experiment(ws)
-        self.log = start_session(ws, "optimizer", forward=reporter, session_id=self.experiment.id)
+        self.log = start_session(ws, "gepa", forward=reporter, session_id=self.experiment.id)
         self.clock = RunClock(opts.time_limit_s, cancel)
         self.seed_sections = sections_of(seed_text)
         self.evaluator = Evaluator(
@@ -460,7 +488,7 @@ class _Run:
         if status == "failed":
             self.log.emit("error", status=status, reason=reason)
         else:
-            self.log.emit("finished", status=status, reason=reason)
+            self.log.emit("finished", status=status, reason=reason, headline=result.headline)
 
 
-__all__ = ["OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize"]
+__all__ = ["GepaOptions", "OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize", "run"]
