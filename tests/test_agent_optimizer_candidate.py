@@ -11,6 +11,7 @@ import yaml
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import copy_demo
+from engine.evaluation.protocol import ProtocolError, data_message
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_PROTOCOL,
     Candidate,
@@ -21,7 +22,6 @@ from engine.loops.agent_optimizer.candidate import (
     parse_candidate,
 )
 from engine.loops.agent_optimizer.offline import EVIDENCE_LINE, THOROUGH_LINE, optimizer_offline
-from engine.loops.builder.protocol import ProtocolError, data_message
 
 SKILL = "skills/security-audit/SKILL.md"
 CASES = ("a", "b")

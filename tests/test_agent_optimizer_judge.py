@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from engine.core.config import ModelConfig
+from engine.core.standard import evidence_rule
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import copy_demo
+from engine.evaluation.judge import offline_judge
 from engine.loops.agent_optimizer import optimize_agent
 from engine.loops.builder import build_benchmark
-from engine.loops.builder.judge import offline_judge
-from engine.loops.builder.standard import evidence_rule
 from tests.builder_helpers import BENCH, COUNT_ENV, events, launches, result_rows
 from tests.builder_helpers import use_counting_agent as counting
 from tests.llm_server import MessagesServer

@@ -17,9 +17,9 @@ from engine.core.sessions import list_sessions, trace_record
 from engine.core.snapshots import list_snapshots
 from engine.core.store import SkillStore
 from engine.evaluation.llm import OfflineLLM
+from engine.evaluation.protocol import request_data
 from engine.loops.agent_optimizer import optimize_agent, optimizer_offline
 from engine.loops.agent_optimizer.offline import THOROUGH_LINE
-from engine.loops.builder.protocol import request_data
 from tests.builder_helpers import (
     BENCH,
     CRASH_ENV,
@@ -162,8 +162,8 @@ def _same_candidate_every_time(ws: Any) -> OfflineLLM:
     """A model that always proposes the same harmless Pitfalls line for the skill."""
 
     def respond(system: str, messages: list[dict[str, Any]]) -> str:
+        from engine.evaluation.protocol import dump_reply
         from engine.loops.agent_optimizer.candidate import file_diff
-        from engine.loops.builder.protocol import dump_reply
 
         data = request_data(messages)
         target = f"skills/{SKILL}/SKILL.md"

@@ -17,11 +17,12 @@ from engine.core import importers
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.importers import import_cases, import_evals, import_run
+from engine.core.results import read_results
 from engine.core.runs import RunFolder
 from engine.core.workspace import Workspace
 from engine.evaluation.grading import grade
 from engine.evaluation.llm import OfflineLLM
-from engine.evaluation.metrics import metrics, read_results
+from engine.evaluation.metrics import metrics
 from tests.bench_helpers import labelled_cases, tree_state, write_benchmark
 
 ARTICLE_ROWS = [

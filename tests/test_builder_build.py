@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from engine.cli import main
+from engine.core.events import Event, Stage, draft_line, read_event
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError
 from engine.core.scoreboard import read_records
@@ -78,6 +79,23 @@ def test_build_freezes_the_lowest_valid_pilot_as_the_formal_baseline(
     assert bench.runs_per_case == 1
     assert formal_baseline(ws, BENCH).record == record
     assert trace_record(ws, BENCH, 0).mismatches == []
+
+
+def test_a_benchmark_drawn_from_a_pool_describes_itself_not_the_pool(
+    built: tuple[Path, dict[str, Any]],
+) -> None:
+    root, result = built
+    description = load_benchmark(root / "benchmarks" / BENCH).description
+    assert description == (
+        "Is this small source file vulnerable? "
+        "Cases drawn by the Builder from the vuln-detect benchmark."
+    )
+    assert "80 files" in load_benchmark(root / "benchmarks" / "vuln-detect").description
+    log = events(Workspace.at(root), result["session_id"])
+    draft = [e for e in log if e.get("stage") == "draft"]
+    stages = [read_event(Event("message", "s", e)) for e in draft]
+    assert [s.text for s in stages if isinstance(s, Stage)] == ["draft: 6 new cases written"]
+    assert draft_line(0, 6) == "draft: 6 cases from an earlier draft kept, nothing new drafted"
 
 
 def test_predictions_errors_and_flags_are_recorded_before_and_after_each_pilot(

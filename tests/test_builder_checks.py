@@ -9,14 +9,14 @@ import pytest
 
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import FormatError
-from engine.loops.builder.checks import check_cases
-from engine.loops.builder.standard import (
+from engine.core.standard import (
     Standard,
     evidence_rule,
     load_standard,
     standard_path,
     write_standard,
 )
+from engine.loops.builder.checks import check_cases
 from tests.bench_helpers import write_benchmark, write_case
 
 LABELS = {"labels": ["vulnerable", "safe"]}

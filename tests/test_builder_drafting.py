@@ -9,13 +9,13 @@ import pytest
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError
 from engine.core.scoreboard import read_records
+from engine.core.standard import evidence_rule, load_standard
 from engine.core.workspace import Workspace
 from engine.evaluation.llm import OfflineLLM
+from engine.evaluation.protocol import dump_reply, protocol_of
 from engine.loops.builder import build_benchmark
 from engine.loops.builder.cases import DRAFT_PROTOCOL
 from engine.loops.builder.offline import builder_offline
-from engine.loops.builder.protocol import dump_reply, protocol_of
-from engine.loops.builder.standard import evidence_rule, load_standard
 
 CASES = [
     {

@@ -11,17 +11,17 @@ import yaml
 from engine.core.benchmark import load_benchmark
 from engine.core.config import ModelConfig
 from engine.core.errors import SkillsmithError
+from engine.core.standard import evidence_rule
 from engine.evaluation.grading import grade
-from engine.evaluation.llm import AnthropicLLM, OfflineLLM
-from engine.loops.builder.judge import (
+from engine.evaluation.judge import (
     JUDGE_PROTOCOL,
     ProtocolJudge,
     make_judge,
     offline_judge,
     parse_judge_reply,
 )
-from engine.loops.builder.protocol import ProtocolError, ask, load_reply
-from engine.loops.builder.standard import evidence_rule
+from engine.evaluation.llm import AnthropicLLM, OfflineLLM
+from engine.evaluation.protocol import ProtocolError, ask, load_reply
 from tests.bench_helpers import write_benchmark, write_case
 from tests.llm_server import MessagesServer, Reply
 

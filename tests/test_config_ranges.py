@@ -22,6 +22,10 @@ from tests.bench_helpers import write_benchmark, write_case
         ("models:\n  judge:\n    timeout_s: -1\n", "field 'models.judge.timeout_s'"),
         ("gates:\n  approval_timeout_s: -2\n", "field 'gates.approval_timeout_s'"),
         ("limits:\n  lock_wait_s: -1\n", "field 'limits.lock_wait_s': expected ≥ 0"),
+        (
+            "gates:\n  holdout_max_f1_drop: 5\n",
+            "field 'gates.holdout_max_f1_drop': expected an F1 share in [0, 1) (0.01 = 1 point)",
+        ),
         ("splits:\n  selection: 5\n", "field 'splits.selection': expected a share in (0, 1)"),
         ("splits:\n  golden: 0\n", "field 'splits.golden': expected a share in (0, 1), got 0"),
         (

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine.evaluation.demo.noise import Slips, clarity, difficulty
 
 from engine.cli import main
 from engine.core.errors import FormatError
+from engine.core.results import read_results
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_BENCHMARK, copy_demo
-from engine.evaluation.metrics import read_results
+from engine.evaluation.demo.noise import Slips, clarity, difficulty
 from engine.evaluation.runner import run_evaluation, unit_seed
 
 # a few demo cases whose shipped-skill verdict rests on hits the agent may slip on

@@ -9,13 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from engine.evaluation.demo.tools import tool_of
 
 from engine.cli import main
 from engine.core.benchmark import load_benchmark
 from engine.core.skill import SkillDoc
 from engine.core.workspace import LAYOUT_DIRS, Workspace
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
+from engine.evaluation.demo.tools import tool_of
 
 LANGUAGES = {".py", ".js", ".java", ".go", ".php"}
 

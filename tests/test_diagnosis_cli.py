@@ -60,7 +60,18 @@ def test_rich_output_in_a_workspace(
     assert "undiagnosed failures: clean-0, clean-1" in out
     assert "passing but flawed (low priority): pass-0 (redundant_retry, tool_error_burst)" in out
     assert "evolution triggered (direction: FN)" in out
-    assert "ground-truth suspicion" in out
+    # none reaches the flag: the weaker signs are counted, their table is --verbose
+    assert "5 failing cases show a weaker sign, below the flag (--verbose)" in out
+    # a summary by default; the row per unit (and the weaker signs) behind --verbose
+    assert "outcomes: FN 10, FP 3, pass 6; rule hits: progress_mismatch 5, no_tool_calls 3" in out
+    assert "(one row per unit: diagnose --verbose)" in out
+    assert "fn-0" not in out.split("root causes")[0]
+    assert main(["-w", str(workspace.root), "diagnose", "run-1", "--verbose"]) == 0
+    long = capsys.readouterr().out
+    assert "outcomes:" not in long and "ground-truth suspicion" in long
+    rows = [line for line in long.splitlines() if line.startswith("│ fn-")]
+    assert len(rows) == 5
+    assert len(long.splitlines()) > len(out.splitlines()) + 19
 
 
 def test_workspace_checkers_config_and_benchmark_are_used(
@@ -75,6 +86,8 @@ def test_workspace_checkers_config_and_benchmark_are_used(
         {
             "a-1": {"expected": "vulnerable", "type": "idor"},
             "a-2": {"expected": "safe", "type": "idor"},
+            "a-3": {"expected": "vulnerable", "type": "idor"},
+            "a-4": {"expected": "vulnerable", "type": "idor"},
         },
     )
     units = [
@@ -88,19 +101,21 @@ def test_workspace_checkers_config_and_benchmark_are_used(
     (cause,) = data["diagnosis"]["root_causes"]
     assert cause["id"] == "FN + scanner_not_run" and cause["share"] == 1.0
     assert data["diagnosis"]["min_share"] == 0.5
-    contradictory, twins = data["gt_audit"]["data_quality"]
+    contradictory, twins, *_ = data["gt_audit"]["data_quality"]
     assert contradictory == {
         "problem": "contradictory_labels_in_type",
         "case_type": "idor",
-        "counts": {"safe": 1, "vulnerable": 1},
-        "labels": {"safe": ["a-2"], "vulnerable": ["a-1"]},
+        "counts": {"safe": 1, "vulnerable": 3},
+        "labels": {"safe": ["a-2"], "vulnerable": ["a-1", "a-3", "a-4"]},
+        "outliers": ["safe"],
     }
-    # both statements are the helper's default prompt: identical text, different labels
+    # the statements are the helper's default prompt: identical text, different labels
     assert twins["problem"] == "near_identical_cases_labelled_differently"
     assert twins["case_ids"] == ["a-1", "a-2"] and twins["similarity"] == 1.0
     assert main(["-w", str(workspace.root), "diagnose", "run-2"]) == 0
     out = capsys.readouterr().out
-    assert "data quality: type 'idor' mixes labels (safe 1, vulnerable 1)" in out
+    assert "data quality: only 1 of the 4 'idor' cases are labelled 'safe' (a-2)" in out
+    assert "mixes labels" not in out
     assert "data quality: a-1 and a-2 are near-identical (1.00) but labelled" in out
 
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import pytest
 
+from engine.core.results import read_results
 from engine.core.store import unified_diff
 from engine.core.workspace import Workspace
-from engine.evaluation.metrics import read_results
 from tests.llm_server import MessagesServer, Reply, ToolUse, last_user_text, request_text
 from tests.test_e2e_claude import CLAUDE_BIN, _claude_available, _tools_just_used
 

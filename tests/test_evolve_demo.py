@@ -18,10 +18,11 @@ import pytest
 from engine.cli import main
 from engine.core.benchmark import load_benchmark
 from engine.core.queue import CandidateQueue
+from engine.core.results import read_results
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL
-from engine.evaluation.metrics import case_status, metrics, read_results
+from engine.evaluation.metrics import case_status, metrics
 from tests.evolve_helpers import SMALL_FAMILIES, demo, run_evolve, session_events
 
 # the outcome gates, then the gates every candidate meets at the queue's door

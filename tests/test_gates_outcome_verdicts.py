@@ -248,7 +248,7 @@ def test_verify_fails_a_drop_of_more_than_five_points() -> None:
     assert "pitfalls_present" in result.figures["failed_checks"]
     assert result.reasons == [
         f"verify score fell 10 points ({result.figures['parent_score']:.0f} → "
-        f"{result.figures['score']:.0f}), at most 5 allowed"
+        f"{result.figures['score']:.0f}), at most 5 points allowed"
     ]
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from engine.core.errors import FormatError
+from engine.core.results import read_results
 from engine.evaluation.grading import compare, metrics
-from engine.evaluation.metrics import Spread, infer_positive_label, read_results
+from engine.evaluation.metrics import Spread, infer_positive_label
 
 V, S = "vulnerable", "safe"
 

@@ -7,6 +7,7 @@ the only proof that a deferral defers.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -155,3 +156,62 @@ def test_the_command_table_names_what_each_module_registers() -> None:
         for action in sub._choices_actions:
             registered[action.dest] = (module, str(action.help))
     assert registered == COMMANDS
+
+
+# The engine's floors, bottom up: file formats and stores, evaluation, then the loops and the
+# read models beside each other, then the command line. Each floor may import its own and the
+# ones listed for it, never one above: a store that needs a loop, or a grader that needs the
+# Builder, is code on the wrong floor.
+FLOORS: dict[str, frozenset[str]] = {
+    "core": frozenset(),
+    "evaluation": frozenset({"core"}),
+    "loops": frozenset({"core", "evaluation"}),
+    "views": frozenset({"core", "evaluation"}),
+    "cli": frozenset({"core", "evaluation", "loops", "views"}),
+}
+
+
+def engine_imports(path: Path) -> list[tuple[int, str]]:
+    """Every engine module a source file names in an import, at any depth (line, module)."""
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found.append((node.lineno, module))
+    return [(line, module) for line, module in found if module.startswith("engine.")]
+
+
+def floor_breaches(root: Path) -> list[str]:
+    """``file:line: module`` for each import of a floor above (or beside) the importing file's."""
+    breaches = []
+    for path in sorted((root / "engine").rglob("*.py")):
+        parts = path.relative_to(root).parts
+        if (
+            len(parts) < 3
+            or parts[1] not in FLOORS
+            or parts[1:4] == ("evaluation", "demo", "workspace")
+        ):
+            continue
+        allowed = FLOORS[parts[1]] | {parts[1]}
+        for line, module in engine_imports(path):
+            floor = module.split(".")[1]
+            if floor in FLOORS and floor not in allowed:
+                breaches.append(f"{path.relative_to(root)}:{line}: {module}")
+    return breaches
+
+
+def test_every_engine_module_sits_on_a_floor() -> None:
+    """A new top-level engine package would escape the floors contract below."""
+    packages = {p.name for p in ENGINE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == set(FLOORS)
+
+
+def test_no_floor_imports_a_floor_above() -> None:
+    """Read from the source, not sys.modules: an import deferred into a function still reaches up
+    a floor, and the runtime check above cannot see it until that function runs."""
+    breaches = floor_breaches(ROOT)
+    assert not breaches, "imports across the engine's floors:\n" + "\n".join(breaches)

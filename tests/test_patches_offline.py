@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 import yaml
-from engine.evaluation.demo.agent import discard_rules, plan
 
 from engine.core.benchmark import Benchmark, load_benchmark
 from engine.core.skill import SkillDoc
 from engine.core.taboo import TabooEntry, diff_hash
 from engine.core.workspace import Workspace
+from engine.evaluation.demo.agent import discard_rules, plan
 from engine.evaluation.diagnosis.run import diagnose_run, load_run
 from engine.evaluation.patches import OfflineProposer, ProposalContext, make_proposer, run_filters
 from engine.evaluation.runner import run_evaluation

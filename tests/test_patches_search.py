@@ -10,12 +10,12 @@ import re
 from typing import Any
 
 import yaml
-from engine.evaluation.demo.agent import discard_rules, plan
 
 from engine.core.benchmark import load_benchmark
 from engine.core.skill import SkillDoc
 from engine.core.taboo import TabooEntry, diff_hash
 from engine.core.workspace import Workspace
+from engine.evaluation.demo.agent import discard_rules, plan
 from engine.evaluation.patches import OfflineProposer, ProposalContext
 from engine.evaluation.patches.mining import calls, nesting
 from engine.evaluation.patches.offline_proposer import guard_tokens

@@ -11,10 +11,10 @@ import pytest
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError
 from engine.core.events import Event
+from engine.core.results import read_results
 from engine.core.scoreboard import read_records
 from engine.core.store import SkillStore
 from engine.evaluation.agents import make_agent
-from engine.evaluation.metrics import read_results
 from engine.evaluation.runner import make_plan, run_evaluation
 from tests.runner_helpers import (
     SCRIPTED,

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.core.benchmark import benchmark_ids
 from engine.core.events import SessionLog
 from engine.core.queue import CandidateQueue
 from engine.core.runs import RunFolder
+from engine.core.session_logs import list_session_logs, read_tail
 from engine.core.workspace import Workspace
-from engine.views.rows import (
-    CandidateCache,
-    benchmark_ids,
-    list_session_logs,
-    read_tail,
-    run_figures,
-    transcript_path,
-)
+from engine.views.rows import CandidateCache, run_figures, transcript_path
 from tests.tui_workspace import BENCH, SKILL, build_workspace, submit_candidate
 
 

@@ -26,13 +26,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
+from engine.core.benchmark import benchmark_ids
 from engine.core.errors import SkillsmithError, UsageError
 from engine.core.events import Cancelled, CancelToken, Event
 from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore, unified_diff
 from engine.core.workspace import Workspace
 from engine.views.overview import evaluation_size
-from engine.views.rows import CandidateCache, benchmark_ids, current_versions
+from engine.views.rows import CandidateCache, current_versions
 from themes.palette import DEFAULT_THEME, STYLESHEET, THEMES, resolve_theme_name, variable_defaults
 from tui.activity import ActivityLog, ActivityPane, Kind, Link
 from tui.dialogs import ConfirmScreen, ErrorScreen, ReasonScreen

@@ -20,10 +20,11 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
+from engine.core.benchmark import benchmark_ids
 from engine.core.errors import SkillsmithError
 from engine.core.scoreboard import RecordHead, read_heads
 from engine.core.workspace import Workspace
-from engine.views.rows import RunFigures, benchmark_ids, compact_count, record_versions, run_figures
+from engine.views.rows import RunFigures, compact_count, record_versions, run_figures
 from tui.navigation import VimTable
 from tui.score_chart import ScoreChart
 

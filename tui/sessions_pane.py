@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.worker import get_current_worker
 
+from engine.core.session_logs import SessionLogInfo, TailChunk, list_session_logs, read_tail
 from engine.core.workspace import Workspace
-from engine.views.rows import SessionLogInfo, TailChunk, list_session_logs, read_tail
 from tui.navigation import ListsPane, VimTable
 from tui.skills_pane import human_size
 

@@ -17,8 +17,9 @@ from rich.table import Table
 from engine.cli import print_json, wants_json, workspace_if_any
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError
+from engine.core.results import read_results
 from engine.core.workspace import Workspace
-from engine.evaluation.metrics import Comparison, Metrics, compare, read_results
+from engine.evaluation.metrics import Comparison, Metrics, compare
 
 FATES = ("fixed", "newly_broken", "still_failing", "flaky", "unmeasured")
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_if_any
 from engine.core.config import Config
@@ -36,6 +39,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="attribute only rows of this split (repeatable; e.g. selection)",
     )
+    p.add_argument("-v", "--verbose", action="store_true", help="also print one table row per unit")
     p.add_argument("--traces", action="store_true", help="print every trace summary in full")
     p.set_defaults(func=_diagnose)
 
@@ -74,17 +78,46 @@ def _diagnose(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    _render(Console(highlight=False), primary_run.run_id, diagnosis, gt, traces=args.traces)
+    console = Console(highlight=False)
+    _render(console, primary_run.run_id, diagnosis, gt, verbose=args.verbose, traces=args.traces)
     return 0
 
 
 def _render(
-    console: Console, run_id: str, diagnosis: Diagnosis, gt: GtAudit, *, traces: bool
+    console: Console,
+    run_id: str,
+    diagnosis: Diagnosis,
+    gt: GtAudit,
+    *,
+    verbose: bool,
+    traces: bool,
 ) -> None:
     console.print(
-        f"[bold]diagnosis of {run_id}[/]: {len(diagnosis.cases)} rows, "
+        f"[bold]diagnosis of {escape(run_id)}[/]: {len(diagnosis.cases)} rows, "
         f"{len(diagnosis.failing_case_ids)} failing cases"
     )
+    if verbose:
+        _render_rows(console, diagnosis)
+    else:
+        console.print(summary_line(diagnosis), markup=False, soft_wrap=True)
+    _render_causes(console, diagnosis)
+    _render_gt(console, gt, verbose=verbose)
+    if traces:
+        for case in diagnosis.cases:
+            if case.summary is not None:
+                console.print(case.summary.render_text(), markup=False, soft_wrap=True)
+
+
+def summary_line(diagnosis: Diagnosis) -> str:
+    """A run of hundreds of units reads as its counts; the table per unit is ``--verbose``."""
+    outcomes = Counter(case.outcome for case in diagnosis.cases)
+    hits = Counter(rule for case in diagnosis.cases for rule in case.rule_ids)
+    shown = ", ".join(f"{name} {n}" for name, n in sorted(outcomes.items()))
+    rules = ", ".join(f"{rule} {n}" for rule, n in hits.most_common()) or "none"
+    return f"outcomes: {shown or 'none'}; rule hits: {rules} (one row per unit: diagnose --verbose)"
+
+
+def _render_rows(console: Console, diagnosis: Diagnosis) -> None:
     cases = Table(title="traces", title_justify="left")
     for column in ("row", "outcome", "calls", "errors", "claimed", "evidenced", "ratio", "hits"):
         cases.add_column(column)
@@ -104,6 +137,9 @@ def _render(
             ", ".join(case.rule_ids) or "-",
         )
     console.print(cases)
+
+
+def _render_causes(console: Console, diagnosis: Diagnosis) -> None:
     if diagnosis.root_causes:
         causes = Table(
             title=f"root causes (a patch needs ≥ {diagnosis.min_share:.0%} of failures)",
@@ -114,59 +150,62 @@ def _render(
         n = len(diagnosis.failing_case_ids)
         for rc in diagnosis.root_causes:
             causes.add_row(
-                rc.id,
+                Text(rc.id),
                 f"{rc.count}/{n}",
                 f"{rc.share:.1%}",
                 "[green]yes[/]" if rc.worth_patch else "no",
-                ", ".join(rc.case_ids),
+                Text(", ".join(rc.case_ids)),
             )
         console.print(causes)
         for rc in diagnosis.root_causes:
-            console.print(f"[bold]{rc.id}[/]: {rc.explanation}", soft_wrap=True)
+            console.print(f"[bold]{escape(rc.id)}[/]: {escape(rc.explanation)}", soft_wrap=True)
             for line in rc.evidence:
                 console.print(f"    {line}", markup=False, soft_wrap=True)
     else:
         console.print("no root cause: no failing case shows a flow anomaly")
     if diagnosis.undiagnosed_case_ids:
         undiagnosed = ", ".join(diagnosis.undiagnosed_case_ids)
-        console.print(f"undiagnosed failures: {undiagnosed}", soft_wrap=True)
+        console.print(f"undiagnosed failures: {undiagnosed}", markup=False, soft_wrap=True)
     if diagnosis.low_priority:
         flawed = "; ".join(f"{c} ({', '.join(r)})" for c, r in diagnosis.low_priority.items())
         console.print(f"passing but flawed (low priority): {flawed}", markup=False, soft_wrap=True)
     verdict = "evolution triggered" if diagnosis.triggers_evolution else "no evolution"
     console.print(f"[bold]{verdict}[/] (direction: {diagnosis.direction or '-'})")
-    _render_gt(console, gt)
-    if traces:
-        for case in diagnosis.cases:
-            if case.summary is not None:
-                console.print(case.summary.render_text(), markup=False, soft_wrap=True)
 
 
-def _render_gt(console: Console, gt: GtAudit) -> None:
-    shown = [s for s in gt.suspicions if s.score > 0]
+def _render_gt(console: Console, gt: GtAudit, *, verbose: bool) -> None:
+    signalled = [s for s in gt.suspicions if s.score > 0]
+    shown = signalled if verbose else [s for s in signalled if s.flagged]
     if shown:
         table = Table(title=f"ground-truth suspicion (flag ≥ {gt.threshold})", title_justify="left")
         for column in ("case", "score", "flagged", "reasons"):
             table.add_column(column)
         for s in shown:
             table.add_row(
-                s.case_id,
+                Text(s.case_id),
                 f"{s.score:.2f}",
                 "[yellow]GT suspect[/]" if s.flagged else "-",
-                "; ".join(s.reasons) or "-",
+                Text("; ".join(s.reasons) or "-"),
             )
         console.print(table)
-    quiet = len(gt.suspicions) - len(shown)
+    weaker = len(signalled) - len(shown)
+    if weaker:
+        console.print(f"{weaker} failing cases show a weaker sign, below the flag (--verbose)")
+    quiet = len(gt.suspicions) - len(signalled)
     if quiet:
         console.print(f"{quiet} failing cases show no sign of a wrong label")
     for problem in gt.data_quality:
         if problem["problem"] == "contradictory_labels_in_type":
-            counts = ", ".join(f"{k} {n}" for k, n in problem["counts"].items())
-            console.print(
-                f"data quality: type {problem['case_type']!r} mixes labels ({counts})",
-                markup=False,
-                soft_wrap=True,
-            )
+            total = sum(problem["counts"].values())
+            for label in problem["outliers"]:
+                ids = ", ".join(problem["labels"][label])
+                console.print(
+                    f"data quality: only {problem['counts'][label]} of the {total} "
+                    f"{problem['case_type']!r} cases are labelled {label!r} ({ids}); "
+                    "check those labels",
+                    markup=False,
+                    soft_wrap=True,
+                )
         else:
             a, b = problem["case_ids"]
             console.print(

@@ -24,6 +24,7 @@ from rich.progress import (
 )
 
 from engine.core.events import (
+    AnyLoopEvent,
     CandidateQueued,
     Event,
     Failed,
@@ -88,8 +89,8 @@ class LoopProgress:
             self._own = self.progress.add_task(
                 self.title, total=typed.total, completed=typed.done or 0, status=""
             )
-            if typed.fields.get("resumed") and typed.total is not None:  # never a silent resume
-                where = f"resuming run {typed.session_id} at {typed.done}/{typed.total}"
+            where = resume_line(typed)
+            if where and (typed.total is not None or not self.quiet):  # never a silent resume
                 self.progress.console.print(where, markup=False, highlight=False)
             return
         if typed.session_id != self.session_id:
@@ -117,6 +118,9 @@ class LoopProgress:
 
     def _evaluation(self, typed: Any) -> None:
         if isinstance(typed, Started):
+            where = resume_line(typed)
+            if where:
+                self.line(f"  {escape(where)}")
             if self._inner is not None:
                 self.progress.remove_task(self._inner)
             self._inner = self.progress.add_task(
@@ -124,6 +128,18 @@ class LoopProgress:
             )
         elif isinstance(typed, Step) and self._inner is not None:
             self.progress.update(self._inner, total=typed.total, completed=typed.done)
+
+
+def resume_line(typed: AnyLoopEvent) -> str | None:
+    """A resumed session, and every evaluation that picks up a run, says where it starts."""
+    if not isinstance(typed, Started) or not typed.fields.get("resumed"):
+        return None
+    if typed.total is not None:
+        return f"resuming run {typed.session_id} at {typed.done}/{typed.total}"
+    if "round" in typed.fields:
+        where = f"round {typed.fields['round']}, stage {typed.fields.get('stage')}"
+        return f"resuming {typed.session_id} at {where}"
+    return None
 
 
 def interrupted(what: str, how: str) -> int:

@@ -15,16 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
+from engine.core.benchmark import benchmark_ids
 from engine.core.errors import SkillsmithError, UsageError
 from engine.core.scoreboard import RecordHead, read_heads
 from engine.core.workspace import Workspace
-from engine.views.rows import (
-    RunFigures,
-    benchmark_ids,
-    compact_count,
-    record_versions,
-    run_figures,
-)
+from engine.views.rows import RunFigures, compact_count, record_versions, run_figures
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

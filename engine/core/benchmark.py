@@ -16,10 +16,13 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.core.errors import FormatError
 from engine.core.schema import from_mapping, load_yaml
+
+if TYPE_CHECKING:
+    from engine.core.workspace import Workspace
 
 BENCHMARK_YAML = "benchmark.yaml"
 BENCHMARK_TOML = "benchmark_config.toml"
@@ -355,6 +358,23 @@ def _load_case(case_dir: Path, config: BenchmarkConfig) -> Case:
         split="",
         rubric_path=rubric_path,
     )
+
+
+def benchmark_ids(ws: Workspace) -> list[str]:
+    """Benchmarks of the workspace: folders holding a benchmark.yaml (or benchmark_config.toml)."""
+    try:
+        entries = sorted(os.scandir(ws.benchmarks_dir), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    return [
+        entry.name
+        for entry in entries
+        if entry.is_dir()
+        and (
+            os.path.isfile(os.path.join(entry.path, BENCHMARK_YAML))
+            or os.path.isfile(os.path.join(entry.path, BENCHMARK_TOML))
+        )
+    ]
 
 
 def load_benchmark(path: Path | str, *, check: bool = True) -> Benchmark:

@@ -254,6 +254,13 @@ def check_config(cfg: Config, path: Path) -> Config:
     positive("gates.approval_timeout_s", cfg.gates.approval_timeout_s, optional=True)
     if cfg.limits.lock_wait_s < 0:
         raise FormatError(path, "limits.lock_wait_s", f"expected ≥ 0, got {cfg.limits.lock_wait_s}")
+    drop = cfg.gates.holdout_max_f1_drop
+    if not 0.0 <= drop < 1.0:  # an F1 share: 0.01 is one point, so 1.0 would allow any drop
+        raise FormatError(
+            path,
+            "gates.holdout_max_f1_drop",
+            f"expected an F1 share in [0, 1) (0.01 = 1 point), got {drop!r}",
+        )
     shares = {k: getattr(cfg.splits, k) for k in ("selection", "holdout", "golden")}
     for name, share in shares.items():
         if not 0 < share < 1:

@@ -240,10 +240,19 @@ def _score(value: Any) -> str:
     return "—" if not isinstance(value, int | float) else f"{value:.2f}"
 
 
+def draft_line(drafted: int, earlier: int) -> str:
+    """``kept`` counts the cases an earlier draft left, not how many new ones survived."""
+    new = f"{drafted} new case{'' if drafted == 1 else 's'} written"
+    if not earlier:
+        return f"draft: {new}"
+    kept = f"{earlier} case{'' if earlier == 1 else 's'} from an earlier draft kept"
+    return f"draft: {kept}" + (f", {new}" if drafted else ", nothing new drafted")
+
+
 def _stage_text(stage: str, data: dict[str, Any]) -> str:
     """The readable line of a Builder / Optimizer step (the other loops write ``text``)."""
     if stage == "draft" and isinstance(data.get("drafted"), list):
-        return f"draft: {len(data['drafted'])} cases drafted, {len(data.get('kept') or [])} kept"
+        return draft_line(len(data["drafted"]), len(data.get("kept") or []))
     if stage == "pilot" and "iteration" in data:
         return (
             f"pilot {data['iteration']}: score {_score(data.get('score'))} (predicted "

@@ -24,8 +24,8 @@ from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import Cancelled, Reporter, SessionLog, null_reporter
 from engine.core.runs import RunFolder, UnitKey
 from engine.core.scoreboard import ScoreRecord, count_records, read_record, record_from_rows
+from engine.core.session_logs import list_session_logs, read_tail
 from engine.core.workspace import Workspace
-from engine.views.rows import list_session_logs, read_tail
 
 KINDS = {
     "eval": "Evaluate",

@@ -345,13 +345,20 @@ class _Auditor:
                 lab = self.label(cid)
                 if lab is not None:
                     groups[lab].append(cid)
-            if len(groups) > 1:
+            # a type that holds both labels in fair shares is by design (near-miss negatives
+            # beside the real finds); only a label few of its type share points at a wrong one
+            total = sum(len(v) for v in groups.values())
+            outliers = sorted(
+                lab for lab, v in groups.items() if len(v) / total <= self.cfg.outlier_max_share
+            )
+            if len(groups) > 1 and total >= self.cfg.min_type_cases and outliers:
                 problems.append(
                     {
                         "problem": "contradictory_labels_in_type",
                         "case_type": kind,
                         "counts": {k: len(v) for k, v in sorted(groups.items())},
                         "labels": {k: v for k, v in sorted(groups.items())},
+                        "outliers": outliers,
                     }
                 )
         ids = sorted(self._shingles)

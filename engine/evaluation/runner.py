@@ -374,12 +374,12 @@ def _row(
 
 def _judge(ws: Workspace, cfg: Config, plan: Plan) -> JudgeModel | None:
     """A judge only when a rubric asks for one: the strict-protocol judge of the configured
-    provider (engine.loops.builder.judge), so every judge reply is validated before a score is
+    provider (engine.evaluation.judge), so every judge reply is validated before a score is
     read."""
     wants = any(check.kind == "llm_judge" for c in plan.cases for check in c.rubric.checks)
     if not wants:
         return None
-    from engine.loops.builder.judge import make_judge
+    from engine.evaluation.judge import make_judge
 
     return make_judge(ws, cfg.models.judge)
 

@@ -13,13 +13,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.core.benchmark import benchmark_ids
 from engine.core.errors import SkillsmithError
 from engine.core.queue import CandidateQueue
 from engine.core.scoreboard import read_records
+from engine.core.session_logs import list_session_logs
 from engine.core.sessions import SessionInfo, session_info
 from engine.core.store import SkillStore, stores_of
 from engine.core.workspace import Workspace
-from engine.views.rows import benchmark_ids, list_session_logs
 
 RECENT_SESSIONS = 5
 OPEN_STATUSES = ("pending_approval", "pending_eval", "proposed")

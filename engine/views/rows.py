@@ -1,19 +1,17 @@
 """Read-only loaders for views of a live workspace (the TUI's panes, or any other reader).
 
-Session logs are appended to while they are watched, so these readers never fail on a line that
-is still being written: they consume whole lines only, remember where they stopped and report
-malformed lines instead of raising, because a viewer must keep showing the rest of the log.
+A workspace is written while it is watched, so these loaders tolerate what is half-done: a
+candidate folder still being filled, a store entry mid-publish. The session-log tail they build
+on is engine.core.session_logs, a floor below, because the session registry reads it too.
 Nothing here writes to the workspace.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,128 +21,6 @@ from engine.core.runs import SESSIONS, RunFolder, UnitKey
 from engine.core.scoreboard import RecordHead
 from engine.core.store import SkillStore, is_leftover
 from engine.core.workspace import Workspace
-
-SESSION_SUFFIX = ".jsonl"
-
-
-@dataclass(frozen=True)
-class SessionLogInfo:
-    """One ``sessions/<id>.jsonl`` event log."""
-
-    session_id: str
-    path: Path
-    size: int
-    kind: str
-    """``session_kind`` of the first event (evaluation, evolve, optimize, …), "" if unknown."""
-
-
-@dataclass
-class TailChunk:
-    """The whole lines appended to a JSONL file since ``offset``."""
-
-    records: list[dict[str, Any]]
-    offset: int
-    bad_lines: list[int] = field(default_factory=list)
-    """1-based line numbers (within the whole file) that were not JSON objects."""
-    next_line: int = 1
-
-
-def list_session_logs(ws: Workspace) -> list[SessionLogInfo]:
-    """Every event log under ``sessions/``, oldest first (ids start with a sortable stamp)."""
-    logs: list[SessionLogInfo] = []
-    try:
-        entries = list(os.scandir(ws.sessions_dir))
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        if not entry.name.endswith(SESSION_SUFFIX) or entry.name.startswith("."):
-            continue
-        try:
-            size = entry.stat().st_size
-        except FileNotFoundError:
-            continue
-        session_id = entry.name[: -len(SESSION_SUFFIX)]
-        path = Path(entry.path)
-        logs.append(SessionLogInfo(session_id, path, size, _first_kind(path)))
-    logs.sort(key=lambda info: _sort_key(info.session_id))
-    return logs
-
-
-def _first_kind(path: Path) -> str:
-    try:
-        with path.open("rb") as fh:
-            first = fh.readline()
-    except OSError:
-        return ""
-    try:
-        record = json.loads(first)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return ""
-    kind = record.get("session_kind") if isinstance(record, dict) else None
-    return kind if isinstance(kind, str) else ""
-
-
-def _sort_key(session_id: str) -> tuple[str, str]:
-    """Order by the ``YYYYmmdd-HHMMSS`` stamp of :func:`engine.core.events.new_id`, then the id."""
-    parts = session_id.split("-")
-    stamp = next((f"{a}-{b}" for a, b in itertools.pairwise(parts) if _is_stamp(a, b)), "")
-    return (stamp, session_id)
-
-
-def _is_stamp(day: str, time: str) -> bool:
-    return len(day) == 8 and day.isdigit() and len(time) == 6 and time.isdigit()
-
-
-def read_tail(path: Path, offset: int = 0, next_line: int = 1) -> TailChunk:
-    """Read the complete lines of ``path`` after byte ``offset``.
-
-    A torn last line (no newline yet) is left for the next call; a file that shrank (replaced or
-    truncated) is read again from the start.
-    """
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return TailChunk([], 0, [], 1)
-    if size < offset:
-        offset, next_line = 0, 1
-    with path.open("rb") as fh:
-        fh.seek(offset)
-        data = fh.read()
-    end = data.rfind(b"\n")
-    if end < 0:
-        return TailChunk([], offset, [], next_line)
-    records: list[dict[str, Any]] = []
-    bad: list[int] = []
-    line_no = next_line
-    for raw in data[: end + 1].splitlines():
-        if raw.strip():
-            try:
-                value = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                value = None
-            if isinstance(value, dict):
-                records.append(value)
-            else:
-                bad.append(line_no)
-        line_no += 1
-    return TailChunk(records, offset + end + 1, bad, line_no)
-
-
-def benchmark_ids(ws: Workspace) -> list[str]:
-    """Benchmarks of the workspace: folders holding a benchmark.yaml (or benchmark_config.toml)."""
-    try:
-        entries = sorted(os.scandir(ws.benchmarks_dir), key=lambda e: e.name)
-    except FileNotFoundError:
-        return []
-    return [
-        entry.name
-        for entry in entries
-        if entry.is_dir()
-        and (
-            os.path.isfile(os.path.join(entry.path, "benchmark.yaml"))
-            or os.path.isfile(os.path.join(entry.path, "benchmark_config.toml"))
-        )
-    ]
 
 
 def transcript_path(

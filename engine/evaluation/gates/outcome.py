@@ -374,7 +374,7 @@ class Verify:
         if drop > self.max_drop + _EPSILON:
             reasons.append(
                 f"verify score fell {drop:.0f} points ({parent:.0f} → {report.score:.0f}), "
-                f"at most {self.max_drop:.0f} allowed"
+                f"at most {self.max_drop:.0f} points allowed"
             )
         ok = not reasons
         if ok:

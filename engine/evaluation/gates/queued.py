@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.core.benchmark import benchmark_ids
 from engine.core.errors import UsageError
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.queue import Candidate, CandidateQueue
@@ -28,7 +29,6 @@ from engine.evaluation.gates.candidate import Effectiveness
 from engine.evaluation.gates.outcome import Sampling
 from engine.evaluation.runner import BASELINE, SKILL, run_evaluation
 from engine.evaluation.verdict import Rows, Verdict, compare_paired
-from engine.views.rows import benchmark_ids
 
 GATE = Effectiveness.name
 

@@ -31,7 +31,7 @@ from engine.core.store import SkillStore, read_text, unified_diff
 from engine.core.vault import secret_values
 from engine.core.workspace import CONFIG_NAME, Workspace
 from engine.evaluation.patches import PatchError, apply_patch, parse_diff, run_filters
-from engine.loops.builder.protocol import ProtocolError, check_keys, load_reply, text_field
+from engine.evaluation.protocol import ProtocolError, check_keys, load_reply, text_field
 
 CANDIDATE_PROTOCOL = "skillsmith-candidate/1"
 AGENTS = "AGENTS.md"

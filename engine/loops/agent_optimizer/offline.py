@@ -21,8 +21,8 @@ from typing import Any
 
 from engine.core.skill import SkillDoc
 from engine.core.workspace import CONFIG_NAME
+from engine.evaluation.protocol import dump_reply, request_data
 from engine.loops.agent_optimizer.candidate import AGENTS, CANDIDATE_PROTOCOL, diff_sha, file_diff
-from engine.loops.builder.protocol import dump_reply, request_data
 
 BUDGET_RULES = ("budget_exhaustion", "tool_loop")
 HASTE_RULES = ("premature_conclusion",)

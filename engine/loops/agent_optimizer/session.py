@@ -49,8 +49,10 @@ from engine.core.store import SkillStore, read_text
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
 from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.patches import taboo_rule
+from engine.evaluation.protocol import ProtocolExhausted, ask, data_message
 from engine.evaluation.runner import RunResult, agent_runtime, run_evaluation
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_SYSTEM,
@@ -69,8 +71,6 @@ from engine.loops.builder.baseline import (
     formal_baseline,
     skills_of_run,
 )
-from engine.loops.builder.judge import ProtocolJudge, session_judge
-from engine.loops.builder.protocol import ProtocolExhausted, ask, data_message
 
 MAX_REPAIRS = 2  # reruns of failed units before an evaluation is judged invalid
 EVIDENCE_PER_CAUSE = 3

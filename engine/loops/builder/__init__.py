@@ -3,9 +3,10 @@
 PenguinHarness' benchmark-design as a session (engine.loops.builder.session): cases are drafted by a
 model or imported, checked before their first dispatch, calibrated over pilot iterations with
 recorded predictions, and frozen; the frozen pilot's single run is the Formal Baseline that agent
-optimisation (engine.loops.agent_optimizer) must beat. The strict protocol every model answer
-follows,
-and the judge that grades llm_judge checks by it, live here too (protocol, judge).
+optimization (engine.loops.agent_optimizer) must beat. The strict protocol every model answer
+follows and the judge that grades llm_judge checks by it sit a floor below, in
+engine.evaluation.protocol and engine.evaluation.judge, because the runner grades with them too;
+the decision standard is a benchmark file, read by engine.core.standard.
 """
 
 from engine.loops.builder.baseline import (
@@ -15,10 +16,7 @@ from engine.loops.builder.baseline import (
     formal_baseline,
     has_formal_baseline,
 )
-from engine.loops.builder.judge import ProtocolJudge, make_judge, offline_judge, parse_judge_reply
-from engine.loops.builder.protocol import ProtocolError, ask
 from engine.loops.builder.session import BuildResult, Pilot, build_benchmark
-from engine.loops.builder.standard import Rule, Standard, load_standard
 
 __all__ = [
     "ACCEPTED",
@@ -26,16 +24,7 @@ __all__ = [
     "BuildResult",
     "FormalBaseline",
     "Pilot",
-    "ProtocolError",
-    "ProtocolJudge",
-    "Rule",
-    "Standard",
-    "ask",
     "build_benchmark",
     "formal_baseline",
     "has_formal_baseline",
-    "load_standard",
-    "make_judge",
-    "offline_judge",
-    "parse_judge_reply",
 ]

@@ -15,6 +15,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.benchmark import Benchmark
+from engine.core.standard import Standard
+from engine.evaluation.protocol import (
+    ProtocolError,
+    check_keys,
+    data_message,
+    load_reply,
+    text_field,
+)
 from engine.loops.builder.cases import (
     CaseSpec,
     Pool,
@@ -24,14 +32,6 @@ from engine.loops.builder.cases import (
     write_case,
 )
 from engine.loops.builder.pilot import Observed, Prediction
-from engine.loops.builder.protocol import (
-    ProtocolError,
-    check_keys,
-    data_message,
-    load_reply,
-    text_field,
-)
-from engine.loops.builder.standard import Standard
 
 CALIBRATE_PROTOCOL = "skillsmith-calibrate/1"
 CALIBRATE_SYSTEM = f"""You calibrate a benchmark after a pilot that scored above its target: \

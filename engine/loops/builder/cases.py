@@ -32,14 +32,14 @@ from engine.core.benchmark import (
 from engine.core.errors import SkillsmithError
 from engine.core.fsutil import atomic_write_bytes, atomic_write_text, fsync_dir, iter_files
 from engine.core.schema import load_yaml
+from engine.core.standard import Rule
 from engine.core.workspace import Workspace
-from engine.loops.builder.protocol import (
+from engine.evaluation.protocol import (
     ProtocolError,
     check_keys,
     load_reply,
     text_field,
 )
-from engine.loops.builder.standard import Rule
 
 DRAFT_PROTOCOL = "skillsmith-draft/1"
 DRAFT_SYSTEM = f"""You design a benchmark that measures one capability of an agent \

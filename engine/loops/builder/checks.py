@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 from engine.core.benchmark import Benchmark, Case, check_benchmark, normalise_label
 from engine.core.errors import FormatError
+from engine.core.standard import STANDARD_FILE, Standard
 from engine.evaluation.agents.isolation import ANSWER_FILE
-from engine.loops.builder.standard import STANDARD_FILE, Standard
 
 _SPAN = re.compile(r"`([^`\n]+)`")
 _FENCE = re.compile(r"```.*?```", re.DOTALL)

@@ -17,11 +17,11 @@ from typing import Any
 
 from engine.core.benchmark import normalise_label
 from engine.core.errors import SkillsmithError
+from engine.core.standard import EVIDENCE, evidence_rule
+from engine.evaluation.protocol import dump_reply, protocol_of, request_data
 from engine.loops.builder.calibrate import CALIBRATE_PROTOCOL
 from engine.loops.builder.cases import DRAFT_PROTOCOL
 from engine.loops.builder.pilot import PREDICT_PROTOCOL
-from engine.loops.builder.protocol import dump_reply, protocol_of, request_data
-from engine.loops.builder.standard import EVIDENCE, evidence_rule
 
 PRIOR_SCORE = 50.0  # what an unseen case of an unseen type is expected to score
 

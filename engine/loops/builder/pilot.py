@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.benchmark import Benchmark
+from engine.core.standard import Standard
 from engine.evaluation.grading import answer_of
-from engine.loops.builder.protocol import (
+from engine.evaluation.protocol import (
     ProtocolError,
     check_keys,
     data_message,
@@ -26,7 +27,6 @@ from engine.loops.builder.protocol import (
     score_field,
     text_field,
 )
-from engine.loops.builder.standard import Standard
 
 PREDICT_PROTOCOL = "skillsmith-predict/1"
 PREDICT_SYSTEM = f"""You calibrate a benchmark before a pilot run. For every case predict, on a \

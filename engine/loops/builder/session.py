@@ -50,9 +50,12 @@ from engine.core.scoreboard import (
     record_from_rows,
 )
 from engine.core.sessions import ends_logged, hold, is_held, start_session, verify_record
+from engine.core.standard import STANDARD_FILE, Standard, load_standard, write_standard
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
+from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
+from engine.evaluation.protocol import ask, data_message
 from engine.evaluation.runner import RunResult, agent_runtime, bench_fingerprint, run_evaluation
 from engine.loops.builder.baseline import (
     FORMAL_BASELINE,
@@ -78,7 +81,6 @@ from engine.loops.builder.cases import (
     write_case,
 )
 from engine.loops.builder.checks import check_cases
-from engine.loops.builder.judge import ProtocolJudge, session_judge
 from engine.loops.builder.offline import builder_offline
 from engine.loops.builder.pilot import (
     PREDICT_SYSTEM,
@@ -89,8 +91,6 @@ from engine.loops.builder.pilot import (
     prediction_messages,
     type_means,
 )
-from engine.loops.builder.protocol import ask, data_message
-from engine.loops.builder.standard import STANDARD_FILE, Standard, load_standard, write_standard
 
 MAX_REPAIRS = 2  # reruns of a pilot's failed units before the pilot is judged invalid
 _BENCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -184,10 +184,20 @@ def _clean_leftovers(ws: Workspace, bench_id: str, session_id: str) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _write_config(bench_root: Path, goal: str, pool: Pool | None, labels: list[str]) -> None:
+def _pool_description(pool: Pool | None) -> str:
+    """A benchmark drawn from a pool says so in its own words: the pool's description counts the
+    pool's files ("80 files …"), which the smaller benchmark does not hold. No count of its own
+    either: calibration adds and drops cases after this is written."""
+    if pool is None:
+        return ""
+    first = re.split(r"(?<=[.?!])\s", pool.bench.description.strip(), maxsplit=1)[0]
+    return f"{first} Cases drawn by the Builder from the {pool.bench.id} benchmark."
+
+
+def _write_config(bench_root: Path, description: str, pool: Pool | None, labels: list[str]) -> None:
     config: dict[str, Any] = {
         "id": bench_root.name,
-        "description": goal,
+        "description": description,
         "labels": labels,
         "runs_per_case": 1,  # PenguinHarness: the Builder's runs are fixed at 1
         "seed": pool.bench.seed if pool else 7,
@@ -254,6 +264,7 @@ class _Build:
             if existing
             else (list(self.pool.bench.labels) if self.pool else [])
         )
+        description = goal
         goal = goal or (self.pool.bench.description if self.pool else "")
         if not goal.strip():
             raise UsageError(f"build {self.bench_id}: --goal is required to draft a benchmark")
@@ -283,7 +294,8 @@ class _Build:
         draft = exchange.value
         with self.ws.lock(f"build {self.bench_id}"):
             if not has_config:
-                _write_config(self.root, goal, self.pool, labels or draft.labels or [])
+                description = description or _pool_description(self.pool)
+                _write_config(self.root, description, self.pool, labels or draft.labels or [])
             if draft.standard:
                 write_standard(self.root, Standard(goal, tuple(draft.standard)))
             for spec in draft.cases:

@@ -28,6 +28,7 @@ from engine.core.config import Config
 from engine.core.errors import SkillsmithError
 from engine.core.events import CancelToken, Reporter, SessionLog, new_id
 from engine.core.fsutil import atomic_write_json, atomic_write_text
+from engine.core.results import read_results
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.diagnosis import Diagnosis, Registry
@@ -35,7 +36,7 @@ from engine.evaluation.diagnosis.run import LoadedRun, diagnose_run, load_run
 from engine.evaluation.gates.outcome import OutcomeGates, quality
 from engine.evaluation.gates.result import GateResult, first_failure, gates_json
 from engine.evaluation.gt_audit import audit_runs
-from engine.evaluation.metrics import metrics, read_results
+from engine.evaluation.metrics import metrics
 from engine.evaluation.patches import ProposalContext, Proposer, load_text_rules, run_filters
 from engine.evaluation.runner import run_evaluation
 from engine.evaluation.verify import verify_score

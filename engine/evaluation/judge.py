@@ -10,7 +10,7 @@ line format grading parses. A judge that stays malformed, or says it cannot grad
 ungraded, which grading turns into an *invalid* unit (never a failure).
 
 Offline, the judge is :func:`offline_judge`: a deterministic grader of the decision-standard rules
-it understands (the ``[evidence]`` rule of engine.loops.builder.standard); any other criteria it
+it understands (the ``[evidence]`` rule of engine.core.standard); any other criteria it
 reports as ungradable rather than guessing.
 """
 
@@ -26,9 +26,10 @@ from engine.core.benchmark import DEFAULT_LABEL_PATTERN, normalise_label
 from engine.core.config import ModelConfig
 from engine.core.errors import SkillsmithError
 from engine.core.events import SessionLog
+from engine.core.standard import EVIDENCE, evidence_label
 from engine.core.workspace import Workspace
 from engine.evaluation.llm import LLM, make_llm
-from engine.loops.builder.protocol import (
+from engine.evaluation.protocol import (
     MAX_REQUESTS,
     ProtocolError,
     ask,
@@ -37,7 +38,6 @@ from engine.loops.builder.protocol import (
     load_reply,
     text_field,
 )
-from engine.loops.builder.standard import EVIDENCE, evidence_label
 
 JUDGE_PROTOCOL = "skillsmith-judge/1"
 JUDGE_SYSTEM = f"""You grade one answer of an agent against one criterion of a private decision \
