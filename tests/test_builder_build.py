@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from engine.cli import main
-from engine.core.events import Event, Stage, draft_line, read_event
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError
+from engine.core.events import Event, Stage, draft_line, read_event
 from engine.core.scoreboard import read_records
 from engine.core.sessions import list_sessions, trace_record
 from engine.core.workspace import Workspace
@@ -158,7 +158,7 @@ def test_scaffolding_is_cleaned_and_the_session_is_listed(
     assert list(info.run_ids) == [p["run_id"] for p in result["pilots"]]
     assert info.benchmark == BENCH
     for run_id in info.run_ids:  # each pilot's evaluation is its own session too
-        assert any(s.session_id == run_id and s.label == "evaluation" for s in list_sessions(ws))
+        assert any(s.session_id == run_id and s.kind == "eval" for s in list_sessions(ws))
 
 
 def test_a_frozen_benchmark_is_not_built_again(built: tuple[Path, dict[str, Any]]) -> None:

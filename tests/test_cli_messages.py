@@ -9,10 +9,10 @@ from rich.console import Console
 
 from engine.cli import main
 from engine.cli.evolve_cmd import next_step
-from engine.cli.progress import resume_line
 from engine.cli.optimize_cmd import NO_IMPROVEMENT_ADVICE, _summary
+from engine.cli.progress import resume_line
 from engine.cli.review_cmd import review_line
-from engine.core.events import Event
+from engine.core.events import Event, read_event
 from engine.loops.evolve import EvolveResult
 from engine.loops.evolve.checkpoint import RoundRecord
 from engine.loops.gepa import OptimizeResult
@@ -87,6 +87,7 @@ def test_eval_table_at_80_columns_keeps_ids_whole_and_names_failed_checks(
 
 def test_evolve_says_where_it_resumes_the_session_and_its_runs() -> None:
     session = {"session_kind": "evolve", "resumed": True, "round": 2, "stage": "gates"}
+
     def resume_of(event: Event) -> str | None:
         return resume_line(read_event(event))
 

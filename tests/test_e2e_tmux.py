@@ -145,7 +145,7 @@ def test_a_day_on_the_demo_in_a_real_terminal(tmp_path: Path, tmux_session: str)
     keys("e")
     wait_for(lambda: f"Evaluate {BENCH}?" in screen(), "the evaluation's confirmation")
     assert "16 units (16 cases × 1 run(s))" in screen()
-    keys("y")
+    keys("Enter")  # the form's defaults
     wait_for(
         lambda: "Last outcome: Evaluated" in screen(), "the evaluation", 300, show=tmux_session
     )
@@ -160,6 +160,8 @@ def test_a_day_on_the_demo_in_a_real_terminal(tmp_path: Path, tmux_session: str)
     assert compact_count(tokens) in screen() and "…" not in screen()
 
     keys("0", "v")
+    wait_for(lambda: "Start (ctrl+s)" in screen(), "the evolve form")
+    keys("Enter")  # one round, the default
     wait_for(lambda: "Last outcome: Evolve round 1" in screen(), "the round", 400, tmux_session)
     shown = screen()
     if "rejected — " in shown:
