@@ -18,7 +18,8 @@ from engine.core.snapshots import list_snapshots
 from engine.core.store import SkillStore
 from engine.evaluation.llm import OfflineLLM
 from engine.evaluation.protocol import request_data
-from engine.loops.agent_optimizer import optimize_agent, optimizer_offline
+from engine.loops.agent_optimizer import AgentOptimizerOptions, optimizer_offline
+from engine.loops.agent_optimizer import run as run_optimizer
 from engine.loops.agent_optimizer.offline import THOROUGH_LINE
 from tests.builder_helpers import (
     BENCH,
@@ -118,7 +119,7 @@ def test_the_scoreboard_numbers_are_the_numbers_of_the_linked_runs(
     base: Path, tmp_path: Path
 ) -> None:
     ws = clone(base, tmp_path / "ws")
-    result = optimize_agent(ws, BENCH, rounds=2, runs=2, jobs=2)
+    result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=2, runs=2, jobs=2))
     records = read_records(ws.benchmarks_dir / BENCH)
     assert [r.kind for r in records] == ["formal_baseline", "accepted"]
     accepted = records[1]
@@ -153,7 +154,9 @@ def test_the_scoreboard_numbers_are_the_numbers_of_the_linked_runs(
 def test_reaching_the_target_score_stops_early(base: Path, tmp_path: Path) -> None:
     ws = clone(base, tmp_path / "ws")
     baseline = read_records(ws.benchmarks_dir / BENCH)[0].score
-    result = optimize_agent(ws, BENCH, rounds=3, runs=1, target_score=baseline + 1, jobs=2)
+    result = run_optimizer(
+        ws, AgentOptimizerOptions(BENCH, rounds=3, runs=1, target_score=baseline + 1, jobs=2)
+    )
     assert result.stop_reason == "target" and result.valid_rounds == 1
     assert result.final_score >= baseline + 1
 
@@ -188,8 +191,11 @@ def test_a_rejected_skill_candidate_is_taboo_and_never_proposed_again(
     base: Path, tmp_path: Path
 ) -> None:
     ws = clone(base, tmp_path / "ws")
-    result = optimize_agent(
-        ws, BENCH, rounds=3, runs=1, jobs=2, model=_same_candidate_every_time(ws)
+    result = run_optimizer(
+        ws,
+        AgentOptimizerOptions(
+            BENCH, rounds=3, runs=1, jobs=2, model=_same_candidate_every_time(ws)
+        ),
     )
     (attempt,) = result.attempts
     assert attempt["decision"] == "rolled_back" and result.valid_rounds == 1
@@ -209,7 +215,7 @@ def test_an_execution_failure_reruns_only_the_failed_units(
     count = use_counting_agent(ws, tmp_path / "count")
     monkeypatch.setenv("SKILLSMITH_TEST_COUNT_DIR", str(count))
     monkeypatch.setenv(CRASH_ENV, "resize.js:once")  # cmdi-js-execfile's file crashes once
-    result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
     (attempt,) = result.attempts
     assert attempt["repairs"] == 1 and attempt["decision"] in ("accepted", "rolled_back")
     assert result.valid_rounds == 1
@@ -234,7 +240,9 @@ def test_an_evaluation_that_keeps_failing_is_invalid_and_not_a_round(
         return "protocol: skillsmith-candidate/1\nnone_left: stopping the test here\n"
 
     skill_before = ws.skill_path(SKILL).read_text()
-    result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2, model=OfflineLLM(once))
+    result = run_optimizer(
+        ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2, model=OfflineLLM(once))
+    )
     (attempt,) = result.attempts
     assert (attempt["decision"], attempt["repairs"], attempt["round"]) == ("invalid", 2, 1)
     assert result.valid_rounds == 0 and result.stop_reason.startswith("no different safe")
@@ -245,11 +253,11 @@ def test_an_evaluation_that_keeps_failing_is_invalid_and_not_a_round(
 
 def test_a_second_session_starts_from_the_best_kept_state(base: Path, tmp_path: Path) -> None:
     ws = clone(base, tmp_path / "ws")
-    first = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    first = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
     assert first.version == 1
-    second = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    second = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
     assert second.session_id != first.session_id and not second.resumed
     (attempt,) = second.attempts
     assert attempt["reference_score"] == first.final_score  # not the older Formal Baseline
     with pytest.raises(SkillsmithError, match="no Formal Baseline"):
-        optimize_agent(ws, "vuln-detect", rounds=1)
+        run_optimizer(ws, AgentOptimizerOptions("vuln-detect", rounds=1))

@@ -20,7 +20,8 @@ from engine.core.sessions import list_sessions, trace_record
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import copy_demo
 from engine.evaluation.runner import bench_fingerprint
-from engine.loops.builder import build_benchmark, formal_baseline
+from engine.loops.builder import BuildOptions, formal_baseline
+from engine.loops.builder import run as run_build
 from tests.bench_helpers import write_case
 from tests.builder_helpers import BENCH, PICK, clone, events, recompute, result_rows
 
@@ -185,10 +186,11 @@ def test_editing_a_frozen_benchmark_voids_its_baseline_for_the_optimizer(
 
 def test_a_pilot_at_or_below_the_target_freezes_early(tmp_path: Path) -> None:
     ws = Workspace.at(copy_demo(tmp_path / "ws"))
-    result = build_benchmark(
-        ws, "tiny", source="vuln-detect", pick=PICK[:4], cases=2, pilot_iterations=3,
+    options = BuildOptions(
+        "tiny", source="vuln-detect", pick=PICK[:4], cases=2, pilot_iterations=3,
         target_score=100.0, jobs=2,
     )  # fmt: skip
+    result = run_build(ws, options)
     assert (len(result.pilots), result.frozen_iteration, result.reason) == (1, 1, "target")
     (record,) = read_records(ws.benchmarks_dir / "tiny")
     assert "because it reached the target score" in record.summary
@@ -212,5 +214,5 @@ def test_a_case_failing_its_pre_dispatch_check_never_reaches_an_agent(tmp_path: 
     write_case(pool, "ok", {"expected": "safe"}, prompt="Audit `a.py`.\n", files={"a.py": "x\n"})
     write_case(pool, "broken", {"expected": "vulnerable"}, prompt="Audit `gone.py`.\n")
     with pytest.raises(SkillsmithError, match=r"names `gone\.py`, which is not in the statement"):
-        build_benchmark(ws, "b2", goal="audit", source="pool", cases=2, jobs=2)
+        run_build(ws, BuildOptions("b2", goal="audit", source="pool", cases=2, jobs=2))
     assert list(ws.runs_dir.iterdir()) == []

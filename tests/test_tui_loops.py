@@ -27,7 +27,7 @@ from engine.core.workspace import Workspace
 from engine.evaluation.demo import copy_demo
 from tests.builder_helpers import PICK
 from tests.online_helpers import CLAUDE, add_weather_skill, copy_session
-from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home
+from tests.tui_pilot import SIZE, confirm, settle, user_config_home
 from tests.tui_workspace import BENCH, SKILL, build_workspace, demo_cases
 from tui.app import make_app
 from tui.jobs import JobBar, JobEvent
@@ -96,6 +96,11 @@ def check_session(
     return finished.headline
 
 
+def outcomes(pilot: Pilot[None]) -> list[str]:
+    """What the activity log says (a toast expires after 10 s; the log keeps every outcome)."""
+    return [entry.text for entry in pilot.app.activity.entries]  # type: ignore[attr-defined]
+
+
 def is_progress(event: Any) -> bool:
     return isinstance(event, Progress) and 0 < event.done <= event.total
 
@@ -110,14 +115,14 @@ async def test_evaluate_then_curate(tmp_path: Path) -> None:
         row = await session_row(pilot, run)
         headline = check_session(watch, "eval", row, "finished", is_progress)
         assert headline.startswith(f"run {run}: pass rate")
-        assert f"Evaluated {BENCH}: {headline}" in toasts(pilot)
+        assert f"Evaluated {BENCH}: {headline}" in outcomes(pilot)
 
         await start(pilot, "C", 60, propose="no")  # curate: reads the run's transcripts
         (curate,) = [p.stem for p in ws.sessions_dir.glob("curate-*.jsonl")]
         row = await session_row(pilot, curate)
         headline = check_session(watch, "curate", row, "finished", lambda e: True)
         assert headline.startswith("2 transcript(s), 1 skill(s)")
-        assert f"Curate: {headline}" in toasts(pilot)
+        assert f"Curate: {headline}" in outcomes(pilot)
 
 
 async def test_evolve_one_round(tmp_path: Path) -> None:
@@ -132,7 +137,7 @@ async def test_evolve_one_round(tmp_path: Path) -> None:
         assert stages[0].label == "round 0: baseline" and stages[-1].label.endswith(": final")
         headline = check_session(watch, "evolve", row, "finished", is_progress)
         assert headline.startswith(f"{SKILL} v1 → ") and "1 round(s)" in headline
-        assert any(t.startswith(f"Evolve round 1 on {SKILL}") for t in toasts(pilot))
+        assert any(t.startswith(f"Evolve round 1 on {SKILL}") for t in outcomes(pilot))
 
 
 async def test_gepa_with_a_small_budget(tmp_path: Path) -> None:
@@ -150,7 +155,7 @@ async def test_gepa_with_a_small_budget(tmp_path: Path) -> None:
         assert headline.startswith(f"{SKILL}: not_submitted")
         result = json.loads((ws.experiments_dir / experiment / "result.json").read_text())
         assert any(
-            t.startswith(f"Optimisation of {SKILL}: {result['status']}") for t in toasts(pilot)
+            t.startswith(f"Optimisation of {SKILL}: {result['status']}") for t in outcomes(pilot)
         )
 
 
@@ -165,7 +170,7 @@ async def test_build_then_optimize_the_agent(tmp_path: Path) -> None:
         row = await session_row(pilot, session)
         headline = check_session(watch, "build", row, "frozen", is_progress)
         assert headline.startswith("mini frozen at pilot 1: Formal Baseline")
-        assert f"Build: {headline}" in toasts(pilot)
+        assert f"Build: {headline}" in outcomes(pilot)
 
         await start(pilot, "O", 600, bench="mini", rounds="1")
         (session,) = [p.stem for p in ws.sessions_dir.glob("agent-optimizer-*.jsonl")]
@@ -174,7 +179,7 @@ async def test_build_then_optimize_the_agent(tmp_path: Path) -> None:
         assert evaluations  # the round's candidate was evaluated, and the bar showed it
         headline = check_session(watch, "agent-optimizer", row, "finished", lambda e: True)
         assert headline.startswith("mini: ") and "1 valid round(s)" in headline
-        assert f"Agent Optimizer: {headline}" in toasts(pilot)
+        assert f"Agent Optimizer: {headline}" in outcomes(pilot)
 
 
 async def test_review_a_transcript(tmp_path: Path) -> None:
@@ -194,6 +199,8 @@ async def test_review_a_transcript(tmp_path: Path) -> None:
         assert "transcripts: name a file or folder" in str(
             pilot.app.screen.query_one("#form-error").render()
         )
+        await pilot.press("tab")  # a dialog's tab moves between its fields, not the panes
+        assert pilot.app.focused is not None and pilot.app.focused.id == "f-watch"
         await pilot.press("escape")
         await start(pilot, "W", 120, sessions=str(folder))
         (session,) = [p.stem for p in ws.sessions_dir.glob("review-*.jsonl")]
@@ -202,7 +209,7 @@ async def test_review_a_transcript(tmp_path: Path) -> None:
         assert [e.item for e in own if isinstance(e, ItemFinished)] == [str(folder / CLAUDE.name)]
         headline = check_session(watch, "review", row, "finished", lambda e: True)
         assert headline.startswith("1 review job: ")
-        assert f"Review: {headline}" in toasts(pilot)
+        assert f"Review: {headline}" in outcomes(pilot)
 
 
 async def test_tune_a_description(tmp_path: Path) -> None:
@@ -227,4 +234,4 @@ async def test_tune_a_description(tmp_path: Path) -> None:
         row = await session_row(pilot, session)
         headline = check_session(watch, "triggers", row, "finished", is_progress)
         assert headline.startswith("weather-multi-city: held-out trigger accuracy 0.50 → 1.00")
-        assert f"Tune description: {headline}" in toasts(pilot)
+        assert f"Tune description: {headline}" in outcomes(pilot)

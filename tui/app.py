@@ -22,7 +22,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
@@ -517,6 +517,8 @@ class SkillsmithApp(App[None]):
         """True: the key works. None: shown dimmed (does not apply now). False: hidden."""
         if not self._mounted:
             return True
+        if action in ("next_pane", "previous_pane") and isinstance(self.screen, ModalScreen):
+            return False  # a dialog's tab moves between its own fields
         applies = self._applies(action)
         if applies is None:
             return True

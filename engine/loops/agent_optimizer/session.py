@@ -525,27 +525,22 @@ def _start_reference(ws: Workspace, baseline: FormalBaseline, version: int) -> R
     )
 
 
-def optimize_agent(
+def run(
     ws: Workspace,
-    bench_id: str,
+    options: AgentOptimizerOptions,
     *,
-    rounds: int = 3,
-    runs: int | None = None,
-    target_score: float | None = None,
-    jobs: int | None = None,
-    model: LLM | None = None,
-    judge: ProtocolJudge | None = None,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
 ) -> OptimizeResult:
-    """Run (or resume) an Optimizer session on benchmark ``bench_id``.
+    """Run (or resume) an agent Optimizer session on benchmark ``options.bench``.
 
     ``runs`` is the runs per case of every candidate evaluation (default: the benchmark's);
     ``model`` answers the candidate protocol (default: the configured proposer model, offline
     :func:`engine.loops.agent_optimizer.offline.optimizer_offline`); ``judge`` grades llm_judge
-    checks.
-    An unfinished session of the same benchmark is resumed with its own settings.
+    checks. An unfinished session of the same benchmark is resumed with its own settings.
     """
+    bench_id, rounds, runs = options.bench, options.rounds, options.runs
+    target_score, jobs = options.target_score, options.jobs
     if rounds < 1:
         raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
     if runs is not None and runs < 1:
@@ -554,7 +549,7 @@ def optimize_agent(
         raise UsageError(f"--target-score: expected a score from 0 to 100, got {target_score}")
     baseline = formal_baseline(ws, bench_id)
     cfg = ws.load_config()
-    llm = model or make_llm(cfg.models.proposer, ws, offline=optimizer_offline)
+    llm = options.model or make_llm(cfg.models.proposer, ws, offline=optimizer_offline)
     found = find_unfinished(ws, bench_id)
     if found is not None:
         folder, state = found
@@ -581,7 +576,7 @@ def optimize_agent(
             ),
             reference=start,
         )
-    grader = judge or session_judge(ws, cfg.models.judge, log)
+    grader = options.judge or session_judge(ws, cfg.models.judge, log)
     optimizer = _Optimizer(ws, state, log, llm, grader, reporter, cancel)
     with hold(optimizer.folder):
         if found is None:
@@ -638,32 +633,9 @@ def optimize_agent(
     return result
 
 
-def run(
-    ws: Workspace,
-    options: AgentOptimizerOptions,
-    *,
-    reporter: Reporter = null_reporter,
-    cancel: CancelToken | None = None,
-) -> OptimizeResult:
-    """The agent Optimizer loop in the shape of every loop (see :func:`optimize_agent`)."""
-    return optimize_agent(
-        ws,
-        options.bench,
-        rounds=options.rounds,
-        runs=options.runs,
-        target_score=options.target_score,
-        jobs=options.jobs,
-        model=options.model,
-        judge=options.judge,
-        reporter=reporter,
-        cancel=cancel,
-    )
-
-
 __all__ = [
     "AgentOptimizerOptions",
     "OptimizeResult",
     "hypothesis_check",
-    "optimize_agent",
     "run",
 ]

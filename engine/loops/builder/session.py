@@ -569,30 +569,22 @@ class _Build:
         )
 
 
-def build_benchmark(
+def run(
     ws: Workspace,
-    bench_id: str,
+    options: BuildOptions,
     *,
-    goal: str | None = None,
-    source: str | None = None,
-    pick: Sequence[str] = (),
-    cases: int = 8,
-    pilot_iterations: int = 3,
-    target_score: float | None = None,
-    jobs: int | None = None,
-    model: LLM | None = None,
-    judge: ProtocolJudge | None = None,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
 ) -> BuildResult:
-    """Design, calibrate and freeze benchmark ``bench_id``; record its Formal Baseline.
+    """Design, calibrate and freeze benchmark ``options.bench``; record its Formal Baseline.
 
     ``source`` names a benchmark (id or folder) whose cases are the import pool, ``pick`` narrows
     it. ``model`` answers the draft / predict / calibrate protocols (default: the configured
     proposer model, offline: :func:`engine.loops.builder.offline.builder_offline`); ``judge``
-    grades the
-    llm_judge checks (default: the configured judge behind the strict protocol).
+    grades the llm_judge checks (default: the configured judge behind the strict protocol).
     """
+    bench_id, goal, source, cases = options.bench, options.goal, options.source, options.cases
+    pilot_iterations, target_score = options.pilot_iterations, options.target_score
     if not _BENCH_ID.match(bench_id):
         raise UsageError(f"build {bench_id!r}: expected a folder name [A-Za-z0-9._-]")
     for flag, value in (("--cases", cases), ("--pilot-iterations", pilot_iterations)):
@@ -605,12 +597,12 @@ def build_benchmark(
             f"{ws.benchmarks_dir / bench_id / SCOREBOARD_NAME}: the benchmark is frozen (it has "
             "a Formal Baseline); build a new benchmark instead"
         )
-    pool = open_pool(ws, source, pick) if source else None
+    pool = open_pool(ws, source, options.pick) if source else None
     cfg = ws.load_config()
-    llm = model or make_llm(cfg.models.proposer, ws, offline=builder_offline)
+    llm = options.model or make_llm(cfg.models.proposer, ws, offline=builder_offline)
     log = start_session(ws, "build", forward=reporter)
-    grader = judge or session_judge(ws, cfg.models.judge, log)
-    build = _Build(ws, bench_id, log, llm, grader, pool, jobs, reporter, cancel)
+    grader = options.judge or session_judge(ws, cfg.models.judge, log)
+    build = _Build(ws, bench_id, log, llm, grader, pool, options.jobs, reporter, cancel)
     with hold(build.scratch):
         try:
             with ends_logged(log, benchmark=bench_id):
@@ -650,29 +642,4 @@ def build_benchmark(
     return result
 
 
-def run(
-    ws: Workspace,
-    options: BuildOptions,
-    *,
-    reporter: Reporter = null_reporter,
-    cancel: CancelToken | None = None,
-) -> BuildResult:
-    """The Builder loop in the shape of every loop (see :func:`build_benchmark`)."""
-    return build_benchmark(
-        ws,
-        options.bench,
-        goal=options.goal,
-        source=options.source,
-        pick=options.pick,
-        cases=options.cases,
-        pilot_iterations=options.pilot_iterations,
-        target_score=options.target_score,
-        jobs=options.jobs,
-        model=options.model,
-        judge=options.judge,
-        reporter=reporter,
-        cancel=cancel,
-    )
-
-
-__all__ = ["BuildOptions", "BuildResult", "Pilot", "build_benchmark", "run"]
+__all__ = ["BuildOptions", "BuildResult", "Pilot", "run"]
