@@ -18,7 +18,7 @@ from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.cli.progress import LoopProgress
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import Cancelled
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import demo_agent_notice
@@ -78,9 +78,7 @@ def _eval(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     if args.baseline is not None and args.baseline != "none" and not args.baseline.startswith("v"):
         raise UsageError(f"--baseline {args.baseline}: expected 'none' or a version like v2")
-    for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    check_counts(("--runs", args.runs), ("-j", args.jobs))
     if args.seed is not None and not 0 <= args.seed < 2**SEED_BITS:
         raise UsageError(f"--seed: expected a number in [0, {2**SEED_BITS - 1}], got {args.seed}")
     if args.resume is not None and not (ws.runs_dir / args.resume / "manifest.json").is_file():

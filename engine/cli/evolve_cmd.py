@@ -16,7 +16,7 @@ from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.cli.progress import LoopProgress
-from engine.core.errors import UsageError
+from engine.core.errors import check_counts
 from engine.core.events import Cancelled
 from engine.evaluation.demo import demo_agent_notice
 
@@ -45,9 +45,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _evolve(args: argparse.Namespace) -> int:
-    for flag, value in (("--rounds", args.rounds), ("-j", args.jobs)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    check_counts(("--rounds", args.rounds), ("-j", args.jobs))
     # imported here: the model SDK behind the proposers is slow to import, and every other
     # command would pay for it at start-up
     from engine.loops.evolve import EvolveOptions, checkpoint, run

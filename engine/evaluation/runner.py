@@ -35,7 +35,7 @@ from typing import Any
 
 from engine.core.benchmark import DEFAULT_LABEL_PATTERN, Benchmark, Case, load_benchmark
 from engine.core.config import Config
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import (
     Cancelled,
     CancelToken,
@@ -256,8 +256,7 @@ def make_plan(
     case_ids: list[str] | None,
 ) -> Plan:
     """Resolve the matrix: which cases, how many runs, which skill texts per variant."""
-    if runs is not None and runs < 1:
-        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    check_counts(("--runs", runs))
     cases = list(bench.cases)
     if case_ids:
         known = {c.id for c in bench.cases}

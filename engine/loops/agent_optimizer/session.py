@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.core.benchmark import load_benchmark
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter
 from engine.core.fsutil import atomic_write_text
 from engine.core.runs import RunFolder
@@ -541,10 +541,7 @@ def run(
     """
     bench_id, rounds, runs = options.bench, options.rounds, options.runs
     target_score, jobs = options.target_score, options.jobs
-    if rounds < 1:
-        raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
-    if runs is not None and runs < 1:
-        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    check_counts(("--rounds", rounds), ("--runs", runs))
     if target_score is not None and not 0 <= target_score <= 100:
         raise UsageError(f"--target-score: expected a score from 0 to 100, got {target_score}")
     baseline = formal_baseline(ws, bench_id)

@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from engine.core.benchmark import BENCHMARK_TOML, BENCHMARK_YAML, Benchmark, load_benchmark
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from engine.core.runs import RunFolder
@@ -587,9 +587,7 @@ def run(
     pilot_iterations, target_score = options.pilot_iterations, options.target_score
     if not _BENCH_ID.match(bench_id):
         raise UsageError(f"build {bench_id!r}: expected a folder name [A-Za-z0-9._-]")
-    for flag, value in (("--cases", cases), ("--pilot-iterations", pilot_iterations)):
-        if value < 1:
-            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    check_counts(("--cases", cases), ("--pilot-iterations", pilot_iterations))
     if target_score is not None and not 0 <= target_score <= 100:
         raise UsageError(f"--target-score: expected a score from 0 to 100, got {target_score}")
     if (ws.benchmarks_dir / bench_id).is_dir() and has_formal_baseline(ws, bench_id):

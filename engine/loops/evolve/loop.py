@@ -21,7 +21,7 @@ from typing import Any
 
 from engine.core.benchmark import load_benchmark
 from engine.core.config import Config
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import CancelToken, Reporter, new_id, null_reporter, utc_now
 from engine.core.fsutil import atomic_write_json
 from engine.core.schema import to_mapping
@@ -177,8 +177,7 @@ def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingR
     if proposer not in PROPOSER_KINDS:
         raise UsageError(f"--proposer {proposer}: expected one of {', '.join(PROPOSER_KINDS)}")
     rounds = cfg.limits.max_rounds if options.rounds is None else options.rounds
-    if rounds < 1:
-        raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
+    check_counts(("--rounds", rounds))
     return PendingRound(
         session_id=new_id("evolve"),
         skill=options.skill,

@@ -27,7 +27,7 @@ from gepa.core.callbacks import GEPACallback
 from gepa.core.result import GEPAResult
 
 from engine.core.benchmark import Benchmark, load_benchmark
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter, utc_now
 from engine.core.sessions import hold, start_session
 from engine.core.store import SkillStore
@@ -73,10 +73,10 @@ class OptimizeOptions:
     def check(self) -> None:
         if self.iterations < 0:
             raise UsageError(f"--iterations: expected ≥ 0, got {self.iterations}")
-        if self.reflection_batch < 1:
-            raise UsageError(f"--reflection-batch: expected ≥ 1, got {self.reflection_batch}")
-        if self.max_metric_calls < 1:
-            raise UsageError(f"--max-metric-calls: expected ≥ 1, got {self.max_metric_calls}")
+        check_counts(
+            ("--reflection-batch", self.reflection_batch),
+            ("--max-metric-calls", self.max_metric_calls),
+        )
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise UsageError(f"--time-limit: expected seconds > 0, got {self.time_limit_s}")
         if not (math.isfinite(self.min_gain) and 0 <= self.min_gain <= 1):
