@@ -24,9 +24,9 @@ NOT_IN_ENGINE = ("tui", "themes", "textual")
 NOT_AT_START = ("gepa", "anthropic", "textual", "tui.app")
 
 
-def engine_modules() -> list[str]:
-    """Every module of the engine (the demo workspace's sample code is data, not engine)."""
-    names = []
+def engine_files() -> dict[str, Path]:
+    """Every module of the engine by name (the demo workspace's sample code is data, not engine)."""
+    files = {}
     for path in sorted(ENGINE.rglob("*.py")):
         rel = path.relative_to(ROOT).with_suffix("")
         if rel.parts[:4] == ("engine", "evaluation", "demo", "workspace"):
@@ -34,8 +34,12 @@ def engine_modules() -> list[str]:
         parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
         if parts[-1] == "__main__":
             continue
-        names.append(".".join(parts))
-    return names
+        files[".".join(parts)] = path
+    return files
+
+
+def engine_modules() -> list[str]:
+    return list(engine_files())
 
 
 def loaded_after(code: str) -> set[str]:
@@ -215,3 +219,41 @@ def test_no_floor_imports_a_floor_above() -> None:
     a floor, and the runtime check above cannot see it until that function runs."""
     breaches = floor_breaches(ROOT)
     assert not breaches, "imports across the engine's floors:\n" + "\n".join(breaches)
+
+
+def module_level_imports(path: Path) -> set[str]:
+    """The engine modules a file imports when it is loaded (deferred imports left out)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return {name for name in found if name.startswith("engine.")}
+
+
+@pytest.mark.parametrize("floor", ["core", "evaluation"])
+def test_the_lower_floors_load_without_an_import_circle(floor: str) -> None:
+    """A circle makes the import order matter (the store and snapshots once needed each other,
+    so opening a store ran a workspace restore); the lower floors are meant to stack."""
+    graph = {
+        name: module_level_imports(path)
+        for name, path in engine_files().items()
+        if name == f"engine.{floor}" or name.startswith(f"engine.{floor}.")
+    }
+    circles = [circle for circle in (_circle_from(graph, name) for name in graph) if circle]
+    assert not circles, f"import circles in engine.{floor}: {circles[0]}"
+
+
+def _circle_from(graph: dict[str, set[str]], start: str) -> list[str]:
+    """A chain of module-level imports that leads from ``start`` back to it, or []."""
+    stack, seen = [(start, [start])], set()
+    while stack:
+        name, chain = stack.pop()
+        for nxt in sorted(graph.get(name, ())):
+            if nxt == start:
+                return [*chain, start]
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, [*chain, nxt]))
+    return []

@@ -248,9 +248,13 @@ def test_a_refusal_half_way_leaves_no_pending_decision(workspace: Workspace) -> 
         queue.approve(second)
     assert (workspace.candidates_dir / ".pending.json").exists()
     assert store.current() == "v2" and queue.get(second).status == "published"
-    assert CandidateQueue(workspace).decisions() == []  # opening it retried, still refused
+    # opening the workspace retries it, still refused, and opening goes on
+    assert CandidateQueue(Workspace.at(workspace.root)).decisions() == []
+    assert (workspace.candidates_dir / ".pending.json").exists()
     workspace.agents_md.unlink()
-    assert [d["candidate"] for d in CandidateQueue(workspace).decisions()] == [second]
+    assert [d["candidate"] for d in CandidateQueue(Workspace.at(workspace.root)).decisions()] == [
+        second
+    ]
     assert not (workspace.candidates_dir / ".pending.json").exists()
     assert [s.note for s in list_snapshots(workspace)] == [f"audit v2: approved {second}"]
     assert [h.status for h in queue.get(second).history] == [

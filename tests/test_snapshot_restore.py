@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -12,12 +13,19 @@ import pytest
 
 from engine.cli import main
 from engine.core.errors import SkillsmithError
-from engine.core.snapshots import create_snapshot, import_snapshot, list_snapshots, restore
+from engine.core.snapshots import (
+    AmbiguousSnapshot,
+    create_snapshot,
+    import_snapshot,
+    list_snapshots,
+    restore,
+)
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from tests.store_helpers import cli, leftovers, make_skill, state, tar_members, tree, untar
 
 SECRET = "sk-vault-value-0123456789abcdef"
+NAME = re.compile(r"v\d+-\d{8}T\d{6}Z(-\d+)?\.tar\.gz")
 
 
 def _three_versions(ws: Workspace) -> None:
@@ -43,6 +51,11 @@ def _three_versions(ws: Workspace) -> None:
         create_snapshot(ws, note=f"after round {n}")
 
 
+def _of_version(ws: Workspace, version: int) -> Path:
+    (snapshot,) = [s.path for s in list_snapshots(ws) if s.version == version]
+    return snapshot
+
+
 def _no_caches(found: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in found.items() if "__pycache__" not in k}
 
@@ -52,11 +65,15 @@ def test_snapshot_holds_the_agent_state_and_nothing_else(
 ) -> None:
     _three_versions(workspace)
     snaps = list_snapshots(workspace)
-    assert [(s.version, s.path.name, s.note) for s in snaps] == [
-        (1, "v1.tar.gz", "after round 1"),
-        (2, "v2.tar.gz", "after round 2"),
-        (3, "v3.tar.gz", "after round 3"),
+    assert [(s.version, s.note) for s in snaps] == [
+        (1, "after round 1"),
+        (2, "after round 2"),
+        (3, "after round 3"),
     ]
+    # each name says what it holds: the workspace version and the time the state was taken
+    for s in snaps:
+        stamp = s.created_at.replace("-", "").replace(":", "")
+        assert s.path.name == f"v{s.version}-{stamp}.tar.gz" and NAME.fullmatch(s.path.name)
     members = tar_members(snaps[0].path)
     assert members[0] == ".skillsmith-snapshot.json"
     tops = {m.split("/", 1)[0] for m in members[1:]}
@@ -72,15 +89,16 @@ def test_snapshot_holds_the_agent_state_and_nothing_else(
     order = [m.split("/") for m in members[1:]]
     assert order == sorted(order, key=lambda parts: (tops.index(parts[0]), parts[1:]))
     again = create_snapshot(workspace, note="again")
-    assert again.name == "v3-2.tar.gz"
+    assert NAME.fullmatch(again.name) and again.name.startswith("v3-")
+    assert again != snaps[2].path
     assert tar_members(again) == tar_members(snaps[2].path)
     # the executable bit survives
     with tarfile.open(snaps[0].path) as tar:
         assert tar.getmember("skills/alpha/scripts/run.sh").mode & 0o111
     # every skill's timeline records the snapshot
     ops = [t for t in SkillStore(workspace, "alpha").timeline() if t["op"] == "snapshot"]
-    assert [t["file"] for t in ops] == [f"snapshots/v{n}.tar.gz" for n in (1, 2, 3)] + [
-        "snapshots/v3-2.tar.gz"
+    assert [t["file"] for t in ops] == [
+        f"snapshots/{p.name}" for p in (*(s.path for s in snaps), again)
     ]
 
 
@@ -105,7 +123,8 @@ def test_snapshot_refuses_to_carry_a_secret(
     path.write_text(content)
     with pytest.raises(SkillsmithError, match=f"{where}:1: holds a secret"):
         create_snapshot(workspace)
-    assert [p.name for p in workspace.snapshots_dir.iterdir()] == ["v0.tar.gz"]
+    (kept,) = workspace.snapshots_dir.iterdir()
+    assert NAME.fullmatch(kept.name) and kept.name.startswith("v0-")
 
 
 def test_restore_older_needs_yes_then_equals_that_snapshot(
@@ -127,7 +146,7 @@ def test_restore_older_needs_yes_then_equals_that_snapshot(
     replaced = _no_caches(state(workspace.root))
     pre = restore(workspace, "v1", yes=True)
 
-    expected = state(untar(workspace.snapshots_dir / "v1.tar.gz", tmp_path / "v1"))
+    expected = state(untar(_of_version(workspace, 1), tmp_path / "v1"))
     assert state(workspace.root) == expected
     assert expected["skills/alpha/SKILL.md"] != replaced["skills/alpha/SKILL.md"]
     assert workspace.agents_md.read_text() == "# Agent rules v1\n"
@@ -139,10 +158,10 @@ def test_restore_older_needs_yes_then_equals_that_snapshot(
     assert leftovers(workspace) == []
 
     # the replaced state was snapshotted first, so the restore itself can be undone
-    assert pre.name == "v3-2.tar.gz"
+    assert NAME.fullmatch(pre.name) and pre.name.startswith("v3-")
     assert state(untar(pre, tmp_path / "pre")) == replaced
     log = [json.loads(line) for line in (workspace.snapshots_dir / "restores.jsonl").open()]
-    assert log[-1]["pre_restore"] == "snapshots/v3-2.tar.gz" and log[-1]["replaced_version"] == 3
+    assert log[-1]["pre_restore"] == f"snapshots/{pre.name}" and log[-1]["replaced_version"] == 3
     done = cli(workspace, "restore", str(pre))  # newer than 1: no --yes needed
     assert done.returncode == 0, done.stderr
     assert state(workspace.root) == replaced
@@ -152,13 +171,40 @@ def test_restore_older_needs_yes_then_equals_that_snapshot(
 def test_import_a_snapshot_from_another_workspace(workspace: Workspace, tmp_path: Path) -> None:
     _three_versions(workspace)
     other = Workspace.init(tmp_path / "other")
-    imported = import_snapshot(other, workspace.snapshots_dir / "v2.tar.gz")
-    assert imported == other.snapshots_dir / "v2.tar.gz"
-    assert imported.read_bytes() == (workspace.snapshots_dir / "v2.tar.gz").read_bytes()
+    source = _of_version(workspace, 2)
+    imported = import_snapshot(other, source)
+    assert imported == other.snapshots_dir / source.name  # named for the state, not the copy
+    assert imported.read_bytes() == source.read_bytes()
     restore(other, "v2")
     assert state(other.root) == state(untar(imported, tmp_path / "v2"))
-    done = cli(other, "snapshot", "--import", str(workspace.snapshots_dir / "v2.tar.gz"))
-    assert done.returncode == 0 and done.stdout.strip().endswith("v2-2.tar.gz")
+    done = cli(other, "snapshot", "--import", str(source))
+    assert done.returncode == 0
+    assert done.stdout.strip().endswith(source.name.replace(".tar.gz", "-2.tar.gz"))
+
+
+def test_restore_of_a_version_several_snapshots_hold_names_them_and_takes_a_name(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    _three_versions(workspace)
+    first = _of_version(workspace, 3)
+    make_skill(workspace, "gamma", "---\nname: gamma\n---\nnew\n")
+    second = create_snapshot(workspace, note="with gamma")
+    before = tree(workspace.root)
+    with pytest.raises(AmbiguousSnapshot) as info:
+        restore(workspace, "v3", yes=True)
+    assert [m.path for m in info.value.matches] == [first, second]
+    done = cli(workspace, "restore", "v3", "--yes")
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+    for path, note in ((first, "after round 3"), (second, "with gamma")):
+        assert f"{path.name.removesuffix('.tar.gz')} ({note})" in done.stderr
+    assert f"name one (skillsmith restore {second.name.removesuffix('.tar.gz')})" in done.stderr
+    assert tree(workspace.root) == before  # nothing restored, nothing snapshotted
+    listing = cli(workspace, "snapshot", "--list").stdout
+    assert first.name.removesuffix(".tar.gz") in listing
+    done = cli(workspace, "restore", first.name.removesuffix(".tar.gz"), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert not workspace.skill_path("gamma").exists()
+    assert state(workspace.root) == state(untar(first, tmp_path / "first"))
 
 
 # -- hostile archives ------------------------------------------------------------------------------

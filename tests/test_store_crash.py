@@ -56,8 +56,9 @@ MODES = ("publish", "snapshot", "restore", "approve")
 
 
 def _check_store(ws: Workspace) -> str:
-    """Open queue and store (they recover) and prove both are whole; returns the current version."""
-    CandidateQueue(ws)
+    """Open the workspace (which recovers) and prove store and queue whole; returns the current
+    version."""
+    ws = Workspace.at(ws.root)
     store = SkillStore(ws, "big")
     assert leftovers(ws) == [], leftovers(ws)
     current = store.current()

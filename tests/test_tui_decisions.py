@@ -210,3 +210,47 @@ async def test_a_candidate_changed_on_disk_since_shown_is_refused(tmp_path: Path
         # The queue was reloaded after the refusal (the gate summary and diff show disk state).
         assert "+sneaky line" in (ws.candidates_dir / target / "patch.diff").read_text()
         assert any(row.text == "sneaky line" for row in app.diff_pane.view.rows)
+
+
+async def press_on(pilot: Pilot[None], candidate_id: str, *keys: str) -> None:
+    """Select ``candidate_id``, press each key and let the engine write land after each."""
+    await select(pilot, candidate_id)
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+
+
+async def test_a_stale_candidate_says_p_or_x_and_p_reproposes_it(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    first, second = pending(ws)
+    async with make_app(ws, watch=False).run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press_on(pilot, first, "a")
+        await press_on(pilot, second, "a")  # made against v1 too: now behind v2
+        assert status_on_disk(ws, second) == "pending_approval"
+        assert any(
+            "now at v2. p re-proposes its patch on v2; x dismisses it" in t for t in toasts(pilot)
+        )
+        await press_on(pilot, second, "p")
+        assert status_on_disk(ws, second) == "dismissed"
+        (new,) = [c for c in CandidateQueue(ws).list() if c.parent_version == "v2"]
+        assert new.status == "pending_approval" and new.unproven
+        # both pitfall lines: v2's and the re-proposed candidate's
+        assert "Candidate 1:" in new.skill_text() and "Candidate 2:" in new.skill_text()
+        assert SkillStore(ws, SKILL).taboo().entries() == []
+        assert any(f"as {new.id}" in t and "z brings it back" in t for t in toasts(pilot))
+
+
+async def test_x_dismisses_without_taboo_and_z_brings_it_back(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    target = pending(ws)[0]
+    async with make_app(ws, watch=False).run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press_on(pilot, target, "x")
+        assert status_on_disk(ws, target) == "dismissed"
+        assert SkillStore(ws, SKILL).taboo().entries() == []
+        assert any(f"Dismissed {target} (set aside); no taboo entry" in t for t in toasts(pilot))
+        await press_on(pilot, target, "z")
+        assert status_on_disk(ws, target) == "pending_approval"
+        await press_on(pilot, target, "x", "x")
+        assert any(f"{target} is dismissed; z undoes" in t for t in toasts(pilot))

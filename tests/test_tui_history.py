@@ -24,9 +24,9 @@ async def test_s_writes_a_snapshot(tmp_path: Path) -> None:
         await pilot.press("s")
         await settle(pilot)
         (snapshot,) = list_snapshots(ws)
-        assert snapshot.path.name == "v1.tar.gz"
+        assert snapshot.path.name.startswith("v1-20")  # the workspace version, then the time
         assert snapshot.note == "taken in the workbench"
-        assert any("snapshots/v1.tar.gz" in t for t in toasts(pilot))
+        assert any(f"snapshots/{snapshot.path.name}" in t for t in toasts(pilot))
 
 
 async def test_S_restores_an_older_snapshot_only_after_confirming(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ async def test_S_restores_an_older_snapshot_only_after_confirming(tmp_path: Path
         assert ws.load_config().version == 1
         notes = [s.note for s in list_snapshots(ws)]
         assert len(notes) == 2  # the pre-restore snapshot makes the restore undoable
-        assert any(t.startswith("Restored v1.tar.gz") for t in toasts(pilot))
+        assert any(t.startswith("Restored v1-20") for t in toasts(pilot))
         # The snapshots screen shows the new file without a key.
         assert len(screen.snapshots) == 2
 

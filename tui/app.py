@@ -32,6 +32,7 @@ from engine.core.events import Cancelled, CancelToken, Event
 from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore, unified_diff
 from engine.core.workspace import Workspace
+from engine.evaluation.gates.stale import dismiss, repropose, stale_against
 from engine.views.overview import evaluation_size
 from engine.views.rows import CandidateCache, current_versions
 from themes.palette import DEFAULT_THEME, STYLESHEET, THEMES, resolve_theme_name, variable_defaults
@@ -597,6 +598,15 @@ class SkillsmithApp(App[None]):
         c = entry.candidate
         status = str(c.status)
         ok = status == "pending_approval" if verb == "approve" else status in OPEN_STATUSES
+        behind = stale_against(self.workspace, c) if verb == "approve" and ok else None
+        if behind is not None:
+            self.notify(
+                f"Cannot approve: {c.id} was made against {c.parent_version}, but {c.skill} is "
+                f"now at {behind}. p re-proposes its patch on {behind}; x dismisses it.",
+                severity="warning",
+                markup=False,
+            )
+            return True
         if ok:
             return False
         why = {
@@ -604,11 +614,13 @@ class SkillsmithApp(App[None]):
             "decision, or b in 6 Skills & history rolls the skill back",
             "approved": f"{c.id} is already approved; z undoes the last decision",
             "rejected": f"{c.id} is already rejected; z undoes the last decision",
+            "dismissed": f"{c.id} is dismissed; z undoes the last decision",
+            "superseded": f"{c.id} was {c.reason or 'superseded'}: decide the newer one",
             "pending_eval": f"{c.id} waits for evidence (not every gate passed): it cannot be "
             "approved yet; r rejects it",
             "proposed": f"{c.id} is only proposed: its gates have not run, so it cannot be "
             "approved yet; r rejects it",
-        }.get(status, f"{c.id} is {status}: it cannot be {verb}d")
+        }.get(status, f"{c.id} is {status}")
         self.notify(f"Cannot {verb}: {why}.", severity="warning", markup=False)
         return True
 
@@ -626,6 +638,8 @@ class SkillsmithApp(App[None]):
                 c.id, expected_hash=str(c.content_hash), why=DECISION_WHY
             )
             self._moved(Move("decision"))
+            if c.operation == "delete":
+                return f"Approved {c.id}: {c.skill} ({version}) archived, snapshot first. z undoes."
             return f"Approved {c.id}: {c.skill} is now {version}, snapshot taken. z undoes."
 
         self.engine_call(approve, {"queue", "skills", "snapshots"}, timeout=10)
@@ -653,6 +667,43 @@ class SkillsmithApp(App[None]):
             ReasonScreen(f"Reject {c.id}?", f"{c.skill}: {c.summary}", "why (kept in taboo)"),
             rejected,
         )
+
+    def action_repropose(self) -> None:
+        entry = self.queue_pane.selected
+        if entry is None:
+            return
+        c = entry.candidate
+        if stale_against(self.workspace, c) is None:
+            self.notify(
+                f"Nothing to re-propose: {c.id} is {c.status} and not behind {c.skill}'s "
+                "current version.",
+                severity="warning",
+                markup=False,
+            )
+            return
+
+        def again() -> str:
+            new, _ = repropose(self.workspace, c.id)
+            self._moved(Move("decision"))
+            return (
+                f"Re-proposed {c.id} on {new.parent_version} as {new.id} ({new.status}); "
+                f"{c.id} is dismissed. z brings it back."
+            )
+
+        self.engine_call(again, {"queue", "skills"}, timeout=10)
+
+    def action_dismiss(self) -> None:
+        entry = self.queue_pane.selected
+        if entry is None or self._refuse_decision(entry, "dismiss"):
+            return
+        c = entry.candidate
+
+        def set_aside() -> str:
+            why = dismiss(self.workspace, c.id)
+            self._moved(Move("decision"))
+            return f"Dismissed {c.id} ({why}); no taboo entry. z undoes."
+
+        self.engine_call(set_aside, {"queue"}, timeout=10)
 
     def action_undo(self) -> None:
         """Undo this session's last move (a rollback, a restore), else the last decision."""

@@ -16,6 +16,22 @@ APP_BINDINGS: list[BindingType] = [
     Binding("space", "mark", "Mark", id="mark", tooltip="Mark for a batch decision"),
     Binding("A", "approve_marked", "Approve marked", id="approve_marked", show=False),
     Binding("X", "reject_marked", "Reject marked", id="reject_marked", show=False),
+    Binding(
+        "p",
+        "repropose",
+        "Re-propose stale",
+        id="repropose",
+        tooltip="A stale candidate's patch on the skill's current version, gated anew",
+        show=False,
+    ),
+    Binding(
+        "x",
+        "dismiss",
+        "Dismiss",
+        id="dismiss",
+        tooltip="Set the candidate aside without a taboo entry (z undoes)",
+        show=False,
+    ),
     Binding("e", "evaluate", "Evaluate", id="evaluate", tooltip="Evaluate on the benchmark"),
     Binding(
         "E",

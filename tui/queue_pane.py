@@ -22,7 +22,7 @@ from tui.gates_pane import gate_summary
 from tui.navigation import VimTable
 
 OPEN_STATUSES = ("pending_approval", "pending_eval", "proposed")
-DECIDED_STATUSES = ("approved", "published", "rejected")
+DECIDED_STATUSES = ("approved", "published", "rejected", "dismissed", "superseded")
 
 STATUS_STYLE = {
     "pending_approval": "bold $text-warning",
@@ -31,6 +31,8 @@ STATUS_STYLE = {
     "approved": "$text-success",
     "published": "$text-success",
     "rejected": "$text-error",
+    "dismissed": "$text-muted",
+    "superseded": "$text-muted",
 }
 
 

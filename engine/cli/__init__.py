@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish": ("store_cmd", "make a folder (or a SKILL.md text) the next version"),
     "rollback": ("store_cmd", "point current at vK; nothing is deleted"),
     "fork": ("store_cmd", "start a branch sharing the taboo list"),
-    "snapshot": ("snapshot_cmd", "write snapshots/v<version>.tar.gz of the agent state"),
+    "snapshot": ("snapshot_cmd", "write snapshots/v<version>-<UTC time>.tar.gz of the agent state"),
     "restore": ("snapshot_cmd", "restore the agent state from FILE or vK"),
     "skill": ("skill_cmd", "lint and render SKILL.md files"),
     "evolve": ("evolve_cmd", "outcome-driven evolution rounds for one skill"),
@@ -89,6 +89,30 @@ def common_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
     )
     return common
+
+
+def executor_options(p: argparse.ArgumentParser) -> None:
+    """``--executor/--address`` for a command that evaluates: they outrank skillsmith.yaml for
+    every evaluation the command makes (engine.evaluation.executors)."""
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        help="where the agents run: child processes here, or tasks on a Ray cluster "
+        "(default: 'executor:' in skillsmith.yaml, else local)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="the Ray cluster to send units to (default: $RAY_ADDRESS, else a local one)",
+    )
+
+
+def _choose_executor(args: argparse.Namespace) -> None:
+    if not hasattr(args, "executor"):
+        return  # the command evaluates nothing; its start-up skips the executors module
+    from engine.evaluation.executors import choose_executor
+
+    choose_executor(args.executor, args.address)
 
 
 def workspace_of(args: argparse.Namespace) -> Workspace:
@@ -179,6 +203,7 @@ def main(argv: Sequence[str] | None = None, open_tui: OpenTui | None = None) -> 
             if open_tui is None:
                 raise SkillsmithError("the TUI is not installed; use a subcommand (see --help)")
             return open_tui(workspace_of(args), args)
+        _choose_executor(args)
         return handler(args)
     except SkillsmithError as exc:
         sys.stderr.write(f"skillsmith: error: {exc}\n")

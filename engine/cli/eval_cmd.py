@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import LoopProgress
 from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import Cancelled
@@ -52,6 +52,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         type=int,
         help="the evaluation's seed: the same seed repeats a run exactly (default: a fresh one)",
     )
+    executor_options(p)
     p.set_defaults(func=_eval)
 
 

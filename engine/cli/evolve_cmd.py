@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import LoopProgress
 from engine.core.errors import check_counts
 from engine.core.events import Cancelled
@@ -41,6 +41,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, help="proposer seed (default: the benchmark's)")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(p)
     p.set_defaults(func=_evolve)
 
 

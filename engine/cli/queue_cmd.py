@@ -1,15 +1,21 @@
-"""``skillsmith queue``: list candidates; approve, reject, evaluate, show or undo a decision."""
+"""``skillsmith queue``: list candidates; approve, reject, evaluate, show, re-propose a stale one,
+dismiss, or undo a decision."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from textwrap import shorten
 from typing import Any
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.core.errors import check_counts
 from engine.core.queue import Candidate, CandidateQueue
+from engine.core.store import SkillStore
 from engine.evaluation.gates.expiry import sweep_expired
+from engine.evaluation.gates.stale import dismiss, repropose, stale_against
+
+LIST_SUMMARY = 60  # characters of a summary on a list line; `queue show` prints it whole
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -42,9 +48,27 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--bench", metavar="B", help="benchmark id (default: the candidate's own)")
     a.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
     a.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(a)
     a.set_defaults(func=_evaluate)
 
-    a = actions.add_parser("undo", parents=[common], help="revert the last approve or reject")
+    a = actions.add_parser(
+        "repropose",
+        parents=[common],
+        help="a stale candidate's patch on the current version, gated as a new candidate",
+    )
+    a.add_argument("id")
+    a.set_defaults(func=_repropose)
+
+    a = actions.add_parser(
+        "dismiss", parents=[common], help="set an open candidate aside (no taboo entry)"
+    )
+    a.add_argument("id")
+    a.add_argument("--why", help="reason, kept in its history (default: why it is stale)")
+    a.set_defaults(func=_dismiss)
+
+    a = actions.add_parser(
+        "undo", parents=[common], help="revert the last approve, reject or dismiss"
+    )
     a.set_defaults(func=_undo)
 
 
@@ -72,9 +96,13 @@ def _list(args: argparse.Namespace) -> int:
     for c in found:
         delta = "" if c.delta_score is None else f"{c.delta_score:+.3f}"
         flag = " unproven" if c.unproven else ""
+        behind = stale_against(queue.ws, c)
+        if behind is not None:
+            flag += f" stale (skill at {behind}: queue repropose {c.id})"
         print(
             f"{c.id}  {c.status:<16} {c.skill:<20} {c.operation:<6} "
-            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  {c.summary}"
+            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  "
+            + shorten(c.summary, LIST_SUMMARY, placeholder=" …")
         )
     return 0
 
@@ -101,6 +129,12 @@ def _approve(args: argparse.Namespace) -> int:
     cand = queue.get(args.id)
     if wants_json(args):
         print_json({"id": cand.id, "skill": cand.skill, "version": version, "status": cand.status})
+    elif cand.operation == "delete":
+        print(
+            f"approved {cand.id}: {cand.skill} ({version}) is archived into "
+            f"{SkillStore(queue.ws, cand.skill).archive_dir}, a snapshot taken first; "
+            "queue undo brings it back"
+        )
     else:
         print(f"approved {cand.id}: {cand.skill} is now at {version}")
     return 0
@@ -136,6 +170,37 @@ def _evaluate(args: argparse.Namespace) -> int:
         )
     else:
         print(f"{args.id}: {done.verdict.line()} → {done.status}")
+    return 0
+
+
+def _repropose(args: argparse.Namespace) -> int:
+    ws = _queue(args).ws
+    new, decision = repropose(ws, args.id)
+    if wants_json(args):
+        print_json({"id": args.id, "status": "dismissed", "new": _row(new)})
+    else:
+        reason = f" ({decision.reason})" if decision.reason else ""
+        print(
+            f"re-proposed {args.id} against {new.parent_version} as {new.id}: "
+            f"{new.status}{reason}; {args.id} is dismissed"
+        )
+        if new.status == "pending_eval":
+            print(f"next: skillsmith queue eval {new.id}")
+        elif new.status == "pending_approval":
+            print(
+                f"next: skillsmith queue show {new.id}, then skillsmith queue approve {new.id} "
+                '--why "<your reason>" (unproven: the old evidence was against '
+                f"{args.id}'s parent)"
+            )
+    return 0
+
+
+def _dismiss(args: argparse.Namespace) -> int:
+    why = dismiss(_queue(args).ws, args.id, args.why)
+    if wants_json(args):
+        print_json({"id": args.id, "status": "dismissed", "why": why})
+    else:
+        print(f"dismissed {args.id} ({why}); no taboo entry; queue undo brings it back")
     return 0
 
 

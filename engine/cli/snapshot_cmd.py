@@ -7,13 +7,21 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.core.snapshots import create_snapshot, import_snapshot, list_snapshots, restore
+from engine.core.snapshots import (
+    create_snapshot,
+    import_snapshot,
+    list_snapshots,
+    restore,
+    snapshot_name,
+)
 from engine.core.workspace import Workspace
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        "snapshot", parents=[common], help="write snapshots/v<version>.tar.gz of the agent state"
+        "snapshot",
+        parents=[common],
+        help="write snapshots/v<version>-<UTC time>.tar.gz of the agent state",
     )
     p.add_argument("--note", default="", help="a line kept inside the snapshot")
     group = p.add_mutually_exclusive_group()
@@ -24,7 +32,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_snapshot)
 
     p = sub.add_parser("restore", parents=[common], help="restore the agent state from FILE or vK")
-    p.add_argument("source", help="a .tar.gz file or vK (the newest snapshot of version K)")
+    p.add_argument(
+        "source",
+        help="a .tar.gz file, a snapshot name (snapshot --list) or vK (when one snapshot holds K)",
+    )
     p.add_argument(
         "--yes", action="store_true", help="restore even a version not newer than the current one"
     )
@@ -61,9 +72,7 @@ def _snapshot(args: argparse.Namespace) -> int:
             )
         else:
             for s in found:
-                print(
-                    f"v{s.version:<4} {s.path.name:<16} {s.size:>10}  {s.created_at:<21} {s.note}"
-                )
+                print(f"{snapshot_name(s.path):<24} {s.size:>10}  {s.created_at:<21} {s.note}")
         return 0
     path = (
         import_snapshot(ws, args.import_file)

@@ -41,6 +41,15 @@ class AgentConfig:
 
 
 @dataclass
+class ExecutorConfig:
+    """Where units run: ``local`` (child processes here) or ``ray`` (tasks on the Ray cluster at
+    ``address``; none: $RAY_ADDRESS, else a cluster started on this machine)."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = None
+
+
+@dataclass
 class ModelConfig:
     """One model role (proposer, judge, reviewer, reflection)."""
 
@@ -103,6 +112,9 @@ class LimitsConfig:
     max_rounds: int = 10
     workers: int = 0  # 0 = CPU count
     lock_wait_s: float = 5.0
+    # the most the agent Optimizer may raise the agent's turn budget and time limit to
+    agent_max_turns: int = 100
+    agent_max_timeout_s: float = 1800.0
     # restore refuses archives beyond these (a gzip bomb or a planted huge file)
     snapshot_max_member_bytes: int = 256 * 1024 * 1024
     snapshot_max_total_bytes: int = 4 * 1024 * 1024 * 1024
@@ -222,6 +234,7 @@ class Config:
     version: int = 0
     paths: PathsConfig = field(default_factory=PathsConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     gates: GatesConfig = field(default_factory=GatesConfig)
     splits: SplitsConfig = field(default_factory=SplitsConfig)

@@ -7,8 +7,8 @@ content hash changed) or when the skill moved on since the candidate was made (a
 a keypress never publishes something nobody reviewed. Every decision goes to the append-only
 ``decisions.jsonl``, which is what :meth:`CandidateQueue.undo_last` walks back.
 
-Like the store, a decision is first written down as an intent (``candidates/.pending.json``) and
-finished by whoever opens the queue next if the process died half-way.
+Like the store, a decision goes through an intent journal (``candidates/.pending.json``,
+engine.core.journal), finished when the workspace is next opened if the process died half-way.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.admission import check_diff, check_skill, text_of
-from engine.core.errors import FormatError, LockError, SkillsmithError
+from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import new_id, utc_now
 from engine.core.fsutil import (
     append_jsonl,
@@ -34,12 +33,20 @@ from engine.core.fsutil import (
     fsync_dir,
     read_jsonl,
 )
+from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, load_yaml, to_mapping
-from engine.core.store import SkillStore, TabooEntry, check_name, is_leftover, read_text
+from engine.core.store import SkillStore, TabooEntry, check_name, read_text
 from engine.core.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
-    "proposed", "rejected", "pending_eval", "pending_approval", "approved", "published"
+    "proposed",
+    "rejected",
+    "pending_eval",
+    "pending_approval",
+    "approved",
+    "published",
+    "dismissed",
+    "superseded",
 ]
 Source = Literal["evolve", "optimize", "review", "manual", "curate"]
 Operation = Literal["update", "create", "delete"]
@@ -51,6 +58,8 @@ Steps = list[tuple[str, str]]
 DECISIONS = "decisions.jsonl"
 JOURNAL = INTENT_JOURNAL
 _UNDECIDED = ("proposed", "pending_eval", "pending_approval")
+# Decisions that set an open candidate aside without a taboo entry, and the status they leave.
+_SET_ASIDE = {"dismiss": "dismissed", "supersede": "superseded"}
 
 
 @dataclass
@@ -144,7 +153,7 @@ class CandidateQueue:
         self.ws = ws
         self.dir = ws.candidates_dir
         self.decisions_path = self.dir / DECISIONS
-        self._recover_if_needed()
+        self._journal = Journal(self.dir / JOURNAL, _checked_intent)
 
     # -- reading -----------------------------------------------------------------------------------
     def list(self) -> list[Candidate]:
@@ -249,37 +258,44 @@ class CandidateQueue:
     def approve(
         self, candidate_id: str, *, expected_hash: str | None = None, why: str = "approved"
     ) -> str:
-        """Publish the candidate as the skill's next version and snapshot; returns the new "vN"."""
+        """Publish the candidate as the skill's next version and snapshot; returns the new "vN".
+
+        A delete (curate's archive) snapshots first, then moves the skill folder into the store;
+        it returns the version the skill was archived at, and undoing it moves the folder back."""
         with self.ws.lock(f"approve {candidate_id}"):
-            self._recover()
+            self.recover()
             cand = self._decidable(candidate_id, expected_hash, "approve")
             if cand.status != "pending_approval":
                 raise SkillsmithError(
                     f"{cand.dir}: is {cand.status}; only pending_approval candidates can be "
                     "approved (evaluate it first)"
                 )
-            if cand.operation == "delete":
-                raise SkillsmithError(
-                    f"{cand.dir}: deleting a skill is not supported by approve; "
-                    f"remove skills/{cand.skill}/ by hand (its history stays)"
-                )
-            skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
-            check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
-            check_diff(patch_file.read_bytes(), where=patch_file)
             store = SkillStore(self.ws, cand.skill)
-            current = store.ensure_adopted()
+            if cand.operation == "delete":  # curate's archive: the folder moves into the store
+                current: str | None = store.archivable()
+                way = f"dismiss it (skillsmith queue dismiss {cand.id})"
+            else:
+                skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
+                check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
+                check_diff(patch_file.read_bytes(), where=patch_file)
+                current = store.ensure_adopted()
+                way = (
+                    f"re-propose it against {current} (skillsmith queue repropose {cand.id}) "
+                    f"or set it aside (skillsmith queue dismiss {cand.id})"
+                )
             if cand.operation == "create" and current is not None:
                 raise SkillsmithError(
                     f"{cand.dir}: stale: skill '{cand.skill}' already exists (at {current})"
                 )
-            if cand.operation == "update" and current != cand.parent_version:
+            if cand.operation != "create" and current != cand.parent_version:
                 raise SkillsmithError(
                     f"{cand.dir}: stale: made against {cand.parent_version} but skill "
-                    f"'{cand.skill}' is now at {current}; propose it again"
+                    f"'{cand.skill}' is now at {current}; {way}"
                 )
             intent = self._commit(
                 {
                     "op": "approve",
+                    "operation": cand.operation,
                     "candidate": cand.id,
                     "skill": cand.skill,
                     "from_status": cand.status,
@@ -294,7 +310,7 @@ class CandidateQueue:
     ) -> TabooEntry:
         """Refuse the candidate and put its patch on the skill's taboo list."""
         with self.ws.lock(f"reject {candidate_id}"):
-            self._recover()
+            self.recover()
             cand = self._decidable(candidate_id, expected_hash, "reject")
             if cand.status not in _UNDECIDED:
                 raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
@@ -309,6 +325,11 @@ class CandidateQueue:
             )
             return TabooEntry(**intent["taboo"])
 
+    def dismiss(self, candidate_id: str, *, why: str) -> None:
+        """Set an open candidate aside without judging its patch: no taboo entry, so the same
+        change may come back (a stale candidate, re-proposed against the current version)."""
+        self._set_aside(candidate_id, "dismiss", why)
+
     def record_evaluation(
         self, candidate_id: str, gate: dict[str, Any], *, passed: bool, why: str
     ) -> TabooEntry | None:
@@ -318,7 +339,7 @@ class CandidateQueue:
         ``pending_approval`` (a person still decides), one that did not is rejected (taboo).
         """
         with self.ws.lock(f"evaluate {candidate_id}"):
-            self._recover()
+            self.recover()
             cand = self._decidable(candidate_id, None, "record an evaluation of")
             if cand.status != "pending_eval":
                 raise SkillsmithError(
@@ -340,6 +361,38 @@ class CandidateQueue:
             )
             return None
 
+    def supersede(self, candidate_id: str, *, by: str, why: str) -> None:
+        """Retire an open candidate because ``by``, a newer candidate of the same skill, carries
+        its idea (online review's reconciler folded it in).
+
+        Like a dismissal nothing goes on the taboo list: the idea lives on in ``by``. Unlike one
+        it is automation's move, not a person's, so :meth:`undo_last` passes it by — the
+        keypress undoes what the person last decided.
+        """
+        newer = self.get(by)
+        if newer.id == candidate_id or newer.skill != self.get(candidate_id).skill:
+            raise SkillsmithError(
+                f"{self.dir / candidate_id}: only another candidate of its skill supersedes it"
+            )
+        self._set_aside(candidate_id, "supersede", why, by=newer.id)
+
+    def _set_aside(self, candidate_id: str, op: str, why: str, **extra: str) -> None:
+        with self.ws.lock(f"{op} {candidate_id}"):
+            self.recover()
+            cand = self.get(candidate_id)
+            if cand.status not in _UNDECIDED:
+                raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
+            self._commit(
+                {
+                    "op": op,
+                    "candidate": cand.id,
+                    "skill": cand.skill,
+                    "from_status": cand.status,
+                    "why": why,
+                    **extra,
+                }
+            )
+
     def undo_last(self) -> str:
         """Revert the newest decision not yet undone; returns a one-line account of it.
 
@@ -349,14 +402,15 @@ class CandidateQueue:
         before the rejection stays), so an undone rejection no longer blocks its patch.
         """
         with self.ws.lock("undo"):
-            self._recover()
+            self.recover()
             rows = self.decisions()
             undone = {d.get("undoes") for d in rows if d.get("action") == "undo"}
             last = next(
                 (
                     d
                     for d in reversed(rows)
-                    if d.get("action") not in ("undo", "evaluate") and d["id"] not in undone
+                    if d.get("action") not in ("undo", "evaluate", "supersede")
+                    and d["id"] not in undone
                 ),
                 None,
             )
@@ -375,10 +429,15 @@ class CandidateQueue:
                         f"'{last['skill']}' moved from {last['version']} to {now} since"
                     )
             self._commit({"op": "undo", "undoes": last, "candidate": last["candidate"]})
-            what = "approval" if last["action"] == "approve" else "rejection"
+            what = {"approve": "approval", "dismiss": "dismissal"}.get(last["action"], "rejection")
             detail = (
-                f"skill '{last['skill']}' back at {last['previous_version']}"
+                f"skill '{last['skill']}' is back in {self.ws.skills_dir.name}/ at "
+                f"{last['previous_version']}"
+                if last.get("operation") == "delete"
+                else f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
+                else f"it is {last['from_status']} again"
+                if last["action"] == "dismiss"
                 else "its taboo entry is removed"
                 if _added_taboo(last)
                 else "its patch was on the taboo list before and stays there"
@@ -403,27 +462,32 @@ class CandidateQueue:
             )
         return cand
 
-    def _commit(self, intent: dict[str, Any]) -> dict[str, Any]:
+    def _commit(self, intent: Intent) -> Intent:
         intent = {**intent, "id": new_id("dec"), "when": utc_now()}
-        journal = self.dir / JOURNAL
-        atomic_write_json(journal, intent)
         try:
-            intent = self._apply(intent, resuming=False)
+            return self._journal.commit(intent, lambda i: self._apply(i, resuming=False))
         except SkillsmithError:
             # A refusal half-way (a hand-edited SKILL.md, a secret the snapshot will not carry)
             # is settled like a crash: finished if the publish happened, else dropped.
             with contextlib.suppress(SkillsmithError):
-                self._recover()
+                self.recover()
             raise
-        journal.unlink()
-        fsync_dir(self.dir)
-        return intent
 
     def _apply(self, intent: dict[str, Any], *, resuming: bool) -> dict[str, Any]:
         """Carry out or finish one decision; each step notices when it already happened."""
         cand = self.get(intent["candidate"])
         store = SkillStore(self.ws, cand.skill)
-        if intent["op"] == "approve":
+        if intent["op"] == "approve" and intent.get("operation") == "delete":
+            if not store.archive_dir.is_dir():
+                if resuming:  # never archived: the queue stays as it was
+                    return intent
+                from engine.core.snapshots import create_snapshot  # tarfile: on archive
+
+                create_snapshot(self.ws, note=f"{cand.skill}: before archiving ({cand.id})")
+                store.archive(why=f"{cand.id}: {cand.summary} ({intent['why']})")
+            intent["version"] = intent["previous_version"]
+            self._set_status(store, cand, intent, ["approved", "published"], intent["why"])
+        elif intent["op"] == "approve":
             version = _published_by(store, intent["id"])
             if version is None:
                 if resuming:  # never published: the queue stays as it was
@@ -464,6 +528,8 @@ class CandidateQueue:
                 create_snapshot(self.ws, note=note)
         elif intent["op"] == "evaluate":
             self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
+        elif intent["op"] in _SET_ASIDE:
+            self._set_status(store, cand, intent, [_SET_ASIDE[intent["op"]]], intent["why"])
         elif intent["op"] == "reject":
             rule, patch = cand.rule_id or "manual", cand.patch_text()
             intent["taboo_added"] = not store.taboo().contains(rule, patch)
@@ -478,7 +544,10 @@ class CandidateQueue:
     def _undo(self, store: SkillStore, cand: Candidate, intent: dict[str, Any]) -> None:
         last = intent["undoes"]
         why = f"undo {last['action']} {last['id']}"
-        if last["action"] == "approve" and store.current() == last["version"]:
+        if last.get("operation") == "delete":
+            if store.archive_dir.is_dir():
+                store.unarchive(why=why)
+        elif last["action"] == "approve" and store.current() == last["version"]:
             store.rollback(last["previous_version"], why=why)
         removed = last["action"] == "reject" and _added_taboo(last)
         if removed:
@@ -509,7 +578,7 @@ class CandidateQueue:
             now = utc_now()
             record["status"] = statuses[-1]
             record["history"] += [{"status": s, "at": now, "why": why} for s in statuses]
-            if statuses[-1] == "rejected":
+            if statuses[-1] in ("rejected", "superseded"):
                 record["reason"] = why
             elif before == "rejected":
                 record["reason"] = None
@@ -545,42 +614,27 @@ class CandidateQueue:
             elif path.is_dir():
                 yield from (p for p in path.iterdir() if is_leftover(p.name))
 
-    def _recover_if_needed(self) -> None:
-        if not (self.dir / JOURNAL).exists() and not any(self._leftovers()):
-            return
-        try:
-            with self.ws.lock("recover queue", wait_s=0):
-                self._recover()
-        except LockError:
-            pass  # the holder is alive and finishes its own decision
-        except SkillsmithError:
-            pass  # still refused (see _commit); reading goes on, the next decision reports it
-
-    def _recover(self) -> None:
-        journal = self.dir / JOURNAL
-        if journal.exists():
-            try:
-                intent = json.loads(journal.read_bytes().decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise FormatError(journal, None, f"expected the pending decision ({exc})") from None
-            self._apply(_checked_intent(journal, intent), resuming=True)
-            journal.unlink()
-            fsync_dir(self.dir)
-        for path in list(self._leftovers()):
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
+    def recover(self) -> None:
+        """Finish a decision a killed process left half-way and drop temp folders of an
+        interrupted submit. Call with the workspace lock held (engine.core.recovery does, once,
+        on opening; each decision does before its own)."""
+        self._journal.replay(lambda intent: self._apply(intent, resuming=True))
+        remove_leftovers(self._leftovers())
 
 
-def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
+_OPS = ("approve", "evaluate", "reject", *_SET_ASIDE, "undo")  # every decision _apply carries out
+
+
+def _checked_intent(journal: Path, intent: Any) -> Intent:
     """A pending decision read back as untrusted input before it is replayed unattended."""
 
     def bad(field: str, expected: str) -> FormatError:
         return FormatError(journal, field, expected + "; remove the file if you did not write it")
 
-    if not isinstance(intent, dict) or intent.get("op") not in ("approve", "reject", "undo"):
-        raise bad("op", "expected approve, reject or undo")
+    if not isinstance(intent, dict) or intent.get("op") not in _OPS:
+        raise bad("op", f"expected one of {', '.join(_OPS)}")
+    if intent.get("operation") not in (None, "update", "create", "delete"):
+        raise bad("operation", "expected update, create or delete")
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
@@ -590,7 +644,7 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
     undoes = intent.get("undoes")
     if intent["op"] == "undo" and not (
         isinstance(undoes, dict)
-        and undoes.get("action") in ("approve", "reject")
+        and undoes.get("action") in ("approve", "reject", "dismiss")
         and undoes.get("candidate") == candidate
     ):
         raise bad("undoes", "expected the decision being undone, of the same candidate")
@@ -599,7 +653,7 @@ def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
 
 def _decided(decision: dict[str, Any]) -> str:
     """The status a decision left its candidate in."""
-    return "published" if decision["action"] == "approve" else "rejected"
+    return {"approve": "published", "dismiss": "dismissed"}.get(decision["action"], "rejected")
 
 
 def _added_taboo(decision: dict[str, Any]) -> bool:

@@ -1,16 +1,18 @@
 """Finishing what a killed process left half-done, once, when a workspace is opened.
 
-Three writers keep intent journals: a restore (``.restore.json``), each skill's store
-(``history/<skill>/.pending.json``) and the queue (``candidates/.pending.json``). Each one rolls its
-own change forward when it is next used, but a restore killed between its two renames of
-``skillsmith.yaml`` leaves no configuration at all, and then no command would get as far as using
-anything. So opening a workspace (``Workspace.at``) replays every journal it finds first; the
-check there is a few ``stat`` calls when nothing is pending.
+Three writers keep intent journals (engine.core.journal): a restore (``.restore.json``), each
+skill's store (``history/<skill>/.pending.json``) and the queue (``candidates/.pending.json``).
+A restore killed between its two renames of ``skillsmith.yaml`` leaves no configuration at all,
+and then no command would get as far as using anything; a store or queue change left half-way
+would be read as it stands. So opening a workspace (``Workspace.at``) replays every journal it
+finds and removes the temp files of writes that never committed, before anything reads; the
+check there is a few directory listings when nothing is pending. Constructors never recover: a
+store or queue opened to be read changes nothing on disk.
 """
 
 from __future__ import annotations
 
-from engine.core.errors import LockError
+from engine.core.errors import FormatError, LockError, SkillsmithError
 from engine.core.queue import CandidateQueue
 from engine.core.snapshots import recover
 from engine.core.store import stores_of
@@ -18,11 +20,14 @@ from engine.core.workspace import CONFIG_NAME, Workspace
 
 
 def recover_workspace(ws: Workspace) -> None:
-    """Replay every journal of ``ws``: the restore first (it brings the configuration back).
+    """Replay every journal of ``ws``: the restore first (it brings the configuration back),
+    then each store, then the queue (whose decisions publish through the stores).
 
     Without a configuration a restore is half-way: wait for the lock like any writer (its holder
     may be that restore, alive). Otherwise a held lock means a live writer that finishes its own
-    change, and opening goes on.
+    change, and opening goes on. A queue decision that is still refused (a secret the snapshot
+    will not carry) stays pending and does not stop the workspace from opening: the next
+    decision reports it. A journal that fails its check stops opening with one line naming it.
     """
     missing = not (ws.root / CONFIG_NAME).is_file()
     try:
@@ -30,9 +35,14 @@ def recover_workspace(ws: Workspace) -> None:
             recover(ws)
             if not (ws.root / CONFIG_NAME).is_file():
                 return  # not a workspace after all; Workspace.at says so
-            for _store in stores_of(ws):
-                pass  # opening a store finishes its interrupted change
-            CandidateQueue(ws)  # and so does opening the queue
+            for store in stores_of(ws):
+                store.recover()
+            try:
+                CandidateQueue(ws).recover()
+            except FormatError:
+                raise
+            except SkillsmithError:
+                pass  # refused again; the decision stays pending for the next one to report
     except LockError:
         if missing:
             raise

@@ -1,10 +1,13 @@
-"""Snapshots of the agent state: ``snapshots/v<version>.tar.gz`` (PenguinHarness "Snapshot 与版本").
+"""Snapshots of the agent state: ``snapshots/v<version>-<UTC time>.tar.gz``.
+
+PenguinHarness "Snapshot 与版本".
 
 The agent state is what an evolution edits — ``skillsmith.yaml``, ``AGENTS.md``, ``skills/`` and
 the version store ``history/`` — and nothing else: never ``vault/`` (secrets), never runs, caches or
 lock files. A snapshot is the unit of "go back to how the agent was at version N", so restore is
 built to be safe against archives from elsewhere: every member is checked before anything is
-touched, the new state is unpacked beside the old one and swapped in item by item under a journal,
+touched, the new state is unpacked beside the old one and swapped in item by item under an intent
+journal (engine.core.journal),
 and the state being replaced is itself snapshotted first so a restore can be undone.
 """
 
@@ -33,14 +36,15 @@ from engine.core.events import utc_now
 from engine.core.fsutil import (
     append_jsonl,
     atomic_open,
-    atomic_write_json,
     atomic_write_text,
     fsync_dir,
     staged_open,
 )
+from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, to_mapping
 from engine.core.secret_scan import find_secrets
 from engine.core.skill import SkillDoc
+from engine.core.store import stores_of
 from engine.core.vault import secret_values
 from engine.core.workspace import CONFIG_NAME, INTENT_JOURNAL, LOCK_NAME, RESTORE_JOURNAL, Workspace
 
@@ -64,7 +68,10 @@ _EXTENSION_HEADERS = (
 _INTERNAL_NAMES = {INTENT_JOURNAL, RESTORE_JOURNAL, LOCK_NAME, ".pending_round.json"}
 # Agent settings that change nothing about which command runs or what it may see.
 _HARMLESS_AGENT_KEYS = {"model", "timeout_s", "max_output_bytes", "max_turns", "noise"}
-_NAME = re.compile(r"^v(\d+)(?:-(\d+))?\.tar\.gz$")
+# v<workspace version>-<UTC time of the state>[-n].tar.gz; the older v<N>[-n] names still list
+_NAME = re.compile(r"^v(\d+)(?:-(\d{8}T\d{6}Z))?(?:-(\d+))?\.tar\.gz$")
+_SUFFIX = ".tar.gz"
+_ISO_SECONDS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 _POINTER = re.compile(r"^history/[^/]+/(branches/[^/]+/)?current$")
 _POINTER_TARGET = re.compile(r"^v\d+$")
 _STAGE = re.compile(r"\.tmp-restore-[0-9a-f]{8}")
@@ -76,6 +83,20 @@ _COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
 
 # Workspaces this process is restoring right now: their temp folders are live, not leftovers.
 _busy: set[Path] = set()
+
+
+class AmbiguousSnapshot(SkillsmithError):
+    """``restore vK`` when several snapshots hold version K: which one is for the person to say."""
+
+    def __init__(self, folder: Path, asked: str, matches: list[SnapshotInfo]) -> None:
+        self.matches = matches
+        names = "; ".join(
+            f"{snapshot_name(s.path)}" + (f" ({s.note})" if s.note else "") for s in matches
+        )
+        super().__init__(
+            f"{folder}: {len(matches)} snapshots hold {asked}: {names}; "
+            f"name one (skillsmith restore {snapshot_name(matches[-1].path)})"
+        )
 
 
 @dataclass(frozen=True)
@@ -98,12 +119,12 @@ class _Archive:
 
 # -- writing ---------------------------------------------------------------------------------------
 def create_snapshot(ws: Workspace, note: str = "") -> Path:
-    """Write the agent state to ``snapshots/v<version>.tar.gz`` (``v<version>-<n>`` if taken)."""
-    from engine.core.store import stores_of
-
+    """Write the agent state to ``snapshots/v<version>-<UTC time>.tar.gz``."""
     with ws.lock("snapshot"):
         recover(ws)
-        stores = list(stores_of(ws))  # opening a store finishes its interrupted change first
+        stores = list(stores_of(ws))
+        for store in stores:  # an archive never holds a change half-way
+            store.recover()
         dest, version = _write_snapshot(ws, note)
         for store in stores:
             store.record("snapshot", file=f"snapshots/{dest.name}", version=version, note=note)
@@ -112,10 +133,11 @@ def create_snapshot(ws: Workspace, note: str = "") -> Path:
 
 def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
     cfg = ws.load_config()
-    dest = _free_name(ws, cfg.version)
+    created_at = utc_now()
+    dest = _free_name(ws, cfg.version, created_at)
     known = secret_values(ws)
     manifest = json.dumps(
-        {"format": 1, "version": cfg.version, "created_at": utc_now(), "note": note},
+        {"format": 1, "version": cfg.version, "created_at": created_at, "note": note},
         ensure_ascii=False,
     ).encode("utf-8")
     with (
@@ -141,7 +163,6 @@ def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
 
 def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
     """Archive name and path of every piece of agent state, in a stable sorted order."""
-    from engine.core.store import is_leftover
 
     def walk(path: Path, arcname: str) -> Iterator[tuple[str, Path]]:
         if path.is_symlink():
@@ -200,20 +221,29 @@ def _refuse_secrets(path: Path, data: bytes, known: list[str]) -> None:
         )
 
 
-def _free_name(ws: Workspace, version: int) -> Path:
+def _free_name(ws: Workspace, version: int, created_at: str) -> Path:
+    """A name that says what the file holds: the workspace version and when the state was taken
+    (several snapshots of one version are the rule: every approval takes one)."""
     ws.snapshots_dir.mkdir(exist_ok=True)
-    dest = ws.snapshots_dir / f"v{version}.tar.gz"
+    stamp = re.sub(r"[-:]", "", created_at) if re.fullmatch(_ISO_SECONDS, created_at) else ""
+    stem = f"v{version}-{stamp}" if stamp else f"v{version}"
+    dest = ws.snapshots_dir / f"{stem}{_SUFFIX}"
     n = 2
     while dest.exists():
-        dest = ws.snapshots_dir / f"v{version}-{n}.tar.gz"
+        dest = ws.snapshots_dir / f"{stem}-{n}{_SUFFIX}"
         n += 1
     return dest
+
+
+def snapshot_name(path: Path) -> str:
+    """What a person types to restore it: the file name without ``.tar.gz``."""
+    return path.name.removesuffix(_SUFFIX)
 
 
 # -- listing ---------------------------------------------------------------------------------------
 def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
     """Snapshots oldest version first; a damaged file is still listed (restore will refuse it)."""
-    found: list[tuple[int, int, SnapshotInfo]] = []
+    found: list[tuple[int, str, int, SnapshotInfo]] = []
     if not ws.snapshots_dir.is_dir():
         return []
     for path in ws.snapshots_dir.iterdir():
@@ -229,8 +259,8 @@ def list_snapshots(ws: Workspace) -> list[SnapshotInfo]:
             created_at=str(manifest.get("created_at", "")),
             note=str(manifest.get("note", "")),
         )
-        found.append((info.version, int(match.group(2) or 1), info))
-    return [info for _, _, info in sorted(found, key=lambda t: (t[0], t[1]))]
+        found.append((info.version, info.created_at, int(match.group(3) or 1), info))
+    return [info for *_, info in sorted(found, key=lambda t: t[:3])]
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -407,8 +437,6 @@ def _check_name_length(name: str, refuse: Callable[[str, str], _Refused]) -> Non
 def _is_internal(basename: str) -> bool:
     """Journals, locks and temp files belong to the workspace that wrote them, never to an archive:
     a planted journal would be replayed by the next command."""
-    from engine.core.store import is_leftover
-
     return basename in _INTERNAL_NAMES or is_leftover(basename)
 
 
@@ -508,11 +536,11 @@ def restore(
             except BaseException:
                 shutil.rmtree(stage, ignore_errors=True)
                 raise
-            atomic_write_json(
-                ws.root / RESTORE_JOURNAL,
+            _journal(ws).commit(
                 {"stage": stage.name, "items": items, "source": str(path)},
+                lambda _intent: _swap(ws, stage, items),
             )
-            _swap(ws, stage, items)
+            shutil.rmtree(stage)
         finally:
             _busy.discard(ws.root)
         append_jsonl(
@@ -532,13 +560,18 @@ def _resolve_source(ws: Workspace, source: str | Path) -> Path:
     text = str(source)
     if len(text) > MAX_PATH_CHARS:
         raise SkillsmithError(f"{_clip(text)}: no such snapshot file (the path is too long)")
+    named = ws.snapshots_dir / (text if text.endswith(_SUFFIX) else text + _SUFFIX)
+    if "/" not in text and _NAME.match(named.name) and named.is_file() and not Path(text).exists():
+        return named
     if re.fullmatch(r"v\d+", text) and not Path(text).exists():
         wanted = int(text[1:])
         matches = [s for s in list_snapshots(ws) if s.version == wanted]
         if not matches:
             have = ", ".join(sorted({f"v{s.version}" for s in list_snapshots(ws)})) or "none"
             raise SkillsmithError(f"{ws.snapshots_dir}: no snapshot of {text} (have: {have})")
-        return matches[-1].path
+        if len(matches) > 1:
+            raise AmbiguousSnapshot(ws.snapshots_dir, text, matches)
+        return matches[0].path
     path = Path(source).expanduser().resolve()
     if not path.is_file():
         raise SkillsmithError(f"{path}: no such snapshot file")
@@ -597,9 +630,6 @@ def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:
         if waiting:
             os.rename(src, live)
     fsync_dir(ws.root)
-    (ws.root / RESTORE_JOURNAL).unlink()
-    fsync_dir(ws.root)
-    shutil.rmtree(stage)
 
 
 # -- import ----------------------------------------------------------------------------------------
@@ -613,7 +643,7 @@ def import_snapshot(ws: Workspace, path: Path) -> Path:
     with ws.lock("import snapshot"):
         recover(ws)
         archive = _inspect(path, *_caps(ws))
-        dest = _free_name(ws, archive.version)
+        dest = _free_name(ws, archive.version, str(_read_manifest(path).get("created_at", "")))
         with path.open("rb") as src, atomic_open(dest) as out:
             shutil.copyfileobj(src, out, 1024 * 1024)
         return dest
@@ -637,13 +667,6 @@ def _leftovers(ws: Workspace) -> Iterator[Path]:
         )
 
 
-def needs_recovery(ws: Workspace) -> bool:
-    """Cheap check whether a crashed snapshot or restore left something to finish or remove."""
-    if ws.root in _busy:
-        return False
-    return (ws.root / RESTORE_JOURNAL).exists() or any(_leftovers(ws))
-
-
 def recover(ws: Workspace) -> None:
     """Finish a restore whose swap had begun; drop the temp files of anything that had not.
 
@@ -651,33 +674,34 @@ def recover(ws: Workspace) -> None:
     """
     if ws.root in _busy:
         return
-    journal = ws.root / RESTORE_JOURNAL
-    if journal.exists():
-        stage, items = _read_journal(ws, journal)
-        if stage.is_dir():
-            _swap(ws, stage, items)
-        else:
-            journal.unlink()
-    for path in list(_leftovers(ws)):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+    _journal(ws).replay(lambda intent: _resume(ws, intent))
+    remove_leftovers(_leftovers(ws))
 
 
-def _read_journal(ws: Workspace, journal: Path) -> tuple[Path, list[str]]:
-    """The restore journal's stage and items, checked before anything is moved by them: the
-    stage must be one of our own temp folders at the top and the items agent-state names."""
-    try:
-        intent = json.loads(journal.read_bytes())
-        stage, items = intent["stage"], intent["items"]
-    except (ValueError, KeyError, TypeError):
-        raise FormatError(journal, "stage", "expected the restore journal's fields") from None
+def _journal(ws: Workspace) -> Journal:
+    return Journal(ws.root / RESTORE_JOURNAL, _checked_intent)
+
+
+def _resume(ws: Workspace, intent: Intent) -> None:
+    """Swap in the rest of a restore killed mid-swap; one killed before it has no stage left to
+    swap and is dropped (its temp files with it)."""
+    stage = ws.root / intent["stage"]
+    if stage.is_dir():
+        _swap(ws, stage, intent["items"])
+
+
+def _checked_intent(journal: Path, intent: Any) -> Intent:
+    """The restore journal, checked before anything is moved by it: the stage must be one of our
+    own temp folders at the top and the items agent-state names."""
+
+    def bad(field: str, expected: str) -> FormatError:
+        return FormatError(journal, field, expected + "; remove the file if you did not write it")
+
+    if not isinstance(intent, dict):
+        raise bad("stage", "expected the restore journal's fields")
+    stage, items = intent.get("stage"), intent.get("items")
     if not isinstance(stage, str) or not _STAGE.fullmatch(stage):
-        raise FormatError(
-            journal, "stage", "expected a .tmp-restore-<hex> folder at the top of the workspace"
-        )
+        raise bad("stage", "expected a .tmp-restore-<hex> folder at the top of the workspace")
     if not isinstance(items, list) or not all(i in STATE_ITEMS for i in items):
-        raise FormatError(journal, "items", f"expected names among {', '.join(STATE_ITEMS)}")
-    return ws.root / stage, [str(i) for i in items]
+        raise bad("items", f"expected names among {', '.join(STATE_ITEMS)}")
+    return intent

@@ -12,8 +12,8 @@ the skill's taboo list, audit and timeline, so a lesson learnt on an experiment 
 line too.
 
 Crash safety: a multi-file change (new version folder, pointer, active SKILL.md, workspace
-version, log lines) is first written down as an intent in ``.pending.json``; each step is
-idempotent, so whoever opens the store next rolls an interrupted change forward. A crash therefore
+version, log lines) goes through the intent journal ``.pending.json`` (engine.core.journal); each
+step is idempotent, so opening the workspace rolls an interrupted change forward. A crash therefore
 leaves the old state (intent not yet written) or, after recovery, the new one — never a mix.
 """
 
@@ -23,13 +23,12 @@ import json
 import os
 import re
 import secrets
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.core.errors import FormatError, LockError, SkillsmithError
+from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import utc_now
 from engine.core.fsutil import (
     append_jsonl,
@@ -38,6 +37,7 @@ from engine.core.fsutil import (
     fsync_dir,
     read_jsonl,
 )
+from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.skill import SKILL_FILE
 from engine.core.skill_folder import (
     Resource,
@@ -48,9 +48,8 @@ from engine.core.skill_folder import (
     read_resources,
     write_resources,
 )
-from engine.core.snapshots import needs_recovery, recover
 from engine.core.taboo import TabooEntry, TabooList, diff_hash, read_taboo, taboo_records
-from engine.core.workspace import INTENT_JOURNAL, Workspace
+from engine.core.workspace import INTENT_JOURNAL, RESTORE_JOURNAL, Workspace
 
 __all__ = [
     "SkillStore",
@@ -59,13 +58,13 @@ __all__ = [
     "VersionInfo",
     "check_name",
     "diff_hash",
-    "is_leftover",
     "stores_of",
     "unified_diff",
 ]
 
 VERSION_FILES = ("SKILL.md", "metrics.json", "gate_verdict.json", "patch.diff", "provenance.json")
 RESOURCES_DIR = "files"  # vN/files/: the skill folder's other files, paths kept
+ARCHIVE_DIR = "archived"  # history/<name>/archived/: the live folder of an archived skill
 JOURNAL = INTENT_JOURNAL
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _VERSION = re.compile(r"^v(\d+)$")
@@ -115,20 +114,6 @@ def _read_json(path: Path) -> Any:
         raise FormatError(path, None, f"expected JSON ({exc})") from None
 
 
-def is_leftover(name: str) -> bool:
-    """Temporary names this store and fsutil create; anything else belongs to someone."""
-    return name.startswith((".tmp-", ".current.")) or (
-        name.startswith(".") and name.endswith(".tmp")
-    )
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
 class SkillStore:
     """Versions, pointer, audit, timeline and taboo list of one skill (optionally one branch)."""
 
@@ -142,7 +127,7 @@ class SkillStore:
             raise SkillsmithError(
                 f"{self.dir}: skill '{name}' has no branch '{branch}' (fork it first)"
             )
-        self._recover_if_needed()
+        self._journal = Journal(self.root / JOURNAL, _checked_intent)
 
     # -- paths -------------------------------------------------------------------------------------
     @property
@@ -258,7 +243,7 @@ class SkillStore:
         if found is not None or self.branch is not None:
             return found
         with self.ws.lock(f"adopt {self.name}"):
-            self._recover()
+            self._settle()
             found = self.current()
             if found is not None or not self.skill_file.is_file():
                 return found
@@ -294,7 +279,7 @@ class SkillStore:
         active agent state alone. Returns the new "vN".
         """
         with self.ws.lock(f"publish {self.name}"):
-            self._recover()
+            self._settle()
             parent = self.ensure_adopted()
             old = self.read(parent) if parent is not None else ""
             old_files = self._known_resources(parent)
@@ -316,10 +301,56 @@ class SkillStore:
                 bump=self.branch is None,
             )
 
+    @property
+    def archive_dir(self) -> Path:
+        return self.root / ARCHIVE_DIR
+
+    def archive(self, *, why: str) -> str:
+        """Move the live skill folder into the store; returns the version it was at.
+
+        The skill leaves the agent state (nothing evaluates or loads it) but nothing is deleted:
+        its versions stay, and :meth:`unarchive` moves the very folder back. A hand edit of the
+        folder is refused first, as for a publish, so the folder is exactly that version.
+        """
+        with self.ws.lock(f"archive {self.name}"):
+            self._settle()
+            cur = self.archivable()
+            version = self.ws.load_config().version + 1
+            self._commit({"op": "archive", "to": cur, "why": why, "workspace_version": version})
+            return cur
+
+    def archivable(self) -> str:
+        """Refuse what would stop :meth:`archive` (checked before a snapshot is spent on it);
+        returns the version the skill is at."""
+        if self.branch is not None:
+            raise SkillsmithError(f"{self.dir}: a branch is not archived; archive the skill")
+        cur = self.ensure_adopted()
+        if cur is None or not self.skill_file.is_file():
+            raise SkillsmithError(f"{self.skill_file.parent}: no such skill to archive")
+        if self.archive_dir.exists():
+            raise SkillsmithError(f"{self.archive_dir}: skill '{self.name}' is archived")
+        self._refuse_drift(cur, None, None)
+        return cur
+
+    def unarchive(self, *, why: str) -> str:
+        """Move an archived skill's folder back to ``skills/<name>/``; returns its version."""
+        with self.ws.lock(f"unarchive {self.name}"):
+            self._settle()
+            cur = self.current()
+            if cur is None or not self.archive_dir.is_dir():
+                raise SkillsmithError(f"{self.archive_dir}: skill '{self.name}' is not archived")
+            if self.skill_file.parent.exists():
+                raise SkillsmithError(
+                    f"{self.skill_file.parent}: is in the way of the archived skill; move it first"
+                )
+            version = self.ws.load_config().version + 1
+            self._commit({"op": "unarchive", "to": cur, "why": why, "workspace_version": version})
+            return cur
+
     def rollback(self, version: str, *, why: str) -> None:
         """Point ``current`` back at an earlier (or any existing) version; nothing is deleted."""
         with self.ws.lock(f"rollback {self.name}"):
-            self._recover()
+            self._settle()
             cur = self.ensure_adopted()
             self.read(version)
             if version == cur:
@@ -333,7 +364,7 @@ class SkillStore:
         """Start ``branches/<branch>/`` at the current version; it shares this skill's taboo."""
         check_name("branch", branch)
         with self.ws.lock(f"fork {self.name}"):
-            self._recover()
+            self._settle()
             base = self.ensure_adopted()
             if base is None:
                 raise SkillsmithError(f"{self.skill_file}: no such skill to fork")
@@ -448,7 +479,7 @@ class SkillStore:
 
     def _append_taboo(self, entry: TabooEntry) -> TabooEntry:
         with self.ws.lock(f"taboo {self.name}"):
-            self._recover()
+            self._settle()
             for known in read_taboo(self.taboo_path):
                 if known.rule_id == entry.rule_id and known.diff_hash == entry.diff_hash:
                     return known
@@ -465,7 +496,7 @@ class SkillStore:
         """Take back one taboo entry: only an undone rejection does, so the list holds exactly
         the rejections that still stand (an undone one must not block its patch)."""
         with self.ws.lock(f"taboo {self.name}"):
-            self._recover()
+            self._settle()
             if entry not in read_taboo(self.taboo_path):
                 return
             self._commit(
@@ -477,13 +508,10 @@ class SkillStore:
                 }
             )
 
-    def _commit(self, intent: dict[str, Any]) -> None:
-        intent = {**intent, "op_id": secrets.token_hex(8), "when": utc_now()}
-        journal = self.root / JOURNAL
-        atomic_write_json(journal, intent)
-        self._apply(intent)
-        journal.unlink()
-        fsync_dir(self.root)
+    def _commit(self, intent: Intent) -> None:
+        self._journal.commit(
+            {**intent, "op_id": secrets.token_hex(8), "when": utc_now()}, self._apply
+        )
 
     def _apply(self, intent: dict[str, Any]) -> None:
         """Carry out (or finish) one intent; every step can safely run twice."""
@@ -495,15 +523,24 @@ class SkillStore:
             if not target.exists():
                 os.rename(self.root / intent["stage"], target)
                 fsync_dir(target.parent)
+        live = self.skill_file.parent
+        moves = {"archive": (live, self.archive_dir), "unarchive": (self.archive_dir, live)}
+        if op in moves:
+            frm, to = moves[op]
+            if frm.is_dir() and not to.exists():  # one rename, so a replay finds it done
+                to.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(frm, to)
+                fsync_dir(frm.parent)
+                fsync_dir(to.parent)
+        if "workspace_version" in intent:
+            cfg = self.ws.load_config()
+            if cfg.version < intent["workspace_version"]:
+                cfg.version = intent["workspace_version"]
+                self.ws.save_config(cfg)
         if op in ("publish", "rollback", "fork"):
             self._set_pointer(vdir, intent["to"])
             if branch is None:
                 self._mirror(vdir / intent["to"])
-            if "workspace_version" in intent:
-                cfg = self.ws.load_config()
-                if cfg.version < intent["workspace_version"]:
-                    cfg.version = intent["workspace_version"]
-                    self.ws.save_config(cfg)
             audit = {
                 k: intent.get(k) for k in ("when", "from", "to", "why", "branch", "op", "op_id")
             }
@@ -564,40 +601,43 @@ class SkillStore:
             if d.is_dir():
                 yield from (p for p in d.iterdir() if is_leftover(p.name))
 
-    def _recover_if_needed(self) -> None:
-        quiet = not (self.root / JOURNAL).exists() and not any(self._leftovers())
-        if quiet and not needs_recovery(self.ws):
-            return
-        try:
-            with self.ws.lock(f"recover {self.name}", wait_s=0):
-                self._recover()
-        except LockError:
-            pass  # the holder is alive and finishes its own work; the next writer recovers
+    def _settle(self) -> None:
+        """Before a write, under the lock: finish what a writer killed since this workspace was
+        opened left here. A restore cut short swaps the whole agent state, which only opening the
+        workspace finishes; writing into the half-swapped state would mix the two."""
+        restore = self.ws.root / RESTORE_JOURNAL
+        if restore.exists():
+            raise SkillsmithError(
+                f"{restore}: a restore was interrupted; run any skillsmith command on this "
+                "workspace to finish it, then try again"
+            )
+        self.recover()
 
-    def _recover(self) -> None:
-        """Finish an interrupted change and drop the temp files of one that never committed."""
-        recover(self.ws)
-        journal = self.root / JOURNAL
-        if journal.exists():
-            intent = _checked_intent(journal, _read_json(journal))
-            staged = "stage" not in intent or (self.root / intent["target"]).exists()
-            if staged or (self.root / intent["stage"]).exists():
-                self._apply(intent)
-            journal.unlink()
-            fsync_dir(self.root)
-        for path in list(self._leftovers()):
-            _remove(path)
+    def recover(self) -> None:
+        """Finish an interrupted change and drop the temp files of one that never committed.
+
+        Call with the workspace lock held (engine.core.recovery does, once, on opening).
+        """
+        self._journal.replay(self._resume)
+        remove_leftovers(self._leftovers())
+
+    def _resume(self, intent: Intent) -> None:
+        """Roll a journalled change forward; a publish whose stage is gone and whose target never
+        appeared died before its stage was complete, and is dropped."""
+        staged = "stage" not in intent or (self.root / intent["target"]).exists()
+        if staged or (self.root / intent["stage"]).exists():
+            self._apply(intent)
 
 
 _STAGE = re.compile(
     r"(?:branches/[A-Za-z0-9][A-Za-z0-9._-]{0,127}/)?\.tmp-publish-[0-9a-f]{8}"
     r"|branches/\.tmp-fork-[0-9a-f]{8}"
 )
-_OPS = ("publish", "rollback", "fork", "taboo_append", "taboo_remove")
+_OPS = ("publish", "rollback", "fork", "taboo_append", "taboo_remove", "archive", "unarchive")
 _TABOO_OPS = ("taboo_append", "taboo_remove")
 
 
-def _checked_intent(journal: Path, intent: Any) -> dict[str, Any]:
+def _checked_intent(journal: Path, intent: Any) -> Intent:
     """Refuse a journal whose fields would move anything outside this skill's history folder.
 
     The journal is replayed without a person looking, so it is read like untrusted input: a

@@ -24,11 +24,12 @@ from pathlib import Path
 from engine.core.config import Config, LimitsConfig, PathsConfig, check_config
 from engine.core.errors import LockError, SkillsmithError
 from engine.core.fsutil import atomic_write_text
+from engine.core.journal import is_leftover
 from engine.core.schema import from_mapping, load_yaml, to_mapping
 
 CONFIG_NAME = "skillsmith.yaml"
 LOCK_NAME = ".skillsmith.lock"
-# The intent journals (engine.core.recovery): a restore's at the top; the queue's and each store's.
+# The intent journals (engine.core.journal): a restore's at the top; the queue's and each store's.
 RESTORE_JOURNAL = ".restore.json"
 INTENT_JOURNAL = ".pending.json"
 LAYOUT_DIRS = (
@@ -115,7 +116,9 @@ class Workspace:
         """Open an existing workspace (it must hold a skillsmith.yaml)."""
         try:
             path = Path(root).expanduser().resolve()
-            if _has_pending_journal(path):  # a killed change is finished before anything reads
+            # a killed change is finished before anything reads (not by a thread mid-write:
+            # its own stage would look like a dead writer's)
+            if _needs_recovery(path) and not _held.get((path, threading.get_ident())):
                 from engine.core.recovery import recover_workspace
 
                 recover_workspace(cls(path))
@@ -322,12 +325,25 @@ class Workspace:
         )
 
 
-def _has_pending_journal(root: Path) -> bool:
-    """Whether an interrupted change waits in ``root``: a few stats, no file read, no import."""
+def _needs_recovery(root: Path) -> bool:
+    """Whether a killed writer left a journal or temp files: a handful of directory listings (the
+    top, candidates/, snapshots/, each skill's history), no file read, no import."""
     if (root / RESTORE_JOURNAL).exists() or (root / "candidates" / INTENT_JOURNAL).exists():
         return True
+    folders = [root, root / "candidates", root / "snapshots"]
     history = root / "history"
-    return history.is_dir() and any((p / INTENT_JOURNAL).exists() for p in history.iterdir())
+    if history.is_dir():
+        skills = [p for p in history.iterdir() if p.is_dir()]
+        folders += [*skills, *(p / "branches" for p in skills)]
+    return any(_holds_leftovers(folder) for folder in folders)
+
+
+def _holds_leftovers(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(e.name == INTENT_JOURNAL or is_leftover(e.name) for e in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
 
 
 def _read_holder(lock_path: Path) -> str:

@@ -65,6 +65,7 @@ from engine.evaluation.agents import (
     scratch_root,
     sweep_rooms,
 )
+from engine.evaluation.executors import Executor, configured_executor
 from engine.evaluation.failfast import FIRST_UNITS, AgentBroken, FirstUnits, preflight
 from engine.evaluation.grading import JudgeModel, grade
 from engine.evaluation.metrics import Metrics, metrics
@@ -304,6 +305,7 @@ def _run_unit(
     root: Path,
     judge: JudgeModel | None,
     should_stop: Callable[[], bool],
+    executor: Executor,
 ) -> _Done | None:
     """Run and grade one unit; None when it was cancelled before it could finish."""
     if should_stop():
@@ -320,7 +322,7 @@ def _run_unit(
     room = build_room(spec, root)
     try:
         seed = unit_seed(plan.seed, unit.case_id, unit.run_index)
-        outcome = plan.agent.run(room, prompt, should_stop, run_index=unit.run_index, seed=seed)
+        outcome = executor.run(plan.agent, room, prompt, should_stop, unit.run_index, seed)
         if outcome.cancelled:
             return None
         row = _row(plan, case, unit, run_id, outcome) | {"seed": seed}
@@ -401,6 +403,7 @@ def run_evaluation(
     judge: JudgeModel | None = None,
     scoreboard: bool = True,
     seed: int | None = None,
+    executor: Executor | None = None,
 ) -> RunResult:
     """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
 
@@ -413,6 +416,8 @@ def run_evaluation(
     ``judge`` grades llm_judge checks instead of the configured judge; ``scoreboard=False``
     leaves the scoreboard record to the caller (a Builder or Optimizer session writes its own).
     ``seed`` fixes the evaluation's seed (default: a fresh one, or the resumed run's own).
+    ``executor`` runs the agents (default: the command line's ``--executor``, else the one
+    ``executor:`` in skillsmith.yaml names).
     """
     if cancel is not None:
         cancel.check()
@@ -459,8 +464,9 @@ def run_evaluation(
     plan = dataclasses.replace(plan, seed=fresh_seed() if seed is None else seed)
     judge = judge if judge is not None else _judge(ws, cfg, plan)
     preflight(agent)  # an unreachable model is refused before any run folder exists
+    executor = executor if executor is not None else configured_executor(cfg)
     with folder.claim():
-        return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard)
+        return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard, executor)
 
 
 def _seed_of(folder: RunFolder) -> int:
@@ -489,7 +495,8 @@ def _evaluate(
     judge: JudgeModel | None,
     reporter: Reporter,
     cancel: CancelToken | None,
-    scoreboard: bool = True,
+    scoreboard: bool,
+    executor: Executor,
 ) -> RunResult:
     units = plan.units()
     resumed = folder.exists()
@@ -498,6 +505,7 @@ def _evaluate(
         folder.repair_torn_tail()
         latest = folder.latest_rows()  # a malformed row refuses the run before anything is written
         manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
+        manifest["executor"] = executor.describe()  # where the agents of this (re)start ran
         if resumed:
             old = folder.read_manifest()
             manifest["started_at"] = old.get("started_at", manifest["started_at"])
@@ -533,7 +541,9 @@ def _evaluate(
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:
             futures: list[Future[_Done | None]] = [
-                pool.submit(_run_unit, plan, unit, folder.run_id, root, judge, should_stop)
+                pool.submit(
+                    _run_unit, plan, unit, folder.run_id, root, judge, should_stop, executor
+                )
                 for unit in todo
             ]
             try:

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.errors import SkillsmithError
+from engine.core.journal import is_leftover
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.runs import SESSIONS, RunFolder, UnitKey
 from engine.core.scoreboard import RecordHead
-from engine.core.store import SkillStore, is_leftover
+from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 
 

@@ -5,7 +5,8 @@ Modes: ``answer`` (default: look for ``eval(`` in code.txt, answer with a verdic
 (same, but write the answer to answer.txt), ``sleep <s>`` (answer after sleeping), ``crash``,
 ``flaky`` (crash until $SKILLSMITH_TEST_COUNT_DIR/fixed exists), ``garbage``, ``flood``, ``empty``,
 ``hang`` (fork a grandchild that ignores SIGTERM, report its pid
-on stderr, then hang). Every launch appends one line to $SKILLSMITH_TEST_COUNT_DIR/launches.
+on stderr, then hang), ``kill-worker`` (SIGKILL the Ray worker process it runs under).
+Every launch appends one line to $SKILLSMITH_TEST_COUNT_DIR/launches.
 """
 
 from __future__ import annotations
@@ -47,6 +48,23 @@ def hang() -> None:
         time.sleep(1)
 
 
+def kill_ray_worker() -> int:
+    """Walk up the process tree to the Ray worker (its title starts ``ray::``) and kill it."""
+    pid = os.getppid()
+    while pid > 1:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        if cmdline.startswith(b"ray::"):
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(30)
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    sys.stderr.write("no Ray worker above this process\n")
+    return 4
+
+
 def main() -> int:
     count_launch()
     mode_file = Path("mode.txt")
@@ -67,6 +85,8 @@ def main() -> int:
         return 0
     if mode == "hang":
         hang()
+    if mode == "kill-worker":
+        return kill_ray_worker()
     if mode.startswith("sleep"):
         time.sleep(float(mode.split()[1]))
     emit({"type": "user", "content": prompt})

@@ -1,10 +1,14 @@
 """One online-learning job: a session file's new lines → policy → reviewer → reconciler → gates.
 
 The order is the article's: the review policy decides whether the new segment is worth a look,
-the reviewer extracts a method, the reconciler folds obvious variants into updates, and the
-candidate gates (``engine.evaluation.gates.candidate``) decide what becomes of each change — every
-one lands
-in the queue with source ``review``, never written straight into ``skills/``.
+the reviewer extracts a method, the reconciler folds obvious variants into updates and each change
+into the open review candidate of the same skill and section, and the candidate gates (through the
+one door, ``engine.evaluation.gates.submission``) decide what becomes of each change — every one
+lands in the queue with source ``review``, never written straight into ``skills/``. A candidate
+that absorbed older ones supersedes them once it is queued (a gate-rejected one supersedes
+nothing), so the queue holds one open candidate per skill and intent. Folding and submitting run
+under one lock per learner: two sessions reviewed at once must not both absorb the same
+candidate.
 
 When the cursor moves is the contract that makes "each segment once" true without losing any:
 
@@ -28,14 +32,15 @@ from typing import Any, Literal
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import SessionLog
 from engine.core.fsutil import read_jsonl
+from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import Outcome, OutcomeStatus
 from engine.evaluation.gates.submission import submit_candidate
 from engine.loops.online.cursor import CursorStore
-from engine.loops.online.library import ExistingSkill, existing_skills
+from engine.loops.online.library import ExistingSkill, existing_skills, open_ideas
 from engine.loops.online.policy import ReviewPolicy, scan
-from engine.loops.online.reconciler import Change, reconcile
+from engine.loops.online.reconciler import Change, fold, reconcile
 from engine.loops.online.reviewer import Reviewer, ReviewRequest, make_reviewer
 from engine.loops.online.spec import render_new, render_update
 from engine.loops.online.transcript import NotATranscript, Transcript, read_transcript
@@ -123,6 +128,7 @@ class OnlineLearner:
         self.log = log
         self._locks: dict[Path, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._queueing = threading.Lock()
 
     def _lock(self, path: Path) -> threading.Lock:
         with self._guard:
@@ -178,8 +184,15 @@ class OnlineLearner:
         changes, events = reconcile(decision, existing)
         result.events += [e.to_dict() for e in events]
         texts = {s.folder: s for s in existing}
-        for change in changes:
-            result.candidates.append(self._submit(change, texts, request, outcome))
+        with self._queueing:
+            try:
+                changes, events = fold(changes, open_ideas(self.ws), existing)
+            except SkillsmithError as exc:
+                result.status, result.reason = "error", str(exc)
+                return result
+            result.events += [e.to_dict() for e in events]
+            for change in changes:
+                result.candidates.append(self._submit(change, texts, request, outcome))
         result.status = "reviewed"
         result.reason = f"{why}; {len(changes)} change(s) proposed"
         return self._advance(result, transcript)
@@ -211,6 +224,8 @@ class OnlineLearner:
             summary = f"review: {verb} {change.skill} from {where}"
             if change.proposed_as:
                 summary += f" (proposed as {change.proposed_as!r})"
+            if change.supersedes:
+                summary += f" (supersedes {', '.join(change.supersedes)})"
             cand, decision = submit_candidate(
                 self.ws,
                 change.skill,
@@ -222,10 +237,12 @@ class OnlineLearner:
                 outcome=outcome,
                 provenance={
                     "session": request.source,
+                    "sessions": list(dict.fromkeys((*change.sessions, request.source))),
                     "lines": [request.first_line, request.last_line],
                     "reviewer": self.reviewer.name,
                     "reason": change.reason,
                     "proposed_as": change.proposed_as,
+                    "supersedes": list(change.supersedes),
                 },
             )
         except SkillsmithError as exc:
@@ -236,7 +253,20 @@ class OnlineLearner:
             "status": cand.status,
             "reason": decision.reason,
             "proposed_as": change.proposed_as,
+            "superseded": self._supersede(change, cand.id) if cand.status != "rejected" else [],
         }
+
+    def _supersede(self, change: Change, by: str) -> list[str]:
+        """Retire the candidates ``by`` absorbed; one decided meanwhile (by a person) stays."""
+        queue = CandidateQueue(self.ws)
+        done: list[str] = []
+        for old in change.supersedes:
+            try:
+                queue.supersede(old, by=by, why=f"superseded by {by}: same skill and section")
+            except SkillsmithError:
+                continue
+            done.append(old)
+        return done
 
     def _emit(self, result: ReviewResult) -> None:
         if self.log is None:

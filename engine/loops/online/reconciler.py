@@ -18,19 +18,28 @@ is dropped; if it deletes the parent, the create stays (delete-then-create is de
 second create rewritten onto the same parent is dropped. Updates and deletions must name an
 existing skill, and pinned skills are never written by automation. Every rewrite, drop and skip is
 returned as an event for the session log.
+
+Then :func:`fold` compares the changes with the review candidates still open in the queue, so the
+queue holds one candidate per skill and intent: a change of the same skill and section as an open
+candidate (a create: of the same new skill, by the rules above) absorbs it — the older one's
+pitfalls and the sections only it changed are carried over — and the older candidate is
+superseded once the new one is queued. Without this, each session with the same correction, or
+one per audited file, queued its own copy of one idea.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from engine.core.skill import SkillDoc
 from engine.evaluation.gates.candidate import canonical_name, count_sibling_of
 from engine.evaluation.traces import normalise
-from engine.loops.online.library import ExistingSkill
-from engine.loops.online.spec import ReviewDecision, SkillSpec
+from engine.loops.online.library import ALL_SECTIONS, ExistingSkill, QueuedIdea
+from engine.loops.online.spec import ReviewDecision, SkillSpec, changed_sections, spec_of
 
 Operation = Literal["create", "update", "delete"]
 WORD_OVERLAP_MIN = 0.5
@@ -55,6 +64,8 @@ class Change:
     spec: SkillSpec | None
     reason: str
     proposed_as: str | None = None  # the create's own name when a rule turned it into an update
+    supersedes: tuple[str, ...] = ()  # open candidates this change carries (see ``fold``)
+    sessions: tuple[str, ...] = ()  # the sessions of the candidates it carries
 
 
 @dataclass(frozen=True)
@@ -244,3 +255,81 @@ def _parent(index: _Index, name: str) -> tuple[ExistingSkill | None, str, str]:
 
 def _as(spec: SkillSpec, name: str) -> SkillSpec:
     return SkillSpec(name, spec.description, spec.when_to_use, spec.steps, spec.pitfalls)
+
+
+def fold(
+    changes: Sequence[Change], ideas: Sequence[QueuedIdea], existing: Sequence[ExistingSkill]
+) -> tuple[list[Change], list[ReconcileEvent]]:
+    """``changes`` with each open candidate of the same skill and section folded in.
+
+    An update is about the sections it rewrites in the current skill; it absorbs every open
+    update of that skill sharing one of them. A create absorbs the open creates of the same new
+    skill: the same folder, or a name the rules above tie to the queued one's (the change then
+    takes the older folder and name, so the idea keeps one identity).
+    """
+    texts = {s.folder: s.text for s in existing}
+    out: list[Change] = []
+    events: list[ReconcileEvent] = []
+    taken: set[str] = set()
+    for change in changes:
+        spec = change.spec
+        if spec is None:
+            out.append(change)
+            continue
+        if change.operation == "update":
+            now = spec_of(SkillDoc.parse_lenient(texts.get(change.skill, ""))[0], change.skill)
+            about = changed_sections(now, spec)
+            same = [i for i in ideas if i.operation == "update" and i.skill == change.skill]
+            folded = [i for i in same if i.sections & about and i.id not in taken]
+        else:
+            about = ALL_SECTIONS
+            creates = [i for i in ideas if i.operation == "create" and i.id not in taken]
+            folded = _same_create(spec.name, change.skill, creates)
+        if not folded:
+            out.append(change)
+            continue
+        taken.update(i.id for i in folded)
+        for idea in folded:
+            spec = _merged(spec, about, idea)
+        skill = change.skill
+        if change.operation == "create":
+            skill, spec = folded[0].skill, _as(spec, folded[0].spec.name)
+        sessions = tuple(dict.fromkeys(s for i in folded for s in i.sessions))
+        ids = tuple(i.id for i in folded)
+        out.append(
+            dataclasses.replace(change, skill=skill, spec=spec, supersedes=ids, sessions=sessions)
+        )
+        for idea in folded:
+            shared = ", ".join(sorted(idea.sections & about))
+            why = f"same skill ({skill}) and section ({shared}) as {idea.id}, which it supersedes"
+            events.append(ReconcileEvent("fold_into_queued", change.skill, idea.id, why))
+    return out, events
+
+
+def _same_create(name: str, folder: str, creates: Sequence[QueuedIdea]) -> list[QueuedIdea]:
+    """The queued creates of the skill ``name`` would create: by folder, else by the rules."""
+    same = [i for i in creates if i.skill == folder]
+    if same:
+        return same
+    queued = [
+        ExistingSkill(i.skill, i.spec.name, i.spec.description, "", False, "") for i in creates
+    ]
+    parent, _rule, _why = _parent(_Index(queued), name)
+    return [i for i in creates if parent is not None and i.skill == parent.folder]
+
+
+def _merged(spec: SkillSpec, about: frozenset[str], idea: QueuedIdea) -> SkillSpec:
+    """``spec`` plus what only the older ``idea`` says: the pitfalls it added and the sections
+    it changed that ``spec`` leaves alone. Where both rewrite a section, the newer one wins."""
+    old = idea.spec
+
+    def pick(section: str, new: str, older: str) -> str:
+        return older if section in idea.sections and section not in about else new
+
+    return SkillSpec(
+        spec.name,
+        pick("description", spec.description, old.description),
+        pick("when_to_use", spec.when_to_use, old.when_to_use),
+        old.steps if "steps" in idea.sections and "steps" not in about else spec.steps,
+        tuple(dict.fromkeys((*spec.pitfalls, *idea.pitfalls_added))),
+    )

@@ -10,9 +10,11 @@ is full of (``API_TOKEN=…``, ``Authorization: Bearer …``, ``--password …``
 cut to a budget, keeping its head and tail, where the command and the error usually are.
 
 The offline reviewer is a deterministic stand-in for the demo: it adds the errors the agent
-recovered from (and the user's corrections) as pitfalls of the skill the session loaded, or, when
-no skill was loaded, drafts a new one from the commands the agent ran. Its answer goes through the
-same parser as a model's.
+recovered from and the user's corrections as pitfalls of the skill the session concerns (the one
+it loaded or read, else the one the user's words name: :func:`library.concerned_skill`), or, when
+none does, drafts a new one from the commands the agent ran. A correction is kept as the rule the
+user stated, without its "No, that's wrong —" lead-in. Its answer goes through the same parser as
+a model's.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from engine.core.vault import MASK, redact
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import Outcome
 from engine.evaluation.llm import LLM, make_llm
-from engine.loops.online.library import ExistingSkill, is_skill_load
+from engine.loops.online.library import ExistingSkill, concerned_skill
 from engine.loops.online.policy import looks_like_correction, looks_like_error
 from engine.loops.online.spec import (
     ReviewDecision,
@@ -208,6 +210,12 @@ _SKIP_WORDS = frozenset(
     )
 )
 MAX_DRAFT_STEPS = 8
+# The words a correction opens with before it says what is right: "No, that's wrong —".
+_LEAD_IN = re.compile(
+    r"^(?:(?:no|nope|wrong|actually|not quite|that'?s (?:wrong|incorrect|not right)|"
+    r"that is (?:wrong|incorrect|not right)|you'?re wrong)\b[\s,.:;!\u2014\u2013-]*)+",
+    re.IGNORECASE,
+)
 
 
 def _first_line(text: str, limit: int) -> str:
@@ -235,8 +243,16 @@ def _lessons(messages: Sequence[Message]) -> list[str]:
             lessons.extend(pending)
             pending = []
         elif message.role == "user" and looks_like_correction(message.text):
-            lessons.append(f'A user corrected this: "{_first_line(message.text, 120)}".')
+            lessons.append(correction_rule(message.text))
     return list(dict.fromkeys(lessons))
+
+
+def correction_rule(text: str) -> str:
+    """The rule a user's correction states, as a pitfall: the lead-in dropped, one sentence."""
+    said = _first_line(text, 200)
+    rule = _LEAD_IN.sub("", said).strip() or said
+    rule = rule[0].upper() + rule[1:]
+    return f"{rule.rstrip('.!')} (a user corrected the agent on this)."
 
 
 class OfflineReviewer:
@@ -245,15 +261,7 @@ class OfflineReviewer:
     name = "offline"
 
     def review(self, request: ReviewRequest) -> ReviewDecision:
-        calls = [c for m in request.messages for c in m.calls]
-        used = next(
-            (
-                s
-                for s in request.existing
-                if any(is_skill_load(c.name, c.args, s.names) for c in calls)
-            ),
-            None,
-        )
+        used = concerned_skill(request.messages, request.existing)
         lessons = _lessons(request.messages)
         wire: dict[str, object]
         if used is not None:
@@ -280,7 +288,10 @@ class OfflineReviewer:
         commands = [c for c in commands if c and "`" not in c][:MAX_DRAFT_STEPS]
         words = [w for w in _WORD.findall(prompt) if w.lower() not in _SKIP_WORDS]
         if len(commands) < 2 or len(words) < 2:
-            return {"skip_reason": "no skill loaded and too little repeated work to draft one"}
+            return {
+                "skip_reason": "no skill loaded, read or named, and too little repeated work "
+                "to draft one"
+            }
         title = " ".join(w.capitalize() for w in words[:3]) + " Workflow"
         task = _first_line(prompt, 160)
         spec = SkillSpec(

@@ -246,24 +246,43 @@ def render_new(spec: SkillSpec, folder: str) -> str:
     return "\n".join(parts)
 
 
+def changed_sections(before: SkillSpec, after: SkillSpec) -> frozenset[str]:
+    """The sections ``after`` rewrites in a skill whose fields are ``before``.
+
+    This is what a review candidate is *about* (its intent): the reconciler folds two candidates
+    that change the same section of one skill. Whitespace inside a line does not count, and empty
+    pitfalls keep the file's own, so they change nothing.
+    """
+    changed: set[str] = set()
+    if _one_line(after.description) != _one_line(before.description):
+        changed.add("description")
+    if _one_line(after.when_to_use) != _one_line(before.when_to_use):
+        changed.add("when_to_use")
+    if [_one_line(s) for s in after.steps] != [_one_line(s) for s in before.steps]:
+        changed.add("steps")
+    if after.pitfalls and [_one_line(p) for p in after.pitfalls] != [
+        _one_line(p) for p in before.pitfalls
+    ]:
+        changed.add("pitfalls")
+    return frozenset(changed)
+
+
 def render_update(existing: str, spec: SkillSpec) -> str:
     """``existing`` with the spec's description, when_to_use, steps and pitfalls put in.
 
     Only the fields the spec actually changes are rewritten, so an update that adds one pitfall
-    is a one-pitfall diff; empty pitfalls keep the file's own, and everything the spec does not
-    name (other frontmatter keys, other sections) stays byte for byte.
+    is a one-pitfall diff; everything the spec does not name (other frontmatter keys, other
+    sections) stays byte for byte.
     """
     doc = SkillDoc.parse(existing)
-    now = spec_of(doc, spec.name)
-    if _one_line(spec.description) != _one_line(now.description):
+    changed = changed_sections(spec_of(doc, spec.name), spec)
+    if "description" in changed:
         doc = doc.with_section("description", _one_line(spec.description))
-    if _one_line(spec.when_to_use) != _one_line(now.when_to_use):
+    if "when_to_use" in changed:
         doc = doc.with_section("when_to_use", spec.when_to_use.strip())
-    if [_one_line(s) for s in spec.steps] != [_one_line(s) for s in now.steps]:
+    if "steps" in changed:
         doc = doc.with_section("steps", _steps_body(spec.steps))
-    if spec.pitfalls and [_one_line(p) for p in spec.pitfalls] != [
-        _one_line(p) for p in now.pitfalls
-    ]:
+    if "pitfalls" in changed:
         doc = doc.with_section("pitfalls", _pitfalls_body(spec.pitfalls))
     return doc.render()
 
