@@ -53,7 +53,8 @@ def test_a_rejected_candidate_is_not_counted_as_queued() -> None:
 
 
 def test_optimize_without_an_improvement_gives_advice() -> None:
-    reason = "no accepted candidate improved validation"
+    # the reason quotes a skill section: rich must print "[evidence]", not take it for a style
+    reason = "no accepted candidate improved validation ([evidence] section unchanged)"
     result = OptimizeResult("opt-1", "experiments/opt-1", "s", "b", "not_submitted", reason)
     console = Console(record=True, width=300)
     console.print(_summary(result))
