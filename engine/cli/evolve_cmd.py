@@ -160,7 +160,7 @@ def _print_result(result: EvolveResult) -> None:
     console = Console()
     rounds = Table(title=f"evolution {result.session_id}", title_justify="left")
     for column in ("round", "parent", "outcome", "gates", "stagnation", "reason"):
-        rounds.add_column(column)
+        rounds.add_column(column, overflow="fold")
     for r in result.rounds:
         colour = {"accepted": "green", "queued": "green", "rejected": "red"}.get(r.outcome, "")
         gates = " ".join(f"{g}:{v}" for g, v in r.gates.items()) or "—"

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import SessionProgress, interrupted
@@ -62,8 +63,8 @@ def _optimize(args: argparse.Namespace) -> int:
         hypothesis = attempt["hypothesis"] or {}
         table.add_row(
             "—" if attempt["decision"] == "invalid" else str(attempt["round"]),
-            candidate["target"],
-            candidate["summary"],
+            Text(candidate["target"]),  # a model wrote these: "[evidence]" is text
+            Text(candidate["summary"]),
             (attempt["verdict"] or {}).get("line", "—"),
             str(attempt["decision"]),
             {True: "held", False: "did not hold", None: "—"}[hypothesis.get("held")],
