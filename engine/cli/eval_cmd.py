@@ -38,10 +38,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--skill",
         action="append",
         default=[],
-        metavar="NAME[@vK]",
-        help="skill under test, optionally at a stored version (repeatable; default: all)",
+        metavar="NAME[@vK|@BRANCH/vK]",
+        help="skill under test, optionally at a stored version, a branch's as exp1/v1 "
+        "(repeatable; default: all)",
     )
-    p.add_argument("--baseline", metavar="none|vK", help="also run without the skill, or at vK")
+    p.add_argument(
+        "--baseline",
+        metavar="none|vK|BRANCH/vK",
+        help="also run without the skill, or at that stored version",
+    )
     p.add_argument(
         "--cases", action="append", default=[], metavar="IDS", help="only these case ids (a,b,…)"
     )
@@ -56,16 +61,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _skill_texts(ws: Workspace, specs: list[str]) -> dict[str, str] | None:
-    """``NAME`` → the active text, ``NAME@vK`` → that stored version's text."""
+    """``NAME`` → the active text, ``NAME@vK`` → that stored version's text, ``NAME@exp1/vK``
+    → that version of branch exp1."""
     if not specs:
         return None
-    from engine.core.store import SkillStore
+    from engine.core.store import SkillStore, split_version
 
     texts: dict[str, str] = {}
     for spec in specs:
-        name, _, version = spec.partition("@")
-        if version:
-            texts[name] = SkillStore(ws, name).read(version)
+        name, _, ref = spec.partition("@")
+        if ref:
+            branch, version = split_version(ref)
+            texts[name] = SkillStore(ws, name, branch).read(version)
         elif ws.skill_path(name).is_file():
             texts[name] = ws.skill_path(name).read_bytes().decode("utf-8")
         else:
@@ -258,7 +265,7 @@ def _print_results(result: RunResult, bench: str) -> None:
     if reasons:
         console.print("[yellow]invalid units (not counted as failures):")
         for reason, count in reasons.items():
-            console.print(f"  {count} × {reason}")
+            console.print(f"  {count} × {reason}", markup=False, highlight=False)
     console.print(
         f"run folder: {result.run_dir}  status: {result.status}  "
         f"seed: {result.seed} (repeat it with --seed {result.seed})"

@@ -12,8 +12,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import SessionProgress, interrupted
 from engine.core.events import Cancelled
 
@@ -29,6 +30,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, help="runs per case of each candidate (default: bench's)")
     p.add_argument("--target-score", type=float, help="stop once the score reaches this")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(p)
     p.set_defaults(func=_optimize)
 
 
@@ -61,8 +63,8 @@ def _optimize(args: argparse.Namespace) -> int:
         hypothesis = attempt["hypothesis"] or {}
         table.add_row(
             "—" if attempt["decision"] == "invalid" else str(attempt["round"]),
-            candidate["target"],
-            candidate["summary"],
+            Text(candidate["target"]),  # a model wrote these: "[evidence]" is text
+            Text(candidate["summary"]),
             (attempt["verdict"] or {}).get("line", "—"),
             str(attempt["decision"]),
             {True: "held", False: "did not hold", None: "—"}[hypothesis.get("held")],

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import progress_bar
 from engine.core.events import Event
 
@@ -61,6 +62,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only experiment: never queue a candidate (allows splits under 10 cases)",
     )
+    executor_options(p)
     p.set_defaults(func=_optimize)
 
 
@@ -144,5 +146,5 @@ def _summary(result: OptimizeResult) -> Table:
     if not result.candidate:
         rows.append(("next", NO_IMPROVEMENT_ADVICE))
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(key, Text(value))  # reasons quote skills and models: "[evidence]" is text
     return table

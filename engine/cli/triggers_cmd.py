@@ -32,7 +32,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="a description to try as well (repeatable)",
     )
     p.add_argument("--iterations", type=int, default=3, help="proposals to try (default 3)")
-    p.add_argument("--runs-per-query", type=int, default=1, metavar="N")
+    p.add_argument(
+        "--runs-per-query",
+        type=int,
+        default=1,
+        metavar="N",
+        help="runs of each query per description (default 1); a new description is kept only "
+        "when the paired verdict on the held-out queries says better, which takes several "
+        "queries or runs",
+    )
     p.add_argument("--threshold", type=float, default=0.5, help="load rate that counts (0.5)")
     p.add_argument("--holdout", type=float, default=0.4, help="held-out share (0.4)")
     p.add_argument("--seed", type=int, default=42)

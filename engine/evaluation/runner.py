@@ -207,34 +207,43 @@ def _skill_files(ws: Workspace, overrides: Mapping[str, str], drop: set[str]) ->
 def _version_folder(ws: Workspace, name: str, text: str) -> Path | None:
     """An older stored version runs with its own folder's files (references, scripts), not
     the live ones; the current version and unpublished texts use the live folder."""
-    version = _version_of(ws, name, text)
-    if version is None:
+    label = _version_of(ws, name, text)
+    if label is None:
         return None
-    from engine.core.store import SkillStore
+    from engine.core.store import SkillStore, split_version
 
-    store = SkillStore(ws, name)
-    return None if version == store.current() else store.resources_dir(version)
+    branch, version = split_version(label)
+    store = SkillStore(ws, name, branch)
+    live = branch is None and version == store.current()
+    return None if live else store.resources_dir(version)
 
 
 def _store_text(ws: Workspace, name: str, version: str) -> str:
-    from engine.core.store import SkillStore
+    """A stored version's text: ``vK`` on the main line, ``exp1/vK`` on branch exp1."""
+    from engine.core.store import SkillStore, split_version
 
-    return SkillStore(ws, name).read(version)
+    branch, number = split_version(version)
+    return SkillStore(ws, name, branch).read(number)
 
 
 def _version_of(ws: Workspace, name: str, text: str) -> str | None:
-    """The published version whose text this is (None for an unpublished text)."""
+    """The published version whose text this is (None for an unpublished text): the main
+    line's first, then a branch's, named ``exp1/v1`` (a branch's v1 is not main's v1)."""
     if not (ws.history_dir / name).is_dir():
         return None
-    from engine.core.store import SkillStore
+    from engine.core.store import SkillStore, version_label
 
-    store = SkillStore(ws, name)
+    main = SkillStore(ws, name)
     wanted = _sha(text)
-    current = store.current()
-    names = [v.version for v in reversed(store.versions())]
-    if current in names:
-        names.insert(0, names.pop(names.index(current)))
-    return next((v for v in names if _sha(store.read(v)) == wanted), None)
+    for store in (main, *(SkillStore(ws, name, b) for b in main.branches())):
+        current = store.current()
+        names = [v.version for v in reversed(store.versions())]
+        if current in names:
+            names.insert(0, names.pop(names.index(current)))
+        found = next((v for v in names if _sha(store.read(v)) == wanted), None)
+        if found is not None:
+            return version_label(store.branch, found)
+    return None
 
 
 def make_plan(
@@ -414,9 +423,9 @@ def run_evaluation(
     if cancel is not None:
         cancel.check()
     if baseline is not None and baseline != "none":
-        from engine.core.store import version_number
+        from engine.core.store import split_version, version_number
 
-        version_number(baseline)
+        version_number(split_version(baseline)[1])
     cfg = ws.load_config()
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     agent = make_agent(ws, cfg.agent)

@@ -28,6 +28,7 @@ from typing import Protocol
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError
 from engine.core.skill import SkillDoc
+from engine.core.transcripts import Message
 from engine.core.vault import MASK, redact
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import Outcome
@@ -42,7 +43,6 @@ from engine.loops.online.spec import (
     parse_decision,
     spec_of,
 )
-from engine.loops.online.transcript import Message
 
 _SENSITIVE = r"(?:token|secret|password|passwd|api[_-]?key|access[_-]?key|private[_-]?key)"
 _BEARER = re.compile(r"(?i)(authorization\s*:\s*bearer\s+|\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
