@@ -49,7 +49,13 @@ from engine.loops.gepa.adapter import (
 )
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.gepa.offline import offline_reflection
-from engine.loops.gepa.pareto import Promotion, assess_promotion, mean_score, validated_pick
+from engine.loops.gepa.pareto import (
+    Promotion,
+    assess_promotion,
+    mean_score,
+    pool_standings,
+    validated_pick,
+)
 from engine.loops.gepa.sections import SECTIONS, candidate_id, render, sections_of
 from engine.loops.gepa.splits import MIN_SUBMIT_CASES, Splits, choose_splits
 
@@ -225,6 +231,7 @@ class _Run:
             self.log,
             opts.jobs,
             opts.max_metric_calls,
+            seed,
         )
         self.adapter = SkillAdapter(
             self.evaluator,
@@ -252,6 +259,7 @@ class _Run:
             reason="started",
             seed_id=candidate_id(self.seed_sections),
         )
+        self.picked = 0  # the pool index of the pick, once the search has made one
 
     def execute(self) -> OptimizeResult:
         result, clock = self.result, self.clock
@@ -314,10 +322,17 @@ class _Run:
         ]
         alpha = self.ws.load_config().gates.alpha
         best, verdict = validated_pick(table, validation, alpha=alpha)
+        standings = pool_standings(table, validation, best, verdict)
         self.result.pool = [
-            {"id": candidate_id(c), "validation_mean": mean_score(t, validation)}
-            for c, t in zip(found.candidates, table, strict=True)
+            {
+                "id": candidate_id(c),
+                "validation_mean": mean_score(t, validation),
+                "wins": list(s.wins),
+                "why": s.why,
+            }
+            for c, t, s in zip(found.candidates, table, standings, strict=True)
         ]
+        self.picked = best
         chosen: dict[str, str] = dict(found.candidates[best])
         self.result.selected_id = candidate_id(chosen)
         self.result.validation = None if verdict is None else verdict.to_dict()
@@ -363,6 +378,8 @@ class _Run:
                 "worsened": [c for c in holdout if pick_scores[c] < seed_scores[c]],
                 "verdict": None if promotion.verdict is None else promotion.verdict.to_dict(),
             }
+        if not seed_won:
+            self.result.pool[self.picked]["why"] += f"; holdout: {promotion.reason}"
         self.experiment.event(
             "promotion",
             eligible=promotion.eligible,
