@@ -129,8 +129,11 @@ def build_prompt(request: ReviewRequest, message_max_chars: int = 4000) -> str:
         "## Session",
         f"- source: {request.source}",
         f"- lines: {request.first_line}-{request.last_line}",
-        "",
     ]
+    concerned = concerned_skill(request.messages, request.existing)
+    if concerned is not None:  # the skill a lesson of this session belongs to, unless it says
+        out.append(f"- skill it used or talks about: {concerned.name}")
+    out.append("")
     if request.outcome is not None:
         o = request.outcome
         out.append("## Session outcome")
