@@ -13,8 +13,10 @@ from engine.core.scoreboard import read_records
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import copy_demo
 from engine.evaluation.verdict import Verdict
-from engine.loops.agent_optimizer import optimize_agent
-from engine.loops.builder import build_benchmark
+from engine.loops.agent_optimizer import AgentOptimizerOptions
+from engine.loops.agent_optimizer import run as run_optimizer
+from engine.loops.builder import BuildOptions
+from engine.loops.builder import run as run_build
 
 BENCH = "tight"
 # Demo cases whose runs need 13 to 18 tool calls: with a budget of 12 the agent stops before
@@ -37,8 +39,11 @@ def tight(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # exact keep / roll-back decisions are asserted, so the demo agent runs without its slips
     cfg.agent.noise = 0.0
     ws.save_config(cfg)
-    build_benchmark(
-        ws, BENCH, source="vuln-detect", pick=LONG_CASES, cases=6, pilot_iterations=1, jobs=2
+    run_build(
+        ws,
+        BuildOptions(
+            BENCH, source="vuln-detect", pick=LONG_CASES, cases=6, pilot_iterations=1, jobs=2
+        ),
     )
     return ws.root
 
@@ -53,7 +58,7 @@ def test_a_turn_budget_raise_is_tried_and_kept_by_the_paired_verdict(
 ) -> None:
     shutil.copytree(tight, tmp_path / "ws", symlinks=True)
     ws = Workspace.at(tmp_path / "ws")
-    result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
 
     (attempt,) = result.attempts
     assert attempt["candidate"]["target"] == "skillsmith.yaml"

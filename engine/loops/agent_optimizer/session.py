@@ -155,7 +155,7 @@ def _skill_rows(rows: Any) -> list[dict[str, Any]]:
     return [dict(r) for r in rows if r.get("variant", SKILL) == SKILL]
 
 
-def _better(before: Rows, after: Rows, alpha: float) -> Verdict:
+def better_on_these_cases(before: Rows, after: Rows, alpha: float) -> Verdict:
     """Is the candidate better on these very cases? The exact run-level test, one-sided, on the
     graded score the scoreboard shows."""
     return compare_paired(
@@ -251,16 +251,7 @@ class _Optimizer:
         self.log.emit("message", stage="snapshot", attempt=attempt.number, file=attempt.snapshot)
 
     def apply(self, attempt: Attempt, candidate: Candidate) -> None:
-        path = target_path(self.ws, candidate.target)
-        with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
-            live = read_text(path) if path.is_file() else ""
-            if live not in (candidate.before, candidate.after):
-                raise SkillsmithError(
-                    f"{path}: changed since the candidate was proposed; restore "
-                    f"{attempt.snapshot} or start a new optimizer session"
-                )
-            if live != candidate.after:
-                atomic_write_text(path, candidate.after)
+        self._put(attempt, candidate, candidate.after)
         attempt.run_id = attempt.run_id or new_id("run")
         attempt.stage = "applied"
         self.save()
@@ -326,16 +317,17 @@ class _Optimizer:
             self.save()
         return result
 
-    def _put(self, candidate: Candidate, text: str) -> None:
+    def _put(self, attempt: Attempt, candidate: Candidate, text: str) -> None:
         """Make ``text`` the live content of the candidate's file (the parent's or the
-        candidate's), so the next evaluation measures that state."""
+        candidate's), so the next evaluation measures that state; refuse when someone else
+        changed the file meanwhile."""
         path = target_path(self.ws, candidate.target)
         with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
             live = read_text(path) if path.is_file() else ""
             if live not in (candidate.before, candidate.after):
                 raise SkillsmithError(
-                    f"{path}: changed while the optimizer evaluated it; start a new "
-                    "optimizer session"
+                    f"{path}: changed since the candidate was proposed; restore "
+                    f"{attempt.snapshot} or start a new optimizer session"
                 )
             if live != text:
                 atomic_write_text(path, text)
@@ -345,7 +337,7 @@ class _Optimizer:
 
         The candidate is compared with this run, not with the reference record: that record
         was drawn with other seeds (and, for the first round, with other runs per case)."""
-        self._put(candidate, candidate.before)
+        self._put(attempt, candidate, candidate.before)
         if attempt.seed is None or attempt.parent_run_id is None:
             attempt.seed = fresh_seed() if attempt.seed is None else attempt.seed
             attempt.parent_run_id = attempt.parent_run_id or new_id("run")
@@ -383,7 +375,9 @@ class _Optimizer:
             plan = attempt.reruns[index]
             sides: list[Rows] = []
             for side in ("before", "after"):
-                self._put(candidate, candidate.before if side == "before" else candidate.after)
+                self._put(
+                    attempt, candidate, candidate.before if side == "before" else candidate.after
+                )
                 result = self._evaluate_once(
                     plan[side], int(plan["seed"]), plan["cases"], plan["runs"]
                 )
@@ -406,7 +400,7 @@ class _Optimizer:
 
     def evaluate(self, attempt: Attempt, candidate: Candidate) -> None:
         assert attempt.run_id is not None and attempt.parent_run_id is not None
-        self._put(candidate, candidate.after)
+        self._put(attempt, candidate, candidate.after)
         result = self._complete(attempt, attempt.run_id)
         if result.status != "finished":
             self.roll_back(attempt, candidate, "invalid", "units still failed to run after repairs")
@@ -420,9 +414,13 @@ class _Optimizer:
             alpha=gates.alpha, max_extra_runs=gates.max_extra_runs, looks=gates.looks
         )
         verdict, _, _ = sampling.decide(
-            parent, rows, _better, lambda v: not v.better, self._rerun(attempt, candidate)
+            parent,
+            rows,
+            better_on_these_cases,
+            lambda v: not v.better,
+            self._rerun(attempt, candidate),
         )
-        self._put(candidate, candidate.after)
+        self._put(attempt, candidate, candidate.after)
         record = figures(rows)
         attempt.score = record.score
         attempt.delta = round(record.score - float(attempt.parent_score or 0.0), 2)
