@@ -88,7 +88,7 @@ def test_bad_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
     for flags, message in (
         (["--splits", "0.5,0.6"], "--splits: expected three ratios"),
         (["--splits", "0.5,0.5,0.5"], "sum to 1.5"),
-        (["--reflection-batch", "0"], "--reflection-batch: expected ≥ 1"),
+        (["--reflection-batch", "0"], "--reflection-batch: expected a number ≥ 1"),
         (["--min-gain", "2"], "--min-gain: expected a number in [0, 1]"),
         (["--splits", "0.05,0.05,0.05"], "at least 10 cases per split"),
     ):

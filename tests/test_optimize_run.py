@@ -94,7 +94,7 @@ def test_an_improving_candidate_is_queued_for_approval_with_its_evidence(
     )
     evaluations = [json.loads(p.read_text()) for p in sorted((folder / "evaluations").iterdir())]
     # The Optimizer session names every run it started, so each figure leads back to its run.
-    sessions = list_sessions(ws, "optimizer")
+    sessions = list_sessions(ws, "gepa")
     assert [(s.session_id, s.status) for s in sessions] == [(result.experiment_id, "submitted")]
     assert list(sessions[0].run_ids) == [e["run_id"] for e in evaluations]
     kinds = [e["kind"] for e in _events(ws, result.experiment_id)]

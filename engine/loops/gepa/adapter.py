@@ -189,6 +189,7 @@ class Evaluator:
             "progress",
             done=self.calls,
             total=self.budget,
+            label=f"metric calls · {phase}",
             phase=phase,
             candidate=cand,
             run_id=result.run_id,
