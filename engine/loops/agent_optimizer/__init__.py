@@ -14,10 +14,16 @@ from engine.loops.agent_optimizer.candidate import (
     parse_candidate,
 )
 from engine.loops.agent_optimizer.offline import optimizer_offline
-from engine.loops.agent_optimizer.session import OptimizeResult, hypothesis_check, optimize_agent
+from engine.loops.agent_optimizer.session import (
+    AgentOptimizerOptions,
+    OptimizeResult,
+    hypothesis_check,
+    run,
+)
 from engine.loops.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
 
 __all__ = [
+    "AgentOptimizerOptions",
     "Attempt",
     "Candidate",
     "NoneLeft",
@@ -27,7 +33,7 @@ __all__ = [
     "editable_files",
     "find_unfinished",
     "hypothesis_check",
-    "optimize_agent",
     "optimizer_offline",
     "parse_candidate",
+    "run",
 ]

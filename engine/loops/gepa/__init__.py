@@ -4,6 +4,13 @@ See :mod:`engine.loops.gepa.run` for the run, :mod:`engine.loops.gepa.pareto` fo
 :mod:`engine.loops.gepa.adapter` for how the ``gepa`` library is driven.
 """
 
-from engine.loops.gepa.run import OptimizeFailed, OptimizeOptions, OptimizeResult, optimize
+from engine.loops.gepa.run import (
+    GepaOptions,
+    OptimizeFailed,
+    OptimizeOptions,
+    OptimizeResult,
+    optimize,
+    run,
+)
 
-__all__ = ["OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize"]
+__all__ = ["GepaOptions", "OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize", "run"]
