@@ -14,7 +14,7 @@ from engine.cli.review_cmd import review_line
 from engine.core.events import Event
 from engine.loops.evolve import EvolveResult
 from engine.loops.evolve.checkpoint import RoundRecord
-from engine.loops.gepa import OptimizeResult
+from engine.loops.gepa import GepaResult
 from tests.runner_helpers import command_workspace, mode_benchmark
 
 
@@ -48,7 +48,7 @@ def test_a_rejected_candidate_is_not_counted_as_queued() -> None:
 
 def test_optimize_without_an_improvement_gives_advice() -> None:
     reason = "no accepted candidate improved validation"
-    result = OptimizeResult("opt-1", "experiments/opt-1", "s", "b", "not_submitted", reason)
+    result = GepaResult("opt-1", "experiments/opt-1", "s", "b", "not_submitted", reason)
     console = Console(record=True, width=300)
     console.print(_summary(result))
     text = console.export_text()

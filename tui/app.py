@@ -544,7 +544,7 @@ class SkillsmithApp(App[None]):
             return bool(self.facts.benchmarks) and not job_running
         if action == "queue_eval":
             return status == "pending_eval" and bool(self.facts.benchmarks) and not job_running
-        if action in ("evolve", "optimise"):
+        if action in ("evolve", "optimize"):
             return bool(self.facts.benchmarks and self.facts.skills) and not job_running
         if action == "cancel_job":
             return job_running
@@ -948,16 +948,16 @@ class SkillsmithApp(App[None]):
 
         self.start_job(Job(f"Evolve {skill} on {bench}", one_round))
 
-    def action_optimise(self) -> None:
+    def action_optimize(self) -> None:
         bench, skill = self._job_bench(), self._job_skill()
         if bench is None or skill is None:
             return
 
-        def optimise(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
+        def run_gepa(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
             from engine.loops.gepa import optimize  # imports gepa and the model SDK: lazily
 
             result = optimize(self.workspace, skill, bench, reporter=reporter, cancel=cancel)
-            text = f"Optimisation of {skill}: {result.status} ({result.reason})"
+            text = f"Optimization of {skill}: {result.status} ({result.reason})"
             if result.candidate:
                 return JobOutcome(
                     f"{text}; queued {result.candidate} — press 1, then a.",
@@ -965,7 +965,7 @@ class SkillsmithApp(App[None]):
                 )
             return JobOutcome(text, "warning")
 
-        self.start_job(Job(f"Optimise {skill} on {bench}", optimise))
+        self.start_job(Job(f"Optimize {skill} on {bench}", run_gepa))
 
     def start_job(self, job: Job) -> None:
         if self._job_token is not None:

@@ -1,4 +1,4 @@
-"""Long engine jobs (evaluate, evolve, optimise) run off the UI thread with a progress bar.
+"""Long engine jobs (evaluate, evolve, optimize) run off the UI thread with a progress bar.
 
 A job is an engine function called with a Reporter and a CancelToken. It runs in a thread
 worker; its events come back as messages (``post_message`` is thread-safe), so the UI never

@@ -17,7 +17,7 @@ from typing import Any
 from engine.cli import print_json, wants_json, workspace_of
 from engine.core.errors import UsageError
 from engine.core.events import SessionLog
-from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.loops.online import (
     BoundedWorkers,
     OnlineLearner,
@@ -62,7 +62,7 @@ def _review(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     cfg = ws.load_config()
     outcome = (
-        Outcome(status=args.outcome, score=args.score)
+        TaskOutcome(status=args.outcome, score=args.score)
         if args.outcome is not None or args.score is not None
         else None
     )

@@ -1,6 +1,6 @@
 """Progress events shared by the engine, the CLI and the TUI.
 
-Long work (an evaluation, an evolution round, an optimisation) reports through a ``Reporter``:
+Long work (an evaluation, an evolution round, an optimization) reports through a ``Reporter``:
 the CLI renders the events as rich progress bars, the TUI as widgets, and ``SessionLog`` appends
 them to ``sessions/<id>.jsonl`` so the other view sees the same story from the files.
 """

@@ -7,20 +7,24 @@ snapshot before it, kept only when the evaluation score is strictly higher, roll
 """
 
 from engine.loops.agent_optimizer.candidate import (
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     editable_files,
     parse_candidate,
 )
 from engine.loops.agent_optimizer.offline import optimizer_offline
-from engine.loops.agent_optimizer.session import OptimizeResult, hypothesis_check, optimize_agent
+from engine.loops.agent_optimizer.session import (
+    AgentOptimizerResult,
+    hypothesis_check,
+    optimize_agent,
+)
 from engine.loops.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
 
 __all__ = [
+    "AgentCandidate",
+    "AgentOptimizerResult",
     "Attempt",
-    "Candidate",
     "NoneLeft",
-    "OptimizeResult",
     "OptimizerState",
     "Reference",
     "editable_files",

@@ -76,7 +76,7 @@ class NoneLeft:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class AgentCandidate:
     target: str  # AGENTS.md | skillsmith.yaml | skills/<name>/SKILL.md
     rule: str
     summary: str
@@ -102,7 +102,7 @@ class Candidate:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentCandidate:
         return cls(
             target=str(data["target"]),
             rule=str(data["rule"]),
@@ -213,7 +213,7 @@ def parse_candidate(
     files: Mapping[str, str | None],
     case_ids: Collection[str],
     tried: Collection[str],
-) -> Candidate | NoneLeft:
+) -> AgentCandidate | NoneLeft:
     """Validate a candidate reply against the workspace's editable state; the candidate (or the
     model's "none left") or a ProtocolError saying what to change."""
     data = load_reply(text, CANDIDATE_PROTOCOL)
@@ -252,7 +252,7 @@ def parse_candidate(
             _check_config(before, after)
         elif len(after.encode("utf-8")) > limits.max_skill_bytes:
             raise ProtocolError(f"reply.diff: {AGENTS} would exceed {limits.max_skill_bytes} bytes")
-    candidate = Candidate(
+    candidate = AgentCandidate(
         target=target,
         rule=rule,
         summary=text_field(data, "summary", "reply", one_line=True),
@@ -275,7 +275,7 @@ __all__ = [
     "AGENTS",
     "CANDIDATE_PROTOCOL",
     "CANDIDATE_SYSTEM",
-    "Candidate",
+    "AgentCandidate",
     "NoneLeft",
     "diff_sha",
     "editable_files",

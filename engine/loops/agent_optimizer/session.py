@@ -56,7 +56,7 @@ from engine.evaluation.protocol import ProtocolExhausted, ask, data_message
 from engine.evaluation.runner import RunResult, agent_runtime, run_evaluation
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_SYSTEM,
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     editable_files,
     parse_candidate,
@@ -77,7 +77,7 @@ EVIDENCE_PER_CAUSE = 3
 
 
 @dataclass
-class OptimizeResult:
+class AgentOptimizerResult:
     session_id: str
     benchmark: str
     resumed: bool
@@ -149,7 +149,7 @@ class _Optimizer:
     def _proposal_rerequested(self, problem: str, number: int) -> None:
         self.log.emit("message", stage="proposal_rerequest", problem=problem, request=number)
 
-    def propose(self) -> Candidate | NoneLeft:
+    def propose(self) -> AgentCandidate | NoneLeft:
         ref = self.state.reference
         cfg = self.ws.load_config()
         bench_root = self.ws.benchmarks_dir / self.state.benchmark
@@ -187,11 +187,11 @@ class _Optimizer:
             ),
             on_rerequest=self._proposal_rerequested,
         )
-        proposal: Candidate | NoneLeft = exchange.value
+        proposal: AgentCandidate | NoneLeft = exchange.value
         return proposal
 
     # -- the stages of one attempt ---------------------------------------------------------------
-    def snapshot(self, attempt: Attempt, candidate: Candidate) -> None:
+    def snapshot(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if candidate.skill is not None:
             SkillStore(self.ws, candidate.skill).ensure_adopted()  # v0 = the text before
         note = (
@@ -204,7 +204,7 @@ class _Optimizer:
         self.save()
         self.log.emit("message", stage="snapshot", attempt=attempt.number, file=attempt.snapshot)
 
-    def apply(self, attempt: Attempt, candidate: Candidate) -> None:
+    def apply(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         path = target_path(self.ws, candidate.target)
         with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
             live = read_text(path) if path.is_file() else ""
@@ -239,7 +239,7 @@ class _Optimizer:
             scoreboard=False,
         )
 
-    def evaluate(self, attempt: Attempt, candidate: Candidate) -> None:
+    def evaluate(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None
         result = self._evaluate_once(attempt.run_id)
         attempt.launched += result.launched
@@ -284,7 +284,7 @@ class _Optimizer:
         attempt.stage = "deciding"
         self.save()
 
-    def decide(self, attempt: Attempt, candidate: Candidate) -> None:
+    def decide(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if attempt.decision == "accepted":
             self.accept(attempt, candidate)
         else:
@@ -294,7 +294,7 @@ class _Optimizer:
             )
             self.roll_back(attempt, candidate, "rolled_back", why)
 
-    def accept(self, attempt: Attempt, candidate: Candidate) -> None:
+    def accept(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.score is not None
         bench_root = self.ws.benchmarks_dir / self.state.benchmark
         why = f"optimize-agent {self.state.session_id} round {attempt.round}: {candidate.summary}"
@@ -341,7 +341,7 @@ class _Optimizer:
         self.save()
         self.log.emit("published", **self._outcome(attempt, candidate))
 
-    def _record(self, attempt: Attempt, candidate: Candidate) -> ScoreRecord:
+    def _record(self, attempt: Attempt, candidate: AgentCandidate) -> ScoreRecord:
         assert attempt.run_id is not None and attempt.score is not None
         folder = RunFolder(self.ws.runs_dir / attempt.run_id)
         manifest = folder.read_manifest()
@@ -379,7 +379,9 @@ class _Optimizer:
             version=attempt.version_after,
         )
 
-    def roll_back(self, attempt: Attempt, candidate: Candidate, decision: str, why: str) -> None:
+    def roll_back(
+        self, attempt: Attempt, candidate: AgentCandidate, decision: str, why: str
+    ) -> None:
         assert attempt.snapshot is not None
         path = target_path(self.ws, candidate.target)
         live = read_text(path) if path.is_file() else ""
@@ -402,7 +404,7 @@ class _Optimizer:
         self.save()
         self.log.emit("rolled_back", **self._outcome(attempt, candidate))
 
-    def _outcome(self, attempt: Attempt, candidate: Candidate) -> dict[str, Any]:
+    def _outcome(self, attempt: Attempt, candidate: AgentCandidate) -> dict[str, Any]:
         hypothesis = attempt.hypothesis or {}
         return {
             "attempt": attempt.number,
@@ -423,7 +425,7 @@ class _Optimizer:
         }
 
     def advance(self, attempt: Attempt) -> None:
-        candidate = Candidate.from_dict(attempt.candidate)
+        candidate = AgentCandidate.from_dict(attempt.candidate)
         if attempt.stage == "proposed":
             self.snapshot(attempt, candidate)
         if attempt.stage == "snapshotted":
@@ -515,7 +517,7 @@ def optimize_agent(
     judge: ProtocolJudge | None = None,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-) -> OptimizeResult:
+) -> AgentOptimizerResult:
     """Run (or resume) an Optimizer session on benchmark ``bench_id``.
 
     ``runs`` is the runs per case of every candidate evaluation (default: the benchmark's);
@@ -601,7 +603,7 @@ def optimize_agent(
         version=version,
         valid_rounds=state.valid_rounds,
     )
-    return OptimizeResult(
+    return AgentOptimizerResult(
         session_id=state.session_id,
         benchmark=bench_id,
         resumed=found is not None,
@@ -614,4 +616,4 @@ def optimize_agent(
     )
 
 
-__all__ = ["OptimizeResult", "hypothesis_check", "optimize_agent"]
+__all__ = ["AgentOptimizerResult", "hypothesis_check", "optimize_agent"]

@@ -1,4 +1,4 @@
-"""The optimiser's side of the ``gepa`` library: evaluation, reflection, decisions, limits.
+"""The GEPA optimizer's side of the ``gepa`` library: evaluation, reflection, decisions, limits.
 
 ``gepa.optimize`` runs the loop (minibatches from Feedback, one section per round in turn,
 children evaluated on the parent's minibatch, survivors on all of Validation, the pool and its
@@ -236,7 +236,7 @@ class Reflector:
 
 
 class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
-    """The skill under optimisation as a gepa program, and the recorder of gepa's decisions."""
+    """The skill under optimization as a gepa program, and the recorder of gepa's decisions."""
 
     def __init__(
         self,
@@ -490,7 +490,7 @@ class Limits:
 
 
 class GepaLog:
-    """gepa's log lines go to the optimiser's session log (redacted), never to stdout."""
+    """gepa's log lines go to the GEPA optimizer's session log (redacted), never to stdout."""
 
     def __init__(self, log: SessionLog) -> None:
         self.session = log

@@ -1,4 +1,4 @@
-"""The decisions of the optimiser as pure functions over score tables.
+"""The decisions of the GEPA optimizer as pure functions over score tables.
 
 A score table has one row per pool candidate (in the order they joined the pool, the seed skill
 first) mapping each validation case to its score. Everything that decides which skill survives —
@@ -14,7 +14,7 @@ whether it may be submitted — is here, free of I/O, so each rule is tested on 
   strict test can ever pass); a child let through by chance only costs a validation evaluation.
 - The final pick is the highest validation mean — but only if it is better than the seed with
   confidence (paired over the validation cases at ``alpha``); otherwise the seed stays, so an
-  optimisation that found only noise changes nothing.
+  optimization that found only noise changes nothing.
 - Promotion needs the holdout change's lower bound (paired over cases, at ``alpha``) above a
   configurable minimum gain, and no case marked critical may score lower than it did with the
   seed — a hard limit, whatever the statistics say.

@@ -1,4 +1,4 @@
-"""One offline optimisation of a skill's sections against a benchmark (``skillsmith optimize``).
+"""One offline optimization of a skill's sections against a benchmark (``skillsmith optimize``).
 
 The run: choose Feedback / Validation / Holdout, evaluate the active version (the seed) on
 Validation, let GEPA search (one section per round, children kept only when they beat their
@@ -32,7 +32,7 @@ from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter, 
 from engine.core.sessions import hold, start_session
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome, StaleCandidate
+from engine.evaluation.gates.candidate import StaleCandidate, TaskOutcome
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import make_llm
@@ -84,7 +84,7 @@ class OptimizeOptions:
 
 
 @dataclass
-class OptimizeResult:
+class GepaResult:
     """What the run did; ``result.json`` of the experiment holds the same."""
 
     experiment_id: str
@@ -111,8 +111,8 @@ class OptimizeResult:
 class OptimizeFailed(SkillsmithError):
     """The run stopped without a result it could stand by (time limit, model failure)."""
 
-    def __init__(self, result: OptimizeResult) -> None:
-        super().__init__(f"{result.experiment_dir}: optimisation failed: {result.reason}")
+    def __init__(self, result: GepaResult) -> None:
+        super().__init__(f"{result.experiment_dir}: optimization failed: {result.reason}")
         self.result = result
 
 
@@ -124,8 +124,8 @@ def optimize(
     *,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-) -> OptimizeResult:
-    """Optimise ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure.
+) -> GepaResult:
+    """Optimize ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure.
 
     Everything that can be refused is refused before the first agent runs (UsageError).
     """
@@ -134,7 +134,7 @@ def optimize(
     store = SkillStore(ws, skill)
     parent = store.ensure_adopted()
     if parent is None:
-        raise SkillsmithError(f"{ws.skills_dir / skill}: no such skill to optimise")
+        raise SkillsmithError(f"{ws.skills_dir / skill}: no such skill to optimize")
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     seed = bench.seed if opts.seed is None else opts.seed
     splits = choose_splits(bench, opts.splits, seed)
@@ -164,7 +164,7 @@ def _check_plan(bench: Benchmark, splits: Splits, opts: OptimizeOptions) -> None
 
 
 class _Run:
-    """One optimisation's moving parts, wired once; :meth:`execute` runs and records it."""
+    """One optimization's moving parts, wired once; :meth:`execute` runs and records it."""
 
     def __init__(
         self,
@@ -215,7 +215,7 @@ class _Run:
             reserve=2 * len(splits.holdout),
             clock=self.clock,
         )
-        self.result = OptimizeResult(
+        self.result = GepaResult(
             experiment_id=self.experiment.id,
             experiment_dir=str(self.experiment.dir),
             skill=skill,
@@ -225,7 +225,7 @@ class _Run:
             seed_id=candidate_id(self.seed_sections),
         )
 
-    def execute(self) -> OptimizeResult:
+    def execute(self) -> GepaResult:
         result, clock = self.result, self.clock
         self._record_start()
         try:
@@ -383,13 +383,13 @@ class _Run:
                 operation="update",
                 parent_version=self.parent,
                 summary=f"optimize {result.experiment_id}: {notes}",
-                outcome=Outcome(
+                outcome=TaskOutcome(
                     status="success",
                     notes=notes,
                     evaluator=f"optimize/gepa:{result.experiment_id}",
                 ),
                 evidence=[evidence],
-                approval_required="offline-optimised candidates wait for a person",
+                approval_required="offline-optimized candidates wait for a person",
                 shadow=False,
                 delta_score=float(holdout["delta"]),
                 metrics={"experiment": result.experiment_id, "holdout": holdout},
@@ -463,4 +463,4 @@ class _Run:
             self.log.emit("finished", status=status, reason=reason)
 
 
-__all__ = ["OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize"]
+__all__ = ["GepaResult", "OptimizeFailed", "OptimizeOptions", "optimize"]
