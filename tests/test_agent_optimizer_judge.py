@@ -64,14 +64,20 @@ def test_a_malformed_judge_reply_is_rerequested_and_the_agent_is_not_rerun(
         return offline_judge("", request["messages"])  # the re-request: valid protocol YAML
 
     messages_server.respond_with(judge)
+    cfg.gates.max_extra_runs = 0  # the test counts every unit and judge request of the round
+    ws.save_config(cfg)
     result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
 
     (attempt,) = result.attempts
-    rows = result_rows(ws.runs_dir / attempt["run_id"])
+    rows = [
+        *result_rows(ws.runs_dir / attempt["parent_run_id"]),
+        *result_rows(ws.runs_dir / attempt["run_id"]),
+    ]
     judged = [r for r in rows if any(c["text"].startswith("judge:") for c in r["checks"])]
-    assert len(judged) == 2 and all(r["pass_fail"] != "invalid" for r in rows)
-    # every unit ran once; every judged unit cost two judge requests, the second a re-request
-    assert len(launches(count)) == attempt["launched"] == len(rows) == len(POOL)
+    assert len(judged) == 4 and all(r["pass_fail"] != "invalid" for r in rows)
+    # every unit of the parent's and the candidate's evaluation ran once; every judged unit cost
+    # two judge requests, the second a re-request
+    assert len(launches(count)) == attempt["launched"] == len(rows) == 2 * len(POOL)
     requests = [r.json["messages"] for r in messages_server.message_requests]
     firsts = [m for m in requests if len(m) == 1]
     retries = [m for m in requests if len(m) == 3]

@@ -1,4 +1,5 @@
-"""The Optimizer offline on the demo: strict-improvement rounds, snapshots, scoreboard, resume."""
+"""The Optimizer offline on the demo: rounds kept by the paired verdict, snapshots, scoreboard,
+resume."""
 
 from __future__ import annotations
 
@@ -60,7 +61,14 @@ def test_the_optimizer_refuses_a_benchmark_without_a_formal_baseline(
     assert list_sessions(ws, "optimizer") == []
 
 
-def test_rounds_keep_only_strict_improvements_and_roll_back_the_rest(
+def _no_reruns(ws: Any) -> None:
+    """Tests that count every unit a round launches turn adaptive reruns off."""
+    cfg = ws.load_config()
+    cfg.gates.max_extra_runs = 0
+    ws.save_config(cfg)
+
+
+def test_rounds_are_kept_by_the_paired_verdict_and_the_rest_rolled_back(
     base: Path, tmp_path: Path
 ) -> None:
     ws = clone(base, tmp_path / "ws")
@@ -73,10 +81,23 @@ def test_rounds_keep_only_strict_improvements_and_roll_back_the_rest(
     first, second = result["attempts"]
     assert result["valid_rounds"] == 2 and result["stop_reason"] == "rounds"
     for attempt in (first, second):
+        verdict = attempt["verdict"]
         assert attempt["decision"] == (
-            "accepted" if attempt["score"] > attempt["reference_score"] else "rolled_back"
+            "accepted" if verdict["decision"] == "better" else "rolled_back"
         )
+        # paired on the parent's fresh evaluation: same cases, same seed, so same unit seeds
+        parent = {(r["case_id"], r["run_index"]): r["seed"] for r in result_rows(
+            ws.runs_dir / attempt["parent_run_id"])}  # fmt: skip
+        mine = {(r["case_id"], r["run_index"]): r["seed"] for r in result_rows(
+            ws.runs_dir / attempt["run_id"])}  # fmt: skip
+        assert parent == mine and verdict["n_cases"] == len(mine)
+        assert verdict["alternative"] == "greater" and verdict["test"] == "mcnemar-exact"
+        assert attempt["delta"] == round(attempt["score"] - attempt["parent_score"], 2)
     assert (first["decision"], second["decision"]) == ("accepted", "rolled_back")
+    # the kept round was better with confidence; the config edit changed no run at all
+    assert first["verdict"]["p_value"] < 0.05 and first["verdict"]["ci_low"] > 0
+    assert second["verdict"]["delta"] == 0 and second["verdict"]["p_value"] == 1.0
+    assert second["reason"].startswith("paired verdict against the parent: score ±0.0 pts")
     assert first["candidate"]["target"] == f"skills/{SKILL}/SKILL.md"
     assert second["candidate"]["target"] == "skillsmith.yaml"
     assert second["reference_score"] == first["score"] > first["reference_score"]
@@ -108,10 +129,13 @@ def test_rounds_keep_only_strict_improvements_and_roll_back_the_rest(
     (kept,) = [e for e in log if e["kind"] == "published"]
     (undone,) = [e for e in log if e["kind"] == "rolled_back"]
     assert kept["hypothesis_held"] is True and kept["delta"] == first["delta"] > 0
+    assert kept["verdict"] == first["verdict"] and undone["verdict"] == second["verdict"]
     assert undone["hypothesis_held"] is False and undone["delta"] == 0
     (info,) = list_sessions(ws, "optimizer")
     assert (info.label, info.status) == ("Optimizer", "finished")
-    assert list(info.run_ids) == [first["run_id"], second["run_id"]]
+    for attempt in (first, second):
+        reruns = [r[side] for r in attempt["reruns"] for side in ("before", "after")]
+        assert {attempt["parent_run_id"], attempt["run_id"], *reruns} <= set(info.run_ids)
 
 
 def test_the_scoreboard_numbers_are_the_numbers_of_the_linked_runs(
@@ -209,14 +233,17 @@ def test_an_execution_failure_reruns_only_the_failed_units(
     count = use_counting_agent(ws, tmp_path / "count")
     monkeypatch.setenv("SKILLSMITH_TEST_COUNT_DIR", str(count))
     monkeypatch.setenv(CRASH_ENV, "resize.js:once")  # cmdi-js-execfile's file crashes once
+    _no_reruns(ws)
     result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
     (attempt,) = result.attempts
     assert attempt["repairs"] == 1 and attempt["decision"] in ("accepted", "rolled_back")
     assert result.valid_rounds == 1
     units = len(result_rows(ws.runs_dir / attempt["run_id"]))
+    assert len(result_rows(ws.runs_dir / attempt["parent_run_id"])) == units
     ran = launches(count)
-    assert attempt["launched"] == units + 1 == len(ran)
-    assert ran.count("resize.js#0") == 2 and len(set(ran)) == units
+    # the crash hit the parent's evaluation: its one failed unit reran, then the candidate's ran
+    assert attempt["launched"] == 2 * units + 1 == len(ran)
+    assert ran.count("resize.js#0") == 3 and len(set(ran)) == units
 
 
 def test_an_evaluation_that_keeps_failing_is_invalid_and_not_a_round(

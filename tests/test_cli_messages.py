@@ -12,10 +12,15 @@ from engine.cli.evolve_cmd import next_step, resume_of
 from engine.cli.optimize_cmd import NO_IMPROVEMENT_ADVICE, _summary
 from engine.cli.review_cmd import review_line
 from engine.core.events import Event
+from engine.core.queue import CandidateQueue
+from engine.core.store import SkillStore, unified_diff
+from engine.core.workspace import Workspace
+from engine.evaluation.patches.proposer import PatchTarget, summary_of
 from engine.loops.evolve import EvolveResult
 from engine.loops.evolve.checkpoint import RoundRecord
 from engine.loops.gepa import GepaResult
 from tests.runner_helpers import command_workspace, mode_benchmark
+from tests.store_helpers import make_skill, run
 
 
 def _evolve_result(stop: str, rounds: list[RoundRecord]) -> EvolveResult:
@@ -93,3 +98,25 @@ def test_evolve_says_where_it_resumes_the_session_and_its_runs() -> None:
     assert resume_of(Event("started", "r-3", run)) == "  resuming run r-3 at 41/324"
     assert resume_of(Event("started", "evolve-8", {**session, "resumed": False})) is None
     assert resume_of(Event("progress", "r-3", run)) is None
+
+
+def test_a_candidate_summary_is_stored_whole_and_cut_only_on_a_list_line(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    step = "Before a verdict, follow every tainted value to the sink it reaches: " + "calls " * 12
+    base = "---\nname: audit\ndescription: Audits.\n---\n## Steps\n1. read\n"
+    patched = base + f"2. {step.strip()}\n"
+    target = PatchTarget("premature_conclusion", "FN", ("c1",), 0.5, "stops early", ())
+    summary = summary_of(target, unified_diff(base, patched))
+    assert summary == f"FN + premature_conclusion: 2. {step.strip()}"  # whole, no "…"
+    make_skill(workspace, "audit", base)
+    SkillStore(workspace, "audit").ensure_adopted()
+    cid = CandidateQueue(workspace).submit(
+        "audit", patched, unified_diff(base, patched), source="evolve", operation="update",
+        status="pending_approval", parent_version="v0", summary=summary,
+    ).id  # fmt: skip
+    shown = run(workspace, capsys, "queue", "show", cid).stdout
+    assert f"summary: {summary}\n" in shown
+    (line,) = [ln for ln in run(workspace, capsys, "queue").stdout.splitlines() if cid in ln]
+    assert line.endswith(" …") and summary not in line
+    assert line.split("  ")[-1].removesuffix(" …") in summary

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engine.core.config import LimitsConfig
+from engine.core.store import SkillStore
+from engine.core.workspace import Workspace
 from engine.evaluation.gates import GateResult
 from engine.loops.evolve import Convergence, RoundSignal, round_seed, stagnation
+from engine.loops.evolve.convergence import Standing, best_standing, standings
+from tests.candidate_helpers import add_skill, skill_text
 
 
 def test_three_guardrail_regressions_and_two_stalls_weigh_3_6() -> None:
@@ -63,3 +69,36 @@ def test_round_seeds_depend_only_on_session_seed_and_round() -> None:
     assert round_seed(7, 3) == round_seed(7, 3)
     assert len({round_seed(7, r) for r in range(1, 11)}) == 10
     assert round_seed(7, 1) != round_seed(8, 1)
+
+
+def test_standings_read_every_version_record_and_prefer_the_session_figures(
+    tmp_path: Path,
+) -> None:
+    ws = Workspace.init(tmp_path / "ws")
+    add_skill(ws, "audit", skill_text("audit"))
+    store = SkillStore(ws, "audit")
+    store.ensure_adopted()  # v0: no figures
+    texts = [skill_text("audit", when_to_use=f"- Case {i}.") for i in range(1, 6)]
+    records = [
+        {"holdout": {"value": 0.5}, "session_id": "evolve-a"},  # v1
+        {"holdout": {"value": 0.9}},  # v2: no session named
+        {"holdout": {"value": True}},  # v3: not a figure
+        {"holdout": {"value": None, "checked": False}},  # v4: never measured
+        {"holdout": {"value": 0.2}, "session_id": "evolve-b"},  # v5: the session knows better
+    ]
+    for text, metrics in zip(texts, records, strict=True):
+        store.publish(text, why="test", metrics=metrics)
+    (store.dir / "v4" / "metrics.json").write_text("{not json", encoding="utf-8")
+
+    found = standings(store, {"v5": 0.7})
+
+    assert found == [
+        Standing("v1", 0.5, "session evolve-a"),
+        Standing("v2", 0.9, "its version record"),
+        Standing("v5", 0.7, "this session"),
+    ]
+    assert best_standing(found, "v5") == Standing("v2", 0.9, "its version record")
+    assert best_standing(found, "v2") == Standing("v5", 0.7, "this session")
+    tie = [Standing("v1", 0.5, "a"), Standing("v3", 0.5, "b")]
+    assert best_standing(tie, "v9") == Standing("v1", 0.5, "a")  # the older one
+    assert best_standing([Standing("v1", 0.5, "a")], "v1") is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +21,12 @@ import pytest
 from engine.cli import main
 from engine.core.events import Cancelled, CancelToken, Event
 from engine.core.runs import RunFolder
+from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.demo import copy_demo
+from engine.evaluation.demo import DEMO_SKILL, copy_demo
 from engine.evaluation.executors import LocalExecutor, RayExecutor, make_executor
+from engine.evaluation.gates.candidate import TaskOutcome
+from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.runner import run_evaluation
 from tests.runner_helpers import command_workspace, mode_benchmark
 
@@ -112,6 +116,36 @@ def test_eval_executor_ray_on_the_command_line(
     assert manifest["executor"]["kind"] == "ray"
     assert len(RunFolder(run_dir).latest_rows()) == manifest["runs"] * len(CASES)
     assert out["run_id"] == run_dir.name
+
+
+def test_a_loop_sends_its_evaluations_to_ray_with_executor_on_its_command_line(
+    tmp_path: Path, cluster: RayExecutor, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = _noisy_demo(tmp_path / "queue")
+    bench = ws.benchmarks_dir / "vuln-detect"
+    cases = sorted(p.name for p in bench.iterdir() if p.is_dir())
+    for case in set(cases) - set(cases[::10]):
+        shutil.rmtree(bench / case)  # a tenth of the cases keeps the paired evaluation quick
+    store = SkillStore(ws, DEMO_SKILL)
+    current = str(store.ensure_adopted())
+    cand, decision = submit_candidate(
+        ws,
+        DEMO_SKILL,
+        store.read(current) + "\n11. Say which line each finding is on.\n",
+        source="manual",
+        operation="update",
+        parent_version=current,
+        summary="a step more",
+        outcome=TaskOutcome(status="fail"),  # no proof from the task: parked for queue eval
+    )
+    assert decision.status == "pending_eval"
+    argv = ["-w", str(ws.root), "queue", "eval", cand.id, "--executor", "ray", "-j", "2"]
+    assert main([*argv, "--json"]) == 0
+    run_ids = json.loads(capsys.readouterr().out)["run_ids"]
+    assert run_ids  # the candidate and its parent, each evaluated on the cluster
+    for run_id in run_ids:
+        manifest = json.loads((ws.runs_dir / run_id / "manifest.json").read_text())
+        assert manifest["executor"]["kind"] == "ray" and manifest["status"] == "finished"
 
 
 def test_an_interrupted_ray_evaluation_resumes_only_the_missing_units(

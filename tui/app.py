@@ -635,6 +635,8 @@ class SkillsmithApp(App[None]):
                 c.id, expected_hash=str(c.content_hash), why=DECISION_WHY
             )
             self._moved(Move("decision"))
+            if c.operation == "delete":
+                return f"Approved {c.id}: {c.skill} ({version}) archived, snapshot first. z undoes."
             return f"Approved {c.id}: {c.skill} is now {version}, snapshot taken. z undoes."
 
         self.engine_call(approve, {"queue", "skills", "snapshots"}, timeout=10)

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import SessionProgress, interrupted
 from engine.core.events import Cancelled
 
@@ -39,6 +39,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--target-score", type=float, help="freeze early at or below this pilot score")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(p)
     p.set_defaults(func=_build)
 
 

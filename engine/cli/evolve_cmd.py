@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import resume_line
 from engine.core.errors import UsageError
 from engine.core.events import Cancelled, Event
@@ -42,6 +42,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, help="proposer seed (default: the benchmark's)")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(p)
     p.set_defaults(func=_evolve)
 
 

@@ -1,4 +1,4 @@
-"""``skillsmith optimize-agent --bench B``: strict-improvement rounds over the agent state.
+"""``skillsmith optimize-agent --bench B``: rounds over the agent state, kept by a paired verdict.
 
 Refused without a Formal Baseline (``skillsmith build`` first). An interrupted or killed session
 of the same benchmark is resumed by running the same command again: the round continues with
@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import SessionProgress, interrupted
 from engine.core.events import Cancelled
 
@@ -29,6 +29,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, help="runs per case of each candidate (default: bench's)")
     p.add_argument("--target-score", type=float, help="stop once the score reaches this")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(p)
     p.set_defaults(func=_optimize)
 
 
@@ -54,7 +55,7 @@ def _optimize(args: argparse.Namespace) -> int:
         return 0
     console = Console()
     table = Table(title=f"optimizer {result.session_id}", title_justify="left")
-    for column in ("round", "target", "candidate", "score", "vs", "decision", "hypothesis"):
+    for column in ("round", "target", "candidate", "verdict vs parent", "decision", "hypothesis"):
         table.add_column(column)
     for attempt in result.attempts:
         candidate = attempt["candidate"]
@@ -63,8 +64,7 @@ def _optimize(args: argparse.Namespace) -> int:
             "—" if attempt["decision"] == "invalid" else str(attempt["round"]),
             candidate["target"],
             candidate["summary"],
-            "—" if attempt["score"] is None else f"{attempt['score']:.2f}",
-            f"{attempt['reference_score']:.2f}",
+            (attempt["verdict"] or {}).get("line", "—"),
             str(attempt["decision"]),
             {True: "held", False: "did not hold", None: "—"}[hypothesis.get("held")],
         )

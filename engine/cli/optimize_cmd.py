@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import progress_bar
 from engine.core.events import Event
 
@@ -61,6 +61,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only experiment: never queue a candidate (allows splits under 10 cases)",
     )
+    executor_options(p)
     p.set_defaults(func=_optimize)
 
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from textwrap import shorten
 from typing import Any
 
-from engine.cli import print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.core.errors import UsageError
 from engine.core.queue import Candidate, CandidateQueue
+from engine.core.store import SkillStore
 from engine.evaluation.gates.expiry import sweep_expired
 from engine.evaluation.gates.stale import dismiss, repropose, stale_against
+
+LIST_SUMMARY = 60  # characters of a summary on a list line; `queue show` prints it whole
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -44,6 +48,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--bench", metavar="B", help="benchmark id (default: the candidate's own)")
     a.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
     a.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    executor_options(a)
     a.set_defaults(func=_evaluate)
 
     a = actions.add_parser(
@@ -96,7 +101,8 @@ def _list(args: argparse.Namespace) -> int:
             flag += f" stale (skill at {behind}: queue repropose {c.id})"
         print(
             f"{c.id}  {c.status:<16} {c.skill:<20} {c.operation:<6} "
-            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  {c.summary}"
+            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  "
+            + shorten(c.summary, LIST_SUMMARY, placeholder=" …")
         )
     return 0
 
@@ -123,6 +129,12 @@ def _approve(args: argparse.Namespace) -> int:
     cand = queue.get(args.id)
     if wants_json(args):
         print_json({"id": cand.id, "skill": cand.skill, "version": version, "status": cand.status})
+    elif cand.operation == "delete":
+        print(
+            f"approved {cand.id}: {cand.skill} ({version}) is archived into "
+            f"{SkillStore(queue.ws, cand.skill).archive_dir}, a snapshot taken first; "
+            "queue undo brings it back"
+        )
     else:
         print(f"approved {cand.id}: {cand.skill} is now at {version}")
     return 0

@@ -112,6 +112,9 @@ class LimitsConfig:
     max_rounds: int = 10
     workers: int = 0  # 0 = CPU count
     lock_wait_s: float = 5.0
+    # the most the agent Optimizer may raise the agent's turn budget and time limit to
+    agent_max_turns: int = 100
+    agent_max_timeout_s: float = 1800.0
     # restore refuses archives beyond these (a gzip bomb or a planted huge file)
     snapshot_max_member_bytes: int = 256 * 1024 * 1024
     snapshot_max_total_bytes: int = 4 * 1024 * 1024 * 1024

@@ -258,7 +258,10 @@ class CandidateQueue:
     def approve(
         self, candidate_id: str, *, expected_hash: str | None = None, why: str = "approved"
     ) -> str:
-        """Publish the candidate as the skill's next version and snapshot; returns the new "vN"."""
+        """Publish the candidate as the skill's next version and snapshot; returns the new "vN".
+
+        A delete (curate's archive) snapshots first, then moves the skill folder into the store;
+        it returns the version the skill was archived at, and undoing it moves the folder back."""
         with self.ws.lock(f"approve {candidate_id}"):
             self.recover()
             cand = self._decidable(candidate_id, expected_hash, "approve")
@@ -267,30 +270,32 @@ class CandidateQueue:
                     f"{cand.dir}: is {cand.status}; only pending_approval candidates can be "
                     "approved (evaluate it first)"
                 )
-            if cand.operation == "delete":
-                raise SkillsmithError(
-                    f"{cand.dir}: deleting a skill is not supported by approve; "
-                    f"remove skills/{cand.skill}/ by hand (its history stays)"
-                )
-            skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
-            check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
-            check_diff(patch_file.read_bytes(), where=patch_file)
             store = SkillStore(self.ws, cand.skill)
-            current = store.ensure_adopted()
+            if cand.operation == "delete":  # curate's archive: the folder moves into the store
+                current: str | None = store.archivable()
+                way = f"dismiss it (skillsmith queue dismiss {cand.id})"
+            else:
+                skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
+                check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
+                check_diff(patch_file.read_bytes(), where=patch_file)
+                current = store.ensure_adopted()
+                way = (
+                    f"re-propose it against {current} (skillsmith queue repropose {cand.id}) "
+                    f"or set it aside (skillsmith queue dismiss {cand.id})"
+                )
             if cand.operation == "create" and current is not None:
                 raise SkillsmithError(
                     f"{cand.dir}: stale: skill '{cand.skill}' already exists (at {current})"
                 )
-            if cand.operation == "update" and current != cand.parent_version:
+            if cand.operation != "create" and current != cand.parent_version:
                 raise SkillsmithError(
                     f"{cand.dir}: stale: made against {cand.parent_version} but skill "
-                    f"'{cand.skill}' is now at {current}; re-propose it against {current} "
-                    f"(skillsmith queue repropose {cand.id}) or set it aside "
-                    f"(skillsmith queue dismiss {cand.id})"
+                    f"'{cand.skill}' is now at {current}; {way}"
                 )
             intent = self._commit(
                 {
                     "op": "approve",
+                    "operation": cand.operation,
                     "candidate": cand.id,
                     "skill": cand.skill,
                     "from_status": cand.status,
@@ -426,7 +431,10 @@ class CandidateQueue:
             self._commit({"op": "undo", "undoes": last, "candidate": last["candidate"]})
             what = {"approve": "approval", "dismiss": "dismissal"}.get(last["action"], "rejection")
             detail = (
-                f"skill '{last['skill']}' back at {last['previous_version']}"
+                f"skill '{last['skill']}' is back in {self.ws.skills_dir.name}/ at "
+                f"{last['previous_version']}"
+                if last.get("operation") == "delete"
+                else f"skill '{last['skill']}' back at {last['previous_version']}"
                 if last["action"] == "approve"
                 else f"it is {last['from_status']} again"
                 if last["action"] == "dismiss"
@@ -469,7 +477,17 @@ class CandidateQueue:
         """Carry out or finish one decision; each step notices when it already happened."""
         cand = self.get(intent["candidate"])
         store = SkillStore(self.ws, cand.skill)
-        if intent["op"] == "approve":
+        if intent["op"] == "approve" and intent.get("operation") == "delete":
+            if not store.archive_dir.is_dir():
+                if resuming:  # never archived: the queue stays as it was
+                    return intent
+                from engine.core.snapshots import create_snapshot  # tarfile: on archive
+
+                create_snapshot(self.ws, note=f"{cand.skill}: before archiving ({cand.id})")
+                store.archive(why=f"{cand.id}: {cand.summary} ({intent['why']})")
+            intent["version"] = intent["previous_version"]
+            self._set_status(store, cand, intent, ["approved", "published"], intent["why"])
+        elif intent["op"] == "approve":
             version = _published_by(store, intent["id"])
             if version is None:
                 if resuming:  # never published: the queue stays as it was
@@ -526,7 +544,10 @@ class CandidateQueue:
     def _undo(self, store: SkillStore, cand: Candidate, intent: dict[str, Any]) -> None:
         last = intent["undoes"]
         why = f"undo {last['action']} {last['id']}"
-        if last["action"] == "approve" and store.current() == last["version"]:
+        if last.get("operation") == "delete":
+            if store.archive_dir.is_dir():
+                store.unarchive(why=why)
+        elif last["action"] == "approve" and store.current() == last["version"]:
             store.rollback(last["previous_version"], why=why)
         removed = last["action"] == "reject" and _added_taboo(last)
         if removed:
@@ -612,6 +633,8 @@ def _checked_intent(journal: Path, intent: Any) -> Intent:
 
     if not isinstance(intent, dict) or intent.get("op") not in _OPS:
         raise bad("op", f"expected one of {', '.join(_OPS)}")
+    if intent.get("operation") not in (None, "update", "create", "delete"):
+        raise bad("operation", "expected update, create or delete")
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")

@@ -64,6 +64,7 @@ __all__ = [
 
 VERSION_FILES = ("SKILL.md", "metrics.json", "gate_verdict.json", "patch.diff", "provenance.json")
 RESOURCES_DIR = "files"  # vN/files/: the skill folder's other files, paths kept
+ARCHIVE_DIR = "archived"  # history/<name>/archived/: the live folder of an archived skill
 JOURNAL = INTENT_JOURNAL
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _VERSION = re.compile(r"^v(\d+)$")
@@ -300,6 +301,52 @@ class SkillStore:
                 bump=self.branch is None,
             )
 
+    @property
+    def archive_dir(self) -> Path:
+        return self.root / ARCHIVE_DIR
+
+    def archive(self, *, why: str) -> str:
+        """Move the live skill folder into the store; returns the version it was at.
+
+        The skill leaves the agent state (nothing evaluates or loads it) but nothing is deleted:
+        its versions stay, and :meth:`unarchive` moves the very folder back. A hand edit of the
+        folder is refused first, as for a publish, so the folder is exactly that version.
+        """
+        with self.ws.lock(f"archive {self.name}"):
+            self._settle()
+            cur = self.archivable()
+            version = self.ws.load_config().version + 1
+            self._commit({"op": "archive", "to": cur, "why": why, "workspace_version": version})
+            return cur
+
+    def archivable(self) -> str:
+        """Refuse what would stop :meth:`archive` (checked before a snapshot is spent on it);
+        returns the version the skill is at."""
+        if self.branch is not None:
+            raise SkillsmithError(f"{self.dir}: a branch is not archived; archive the skill")
+        cur = self.ensure_adopted()
+        if cur is None or not self.skill_file.is_file():
+            raise SkillsmithError(f"{self.skill_file.parent}: no such skill to archive")
+        if self.archive_dir.exists():
+            raise SkillsmithError(f"{self.archive_dir}: skill '{self.name}' is archived")
+        self._refuse_drift(cur, None, None)
+        return cur
+
+    def unarchive(self, *, why: str) -> str:
+        """Move an archived skill's folder back to ``skills/<name>/``; returns its version."""
+        with self.ws.lock(f"unarchive {self.name}"):
+            self._settle()
+            cur = self.current()
+            if cur is None or not self.archive_dir.is_dir():
+                raise SkillsmithError(f"{self.archive_dir}: skill '{self.name}' is not archived")
+            if self.skill_file.parent.exists():
+                raise SkillsmithError(
+                    f"{self.skill_file.parent}: is in the way of the archived skill; move it first"
+                )
+            version = self.ws.load_config().version + 1
+            self._commit({"op": "unarchive", "to": cur, "why": why, "workspace_version": version})
+            return cur
+
     def rollback(self, version: str, *, why: str) -> None:
         """Point ``current`` back at an earlier (or any existing) version; nothing is deleted."""
         with self.ws.lock(f"rollback {self.name}"):
@@ -476,15 +523,24 @@ class SkillStore:
             if not target.exists():
                 os.rename(self.root / intent["stage"], target)
                 fsync_dir(target.parent)
+        live = self.skill_file.parent
+        moves = {"archive": (live, self.archive_dir), "unarchive": (self.archive_dir, live)}
+        if op in moves:
+            frm, to = moves[op]
+            if frm.is_dir() and not to.exists():  # one rename, so a replay finds it done
+                to.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(frm, to)
+                fsync_dir(frm.parent)
+                fsync_dir(to.parent)
+        if "workspace_version" in intent:
+            cfg = self.ws.load_config()
+            if cfg.version < intent["workspace_version"]:
+                cfg.version = intent["workspace_version"]
+                self.ws.save_config(cfg)
         if op in ("publish", "rollback", "fork"):
             self._set_pointer(vdir, intent["to"])
             if branch is None:
                 self._mirror(vdir / intent["to"])
-            if "workspace_version" in intent:
-                cfg = self.ws.load_config()
-                if cfg.version < intent["workspace_version"]:
-                    cfg.version = intent["workspace_version"]
-                    self.ws.save_config(cfg)
             audit = {
                 k: intent.get(k) for k in ("when", "from", "to", "why", "branch", "op", "op_id")
             }
@@ -577,7 +633,7 @@ _STAGE = re.compile(
     r"(?:branches/[A-Za-z0-9][A-Za-z0-9._-]{0,127}/)?\.tmp-publish-[0-9a-f]{8}"
     r"|branches/\.tmp-fork-[0-9a-f]{8}"
 )
-_OPS = ("publish", "rollback", "fork", "taboo_append", "taboo_remove")
+_OPS = ("publish", "rollback", "fork", "taboo_append", "taboo_remove", "archive", "unarchive")
 _TABOO_OPS = ("taboo_append", "taboo_remove")
 
 

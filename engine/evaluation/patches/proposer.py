@@ -179,11 +179,11 @@ class Proposal:
 
 
 def summary_of(target: PatchTarget, diff: str) -> str:
-    """The one line a candidate shows: what it targets and its first added line."""
+    """What a candidate says it does: its target and its first added line, whole — a list that
+    is short of room cuts it when it shows it, so ``queue show`` can still give it in full."""
     parsed = parse_diff(diff)
     added = [text.strip() for text in parsed.added if text.strip()]
     first = added[0] if added else f"removes {len(parsed.removed)} lines"
-    first = first if len(first) <= 70 else first[:69] + "…"
     return f"{target.id}: {first}"
 
 

@@ -1,9 +1,10 @@
-"""The Optimizer: strict-improvement rounds over the agent's editable state.
+"""The Optimizer: rounds over the agent's editable state, each kept by a paired verdict.
 
 PenguinHarness' agent-optimization as a session (engine.loops.agent_optimizer.session): from a
-Formal
-Baseline, one bounded candidate per round (AGENTS.md, a skill, or the agent's settings), a
-snapshot before it, kept only when the evaluation score is strictly higher, rolled back otherwise.
+Formal Baseline, one bounded candidate per round (AGENTS.md, a skill, or the agent's turn budget,
+time limit and tools), a snapshot before it, kept only when a paired comparison with a fresh
+evaluation of the parent (same cases, same seeds) says "better" at ``gates.alpha``, rolled back
+otherwise.
 """
 
 from engine.loops.agent_optimizer.candidate import (

@@ -1,9 +1,11 @@
 """One bounded candidate edit of the agent's editable state, and the protocol that proposes it.
 
 The Optimizer may change what PenguinHarness calls the Target Agent's editable state —
-``AGENTS.md``, a skill's ``SKILL.md``, or the ``agent`` section of ``skillsmith.yaml`` — and
-nothing else: not the benchmark, not the judge or proposer models, not the workspace version, never
-the vault. A candidate is one unified diff of one of those files, small (the patch-line limit of
+``AGENTS.md``, a skill's ``SKILL.md``, or the agent's working settings in ``skillsmith.yaml``
+(its turn budget, time limit and allowed tools, within ``limits.agent_max_turns`` and
+``limits.agent_max_timeout_s``) — and nothing else: not the benchmark, not the judge or proposer
+models, not the agent's kind, model, noise or sandbox, not the workspace version, never the
+vault. A candidate is one unified diff of one of those files, small (the patch-line limit of
 the outcome-driven design), secret-free and different from every candidate tried before. A skill
 diff also passes the patch filters and the skill's taboo list (engine.evaluation.patches), exactly
 like an
@@ -37,13 +39,19 @@ CANDIDATE_PROTOCOL = "skillsmith-candidate/1"
 AGENTS = "AGENTS.md"
 SKILL_FILE = "SKILL.md"
 _SKILL_TARGET = re.compile(r"^skills/([A-Za-z0-9][A-Za-z0-9._-]*)/SKILL\.md$")
-# Agent settings a candidate may not change: they would swap the agent instead of improving it.
-# What the agent is and what it may reach: never the model's to change.
-FIXED_AGENT_KEYS = ("kind", "command", "env_allow", "sandbox", "network")
+# The agent settings a candidate may tune. Every other one would swap the agent (kind, command,
+# model, noise) or widen what it may reach (environment, sandbox, network, paths) instead of
+# improving how it works: never the model's to change.
+TUNABLE_AGENT_KEYS = ("max_turns", "timeout_s", "allowed_tools")
+# Claude Code's tools that act only inside the sealed run folder: the ones allowed_tools may name.
+LOCAL_TOOLS = frozenset(
+    ("Skill", "Bash", "Read", "Grep", "Glob", "LS", "Edit", "MultiEdit", "Write", "TodoWrite")
+)
 CANDIDATE_SYSTEM = f"""You improve a target agent against a frozen benchmark \
 (PenguinHarness agent-optimization). From the scores, the diagnosed root causes and the linked \
 traces, propose ONE bounded candidate: a unified diff of exactly one editable file — AGENTS.md, \
-skills/<name>/SKILL.md, or the agent section of skillsmith.yaml. Diff headers: \
+skills/<name>/SKILL.md, or skillsmith.yaml, where only agent.max_turns, agent.timeout_s and \
+agent.allowed_tools may change (within the request's limits). Diff headers: \
 `--- a/SKILL.md` / `+++ b/SKILL.md` for a skill, `--- a/AGENTS.md` / `+++ b/AGENTS.md`, or \
 `--- a/skillsmith.yaml` / `+++ b/skillsmith.yaml`. Never repeat a tried candidate.
 
@@ -159,9 +167,8 @@ def _check_diff(diff: str, name: str, text: str, limits: LimitsConfig) -> str:
         raise ProtocolError(f"reply.diff: {exc}") from None
 
 
-def _check_config(before: str, after: str) -> None:
-    """Only the agent section may change, and not the agent's kind, command, environment or
-    sandbox."""
+def _check_config(before: str, after: str, limits: LimitsConfig) -> None:
+    """Only the agent's tunable settings may change, and only within the limits."""
     try:
         old = to_mapping(from_mapping(Config, yaml.safe_load(before), CONFIG_NAME))
         new = to_mapping(from_mapping(Config, yaml.safe_load(after), CONFIG_NAME))
@@ -170,11 +177,30 @@ def _check_config(before: str, after: str) -> None:
     for key in old:
         if key != "agent" and old[key] != new[key]:
             raise ProtocolError(f"reply.diff: may change only the agent section, not {key!r}")
-    for key in FIXED_AGENT_KEYS:
-        if old["agent"][key] != new["agent"][key]:
+    tunable = ", ".join(f"agent.{k}" for k in TUNABLE_AGENT_KEYS)
+    for key in old["agent"]:
+        if key not in TUNABLE_AGENT_KEYS and old["agent"][key] != new["agent"][key]:
             raise ProtocolError(
-                f"reply.diff: may not change agent.{key} (it swaps or unseals the agent)"
+                f"reply.diff: may not change agent.{key} (it swaps or unseals the agent; only "
+                f"{tunable} are tuned)"
             )
+    agent = new["agent"]
+    if not 1 <= agent["max_turns"] <= limits.agent_max_turns:
+        raise ProtocolError(
+            f"reply.diff: agent.max_turns must stay within 1..{limits.agent_max_turns} "
+            "(limits.agent_max_turns)"
+        )
+    if not 0 < agent["timeout_s"] <= limits.agent_max_timeout_s:
+        raise ProtocolError(
+            f"reply.diff: agent.timeout_s must stay within (0, {limits.agent_max_timeout_s:g}] "
+            "(limits.agent_max_timeout_s)"
+        )
+    unknown = sorted(set(agent["allowed_tools"]) - LOCAL_TOOLS)
+    if unknown or not agent["allowed_tools"]:
+        raise ProtocolError(
+            "reply.diff: agent.allowed_tools must be a non-empty list of "
+            f"{', '.join(sorted(LOCAL_TOOLS))}" + (f", not {unknown[0]!r}" if unknown else "")
+        )
 
 
 def _check_skill(ws: Workspace, name: str, diff: str, text: str, rule: str) -> str:
@@ -249,7 +275,7 @@ def parse_candidate(
         _check_safety(ws, diff)
         after = _check_diff(diff, target, before, limits)
         if target == CONFIG_NAME:
-            _check_config(before, after)
+            _check_config(before, after, limits)
         elif len(after.encode("utf-8")) > limits.max_skill_bytes:
             raise ProtocolError(f"reply.diff: {AGENTS} would exceed {limits.max_skill_bytes} bytes")
     candidate = AgentCandidate(
@@ -275,6 +301,8 @@ __all__ = [
     "AGENTS",
     "CANDIDATE_PROTOCOL",
     "CANDIDATE_SYSTEM",
+    "LOCAL_TOOLS",
+    "TUNABLE_AGENT_KEYS",
     "AgentCandidate",
     "NoneLeft",
     "diff_sha",

@@ -1,13 +1,19 @@
 """The Optimizer's offline model: a deterministic candidate writer for the demo and for CI.
 
 It answers the candidate protocol from the request's diagnosis the way a careful engineer would
-pick the cheapest fix for the biggest root cause, one file at a time:
+pick the cheapest fix for the biggest root cause, one file at a time, across all three kinds of
+editable state:
 
-- the agent ran out of turns or looped (``budget_exhaustion``, ``tool_loop``): raise
-  ``agent.max_turns`` in skillsmith.yaml by half;
+- the agent ran out of time (``budget_exhaustion`` with a timeout): raise ``agent.timeout_s`` in
+  skillsmith.yaml by half; out of turns or looping (``budget_exhaustion``, ``tool_loop``): raise
+  ``agent.max_turns`` by half — both capped at the request's limits;
 - it concluded before doing the skill's remaining steps (``premature_conclusion``): add a Pitfalls
   line to the skill telling it to run every step before concluding;
-- otherwise: add a line to AGENTS.md asking for every kept finding as ``file:line``.
+- then, for the cases still failing: a line in AGENTS.md asking for every kept finding as
+  ``file:line``.
+
+The paired verdict, not this writer, decides whether an idea helped: one that changes nothing is
+rolled back.
 
 Ideas whose diff was tried before are skipped, so a rejected candidate is never proposed again; when
 nothing new is left it answers ``none_left`` and the session stops proposing.
@@ -15,10 +21,15 @@ nothing new is left it answers ``none_left`` and the session stops proposing.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import yaml
+
+from engine.core.config import Config
+from engine.core.schema import from_mapping
 from engine.core.skill import SkillDoc
 from engine.core.workspace import CONFIG_NAME
 from engine.evaluation.protocol import dump_reply, request_data
@@ -31,27 +42,52 @@ THOROUGH_LINE = (
     "after the first finding."
 )
 EVIDENCE_LINE = "- Before the verdict, list every finding you keep as `file:line` with its step."
-_MAX_TURNS = re.compile(r"^(\s+max_turns:\s*)(\d+)\s*$", re.MULTILINE)
-_AGENT_BLOCK = re.compile(r"^agent:\s*$", re.MULTILINE)
+_TIMEOUT = re.compile(r"\btime(d)?\s?out\b", re.IGNORECASE)
+_AGENT_BLOCK = re.compile(r"^agent:[ \t]*\n", re.MULTILINE)
 
 Idea = tuple[str, str, str, str, str]  # target, new text, rule, summary, hypothesis
 
 
-def _raise_turns(config: str, cause: Mapping[str, Any]) -> Idea | None:
+def _set_agent_key(config: str, key: str, value: str) -> str | None:
+    """``config`` with ``agent.<key>`` set to ``value`` (the line replaced, or added at the top of
+    the agent block), comments and layout kept; None without a block-style agent section."""
     block = _AGENT_BLOCK.search(config)
-    found = _MAX_TURNS.search(config, block.end()) if block else None
-    if found is None:
+    if block is None:
         return None
-    old = int(found.group(2))
-    new = old + max(1, old // 2)
-    text = config[: found.start(2)] + str(new) + config[found.end(2) :]
+    section_end = re.compile(r"^[^\s#]", re.MULTILINE).search(config, block.end())
+    end = section_end.start() if section_end else len(config)
+    line = re.compile(rf"^[ \t]+{re.escape(key)}:[ \t]*([^\n#]*?)[ \t]*(#[^\n]*)?$", re.MULTILINE)
+    found = line.search(config, block.end(), end)
+    if found is not None:
+        return config[: found.start(1)] + value + config[found.end(1) :]
+    indent = re.match(r"[ \t]+", config[block.end() :])
+    pad = indent.group(0) if indent else "  "
+    return config[: block.end()] + f"{pad}{key}: {value}\n" + config[block.end() :]
+
+
+def _raise_budget(config: str, cause: Mapping[str, Any], limits: Mapping[str, Any]) -> Idea | None:
+    """More turns (or more time, when the runs timed out), by half, within the limits."""
+    agent = from_mapping(Config, yaml.safe_load(config), CONFIG_NAME).agent
+    timed_out = bool(_TIMEOUT.search(json.dumps(cause.get("evidence") or [])))
     cases = ", ".join(cause["case_ids"])
+    if timed_out:
+        cap = float(limits.get("agent_max_timeout_s") or agent.timeout_s * 1.5)
+        old_s, new_s = agent.timeout_s, min(cap, agent.timeout_s * 1.5)
+        text = _set_agent_key(config, "timeout_s", f"{new_s:g}") if new_s > old_s else None
+        summary, what = f"agent.timeout_s {old_s:g} → {new_s:g}", f"with {new_s:g}s"
+    else:
+        cap_turns = int(limits.get("agent_max_turns") or agent.max_turns * 2)
+        old, new = agent.max_turns, min(cap_turns, agent.max_turns + max(1, agent.max_turns // 2))
+        text = _set_agent_key(config, "max_turns", str(new)) if new > old else None
+        summary, what = f"agent.max_turns {old} → {new}", f"with {new} turns"
+    if text is None:
+        return None
     return (
         CONFIG_NAME,
         text,
         str(cause["rule_id"]),
-        f"agent.max_turns {old} → {new}",
-        f"with {new} turns the runs that hit the budget ({cases}) finish their steps",
+        summary,
+        f"{what} the runs that hit the budget ({cases}) finish their steps",
     )
 
 
@@ -94,7 +130,7 @@ def _ideas(data: Mapping[str, Any]) -> Iterator[tuple[Idea, list[str]]]:
     for cause in causes:
         idea: Idea | None = None
         if cause.get("rule_id") in BUDGET_RULES:
-            idea = _raise_turns(str(files[CONFIG_NAME]), cause)
+            idea = _raise_budget(str(files[CONFIG_NAME]), cause, data.get("limits") or {})
         elif cause.get("rule_id") in HASTE_RULES:
             idea = _thorough(files, cause)
         if idea is not None:

@@ -1,32 +1,38 @@
-"""The Optimizer session: strict-improvement rounds over the agent's editable state.
+"""The Optimizer session: rounds over the agent's editable state, each kept by a paired verdict.
 
 PenguinHarness' agent-optimization, round by round:
 
 1. It starts only from a complete, unchanged **Formal Baseline** (engine.loops.builder.baseline).
 2. From the reference evaluation's scores and its diagnosed traces the model proposes **one
    bounded candidate** (engine.loops.agent_optimizer.candidate).
-3. The agent state is **snapshotted** (``snapshots/v<N>-<time>.tar.gz``), the candidate applied,
-   and the Case × runs matrix evaluated.
+3. The agent state is **snapshotted** (``snapshots/v<N>-<time>.tar.gz``) and evaluated afresh
+   (the parent), then the candidate is applied and the Case × runs matrix evaluated again with
+   the same seed, so every (case, run) of the two evaluations shares its unit seed.
 4. Units that failed to execute are **repaired**: the same candidate, only the failed units rerun.
    An evaluation still incomplete is **invalid**: it is rolled back and does not count as a round.
-5. The candidate is **kept only if its score is strictly higher** than the reference (the first
-   time: the Formal Baseline's single run against the candidate's multi-run mean, as the spec
-   allows). Kept: the skill is published or the workspace version bumped to N+1, and the record
-   is written to the scoreboard and checked against its run at once. Otherwise the snapshot is
-   **restored** (and a skill diff goes on the skill's taboo list).
-6. Whether the **hypothesis held** on the cases it targeted is reported apart from the score
-   change, so noise elsewhere is not read as the candidate's effect.
+5. The candidate is **kept only when the paired verdict says "better"**
+   (engine.evaluation.verdict, the exact run-level test at ``gates.alpha``, one-sided): a target
+   agent does not answer the same twice, and "a higher mean than the last record" keeps a change
+   that does nothing about half the time. An inconclusive verdict reruns the cases that can
+   still decide it, on both states with shared seeds, within ``gates.max_extra_runs``. Kept: the
+   skill is published or the workspace version bumped to N+1, and the record is written to the
+   scoreboard and checked against its run at once. Otherwise the snapshot is **restored** (and a
+   skill diff goes on the skill's taboo list). The verdict's figures go into the state file, the
+   session events and the record's summary.
+6. Whether the **hypothesis held** on the cases it targeted is reported apart from the verdict,
+   so noise elsewhere is not read as the candidate's effect.
 7. It stops early at the **target score**, else after the configured number of valid rounds; the
    agent is left at the best (the last kept) version.
 
 Every stage is written to ``experiments/<session>/state.json`` before the next begins, so a killed
-Optimizer resumes the same round with the same candidate and reruns only the missing units.
+Optimizer resumes the same round with the same candidate, seeds and run ids, and reruns only the
+missing units.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -49,11 +55,13 @@ from engine.core.store import SkillStore, read_text
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
 from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.gates.outcome import Sampling
 from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.patches import taboo_rule
 from engine.evaluation.protocol import ProtocolExhausted, ask, data_message
-from engine.evaluation.runner import RunResult, agent_runtime, run_evaluation
+from engine.evaluation.runner import SKILL, RunResult, agent_runtime, fresh_seed, run_evaluation
+from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_SYSTEM,
     AgentCandidate,
@@ -121,6 +129,18 @@ def hypothesis_check(
     }
 
 
+def _skill_rows(rows: Any) -> list[dict[str, Any]]:
+    return [dict(r) for r in rows if r.get("variant", SKILL) == SKILL]
+
+
+def _better(before: Rows, after: Rows, alpha: float) -> Verdict:
+    """Is the candidate better on these very cases? The exact run-level test, one-sided, on the
+    graded score the scoreboard shows."""
+    return compare_paired(
+        before, after, alpha=alpha, test="runs", alternative="greater", measure="score"
+    )
+
+
 class _Optimizer:
     def __init__(
         self,
@@ -176,7 +196,11 @@ class _Optimizer:
             "attribution": diagnosis.attribution_summary(),
             "files": files,
             "tried": self.state.tried(),
-            "limits": {"max_patch_lines": cfg.limits.max_patch_lines},
+            "limits": {
+                "max_patch_lines": cfg.limits.max_patch_lines,
+                "agent_max_turns": cfg.limits.agent_max_turns,
+                "agent_max_timeout_s": cfg.limits.agent_max_timeout_s,
+            },
         }
         exchange = ask(
             self.model,
@@ -226,22 +250,31 @@ class _Optimizer:
             run_id=attempt.run_id,
         )
 
-    def _evaluate_once(self, run_id: str) -> RunResult:
+    def _evaluate_once(
+        self,
+        run_id: str,
+        seed: int,
+        case_ids: Sequence[str] | None = None,
+        runs: int | None = None,
+    ) -> RunResult:
         return run_evaluation(
             self.ws,
             self.state.benchmark,
-            runs=self.state.runs,
+            runs=runs or self.state.runs,
             jobs=self.state.jobs,
+            case_ids=None if case_ids is None else list(case_ids),
             run_id=run_id,
             reporter=self.reporter,
             cancel=self.cancel,
             judge=self.judge,
             scoreboard=False,
+            seed=seed,
         )
 
-    def evaluate(self, attempt: Attempt, candidate: AgentCandidate) -> None:
-        assert attempt.run_id is not None
-        result = self._evaluate_once(attempt.run_id)
+    def _complete(self, attempt: Attempt, run_id: str) -> RunResult:
+        """One evaluation of the live state, its failed units repaired up to MAX_REPAIRS times."""
+        assert attempt.seed is not None
+        result = self._evaluate_once(run_id, attempt.seed)
         attempt.launched += result.launched
         self.save()
         self.log.emit(
@@ -266,21 +299,118 @@ class _Optimizer:
                 run_id=result.run_id,
                 units=failed,
             )
-            result = self._evaluate_once(attempt.run_id)
+            result = self._evaluate_once(run_id, attempt.seed)
             attempt.launched += result.launched
             self.save()
+        return result
+
+    def _put(self, candidate: AgentCandidate, text: str) -> None:
+        """Make ``text`` the live content of the candidate's file (the parent's or the
+        candidate's), so the next evaluation measures that state."""
+        path = target_path(self.ws, candidate.target)
+        with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
+            live = read_text(path) if path.is_file() else ""
+            if live not in (candidate.before, candidate.after):
+                raise SkillsmithError(
+                    f"{path}: changed while the optimizer evaluated it; start a new "
+                    "optimizer session"
+                )
+            if live != text:
+                atomic_write_text(path, text)
+
+    def measure_parent(self, attempt: Attempt, candidate: AgentCandidate) -> bool:
+        """The fresh evaluation of the state before the candidate; False when it stayed invalid.
+
+        The candidate is compared with this run, not with the reference record: that record
+        was drawn with other seeds (and, for the first round, with other runs per case)."""
+        self._put(candidate, candidate.before)
+        if attempt.seed is None or attempt.parent_run_id is None:
+            attempt.seed = fresh_seed() if attempt.seed is None else attempt.seed
+            attempt.parent_run_id = attempt.parent_run_id or new_id("run")
+            self.save()
+        result = self._complete(attempt, attempt.parent_run_id)
+        if result.status != "finished":
+            why = "units of the parent's evaluation still failed to run after repairs"
+            self.roll_back(attempt, candidate, "invalid", why)
+            return False
+        attempt.parent_score = figures(_skill_rows(result.rows)).score
+        self.save()
+        return True
+
+    def _rerun(self, attempt: Attempt, candidate: AgentCandidate) -> Rerun:
+        """Reruns for adaptive sampling: both states, the chosen cases, one fresh shared seed.
+
+        The k-th rerun of a round is recorded (cases, runs, seed, run ids) before it runs, so a
+        resumed round repeats the same reruns and the runner keeps their finished units."""
+        done = [0]
+
+        def rerun(case_ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+            index = done[0]
+            done[0] += 1
+            if index >= len(attempt.reruns):
+                attempt.reruns.append(
+                    {
+                        "cases": list(case_ids),
+                        "runs": runs,
+                        "seed": fresh_seed(),
+                        "before": new_id("run"),
+                        "after": new_id("run"),
+                    }
+                )
+                self.save()
+            plan = attempt.reruns[index]
+            sides: list[Rows] = []
+            for side in ("before", "after"):
+                self._put(candidate, candidate.before if side == "before" else candidate.after)
+                result = self._evaluate_once(
+                    plan[side], int(plan["seed"]), plan["cases"], plan["runs"]
+                )
+                attempt.launched += result.launched
+                self.save()
+                self.log.emit(
+                    "message",
+                    stage="rerun",
+                    attempt=attempt.number,
+                    side=side,
+                    cases=plan["cases"],
+                    runs=plan["runs"],
+                    run_id=result.run_id,
+                    launched=result.launched,
+                )
+                sides.append(_skill_rows(result.rows))
+            return sides[0], sides[1]
+
+        return rerun
+
+    def evaluate(self, attempt: Attempt, candidate: AgentCandidate) -> None:
+        assert attempt.run_id is not None and attempt.parent_run_id is not None
+        self._put(candidate, candidate.after)
+        result = self._complete(attempt, attempt.run_id)
         if result.status != "finished":
             self.roll_back(attempt, candidate, "invalid", "units still failed to run after repairs")
             return
-        rows = [r for r in result.rows if r["variant"] == "skill"]
-        record = figures(rows)
-        ref = self.state.reference
-        attempt.score = record.score
-        attempt.delta = round(record.score - ref.score, 2)
-        attempt.hypothesis = hypothesis_check(
-            list(candidate.targeted_cases), ref.cases, {c.case_id: c.score for c in record.cases}
+        parent = _skill_rows(
+            RunFolder(self.ws.runs_dir / attempt.parent_run_id).latest_rows().values()
         )
-        attempt.decision = "accepted" if record.score > ref.score else "rolled_back"
+        rows = _skill_rows(result.rows)
+        gates = self.ws.load_config().gates
+        sampling = Sampling(
+            alpha=gates.alpha, max_extra_runs=gates.max_extra_runs, looks=gates.looks
+        )
+        verdict, _, _ = sampling.decide(
+            parent, rows, _better, lambda v: not v.better, self._rerun(attempt, candidate)
+        )
+        self._put(candidate, candidate.after)
+        record = figures(rows)
+        attempt.score = record.score
+        attempt.delta = round(record.score - float(attempt.parent_score or 0.0), 2)
+        attempt.verdict = verdict.to_dict()
+        attempt.hypothesis = hypothesis_check(
+            list(candidate.targeted_cases),
+            {c.case_id: c.score for c in figures(parent).cases},
+            {c.case_id: c.score for c in record.cases},
+        )
+        attempt.decision = "accepted" if verdict.better else "rolled_back"
         attempt.stage = "deciding"
         self.save()
 
@@ -288,9 +418,10 @@ class _Optimizer:
         if attempt.decision == "accepted":
             self.accept(attempt, candidate)
         else:
+            verdict = Verdict.from_dict(attempt.verdict or {})
             why = (
-                f"score {attempt.score:.2f} is not strictly above the reference "
-                f"{attempt.reference_score:.2f}"
+                f"paired verdict against the parent: {verdict.line()}; better at one-sided "
+                f"p<{verdict.alpha:g} wanted"
             )
             self.roll_back(attempt, candidate, "rolled_back", why)
 
@@ -357,9 +488,11 @@ class _Optimizer:
         improved = ", ".join(hypothesis.get("improved") or []) or "none"
         ranked = sorted(figures(rows).cases, key=lambda c: (c.score, c.case_id))
         below = [c.case_id for c in ranked if c.score < 100][:3]
+        verdict = Verdict.from_dict(attempt.verdict or {})
         summary = (
             f"{candidate.hypothesis} — the hypothesis {held} on its targeted cases "
-            f"(improved: {improved}); score {attempt.reference_score:.2f} → {attempt.score:.2f}. "
+            f"(improved: {improved}); against a fresh evaluation of the parent with the same "
+            f"seeds: {verdict.line()}. "
             f"Next hypothesis: the lowest cases ({', '.join(below) or 'none'}) share a root cause "
             "a further bounded edit can fix."
         )
@@ -415,7 +548,9 @@ class _Optimizer:
             "run_id": attempt.run_id,
             "score": attempt.score,
             "reference_score": attempt.reference_score,
+            "parent_score": attempt.parent_score,
             "delta": attempt.delta,
+            "verdict": attempt.verdict,
             "hypothesis_held": hypothesis.get("held"),
             "targeted_cases": list(candidate.targeted_cases),
             "version": self.ws.load_config().version,
@@ -429,6 +564,8 @@ class _Optimizer:
         if attempt.stage == "proposed":
             self.snapshot(attempt, candidate)
         if attempt.stage == "snapshotted":
+            if not self.measure_parent(attempt, candidate):
+                return
             self.apply(attempt, candidate)
         if attempt.stage == "applied":
             self.evaluate(attempt, candidate)

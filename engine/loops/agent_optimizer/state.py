@@ -1,11 +1,13 @@
 """The Optimizer's own file: ``experiments/<session-id>/state.json``.
 
 A round has stages (proposed → snapshotted → applied → deciding → accepted / rolled back, or
-invalid), and the state file records each one before the next begins, together with the run id
-the evaluation will use. A killed Optimizer therefore restarts exactly where it stopped: the same
-candidate, the same snapshot, the same run — whose finished units the runner keeps — and no round
-is counted twice. The file is also the experiment's record: every candidate, its scores, the
-hypothesis check and the decision.
+invalid), and the state file records each one before the next begins, together with the run ids
+and the seed the evaluations will use (the parent's fresh evaluation, the candidate's, and every
+rerun adaptive sampling asks for). A killed Optimizer therefore restarts exactly where it
+stopped: the same candidate, the same snapshot, the same runs — whose finished units the runner
+keeps — and no round is counted twice. The file is also the experiment's record: every
+candidate, its scores, the paired verdict with its figures, the hypothesis check and the
+decision.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ class Attempt:
     reference_score: float
     snapshot: str | None = None
     run_id: str | None = None
+    seed: int | None = None  # both evaluations of the round draw their unit seeds from it
+    parent_run_id: str | None = None  # the parent state's fresh evaluation, paired with run_id
+    parent_score: float | None = None
+    reruns: list[dict[str, Any]] = field(default_factory=list)  # cases, runs, seed, run ids
+    verdict: dict[str, Any] | None = None  # the paired verdict's figures
     repairs: int = 0
     launched: int = 0
     score: float | None = None
@@ -52,7 +59,10 @@ class Attempt:
 
 @dataclass
 class Reference:
-    """The best evaluation so far: what a candidate must beat strictly."""
+    """The last kept evaluation: where the session stands (and what ``--target-score`` reads).
+
+    A candidate is not compared with it — that record was drawn with other seeds — but with a
+    fresh evaluation of the parent state on the candidate's seeds."""
 
     score: float
     run_id: str

@@ -6,15 +6,22 @@ Breaking old behaviour is over three times worse than failing to add new behavio
 rounds (1.5) keep the loop going while three regressions and two stalls (3.6) bring it close to
 the 5.0 limit. An accepted patch is progress and resets the count: the limit is about rounds
 *in a row* without progress.
+
+Rollback to best looks past the session: every version on the skill's branch whose version record
+(``metrics.json``) or this session's checkpoint holds a holdout figure is a candidate, so a
+session that stagnated at v3 can go back to a v7 published by an earlier session.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from engine.core.config import LimitsConfig
+from engine.core.store import SkillStore, version_number
 from engine.evaluation.gates.result import GateResult
 
 TARGET_WEIGHT = 0.3
@@ -107,6 +114,61 @@ class Convergence:
         return rounds_done >= self.max_rounds
 
 
+@dataclass(frozen=True)
+class Standing:
+    """A version of the skill, the holdout figure recorded for it, and where that was recorded."""
+
+    version: str
+    holdout: float
+    source: str  # "this session", "session <id>" or "its version record"
+
+
+def standings(store: SkillStore, session: Mapping[str, float]) -> list[Standing]:
+    """Every version on the store's branch with a holdout figure, oldest first.
+
+    ``session`` holds this session's own figures (version → holdout), which win over a version
+    record's: they were measured under this session's conditions. A version record without a
+    numeric ``holdout.value`` (a hand publish, a GEPA optimizer submission scored by mean) has no
+    figure to compare and is left out.
+    """
+    found: list[Standing] = []
+    for info in store.versions():
+        if info.version in session:
+            found.append(Standing(info.version, session[info.version], "this session"))
+            continue
+        recorded = _recorded_holdout(info.path / "metrics.json")
+        if recorded is not None:
+            value, session_id = recorded
+            where = f"session {session_id}" if session_id else "its version record"
+            found.append(Standing(info.version, value, where))
+    return found
+
+
+def _recorded_holdout(path: Path) -> tuple[float, str | None] | None:
+    """(holdout figure, session id) of a version record; None when it holds no figure.
+
+    A version record that cannot be read is skipped rather than fatal: a rollback that could
+    not consider one old version must not stop the session from finishing.
+    """
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    holdout = data.get("holdout") if isinstance(data, dict) else None
+    value = holdout.get("value") if isinstance(holdout, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    session_id = data.get("session_id")
+    return float(value), session_id if isinstance(session_id, str) else None
+
+
+def best_standing(found: Sequence[Standing], current: str) -> Standing | None:
+    """The best holdout figure other than ``current``'s; the older version wins a tie (fewer
+    changes to carry)."""
+    others = [s for s in found if s.version != current]
+    return max(others, key=lambda s: (s.holdout, -version_number(s.version)), default=None)
+
+
 __all__ = [
     "GUARDRAIL_WEIGHT",
     "HOLDOUT_WEIGHT",
@@ -114,5 +176,8 @@ __all__ = [
     "TARGET_WEIGHT",
     "Convergence",
     "RoundSignal",
+    "Standing",
+    "best_standing",
     "stagnation",
+    "standings",
 ]

@@ -27,6 +27,7 @@ from engine.core.fsutil import atomic_write_json
 from engine.core.schema import to_mapping
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+from engine.evaluation.gates.outcome import holdout_change
 from engine.evaluation.patches import make_proposer
 from engine.evaluation.patches.proposer import PROPOSER_KINDS
 from engine.loops.evolve import checkpoint
@@ -37,6 +38,7 @@ from engine.loops.evolve.checkpoint import (
     VersionRecord,
     text_sha,
 )
+from engine.loops.evolve.convergence import Standing, best_standing, standings
 from engine.loops.evolve.stages import Evolution
 
 REQUIRED_SPLITS = ("selection", "holdout", "golden")
@@ -283,23 +285,57 @@ def _final(evo: Evolution) -> None:
     if pending.stop_reason == "stagnation":
         value = evo.evaluate(evo.store.read(current), ("holdout",), "final_holdout")
         now = _holdout(evo, current, value["holdout"])
-        known = [v for v in pending.versions if v.holdout_f1 is not None]
-        best = max(known, key=lambda v: (v.holdout_f1 or 0.0, -v.round), default=None)
-        if best is not None and best.version != current and (best.holdout_f1 or 0.0) > now:
-            why = (
-                f"evolve {pending.session_id}: stagnation {pending.stagnation:.1f} ≥ "
-                f"{evo.cfg.limits.stagnation_limit:.1f} and {current} holdout {now:.3f} < "
-                f"{best.version} {best.holdout_f1:.3f}"
-            )
-            evo.store.rollback(best.version, why=why)
-            evo.log.emit("rolled_back", skill=pending.skill, frm=current, to=best.version, why=why)
-            current = best.version
+        session = {v.version: v.holdout_f1 for v in pending.versions if v.holdout_f1 is not None}
+        best = best_standing(standings(evo.store, session), current)
+        if best is not None and best.holdout > now:
+            current = _roll_back(evo, current, now, best)
     rows = evo.evaluate(evo.store.read(current), ("holdout",), "final_holdout")
     _holdout(evo, current, rows["holdout"])
 
 
+def _roll_back(evo: Evolution, current: str, now: float, best: Standing) -> str:
+    """Go back to ``best`` if, measured again on this session's holdout beside ``current`` (same
+    cases, same unit seeds), the paired change favours it; returns the version now current.
+
+    A figure recorded by another session was measured with other luck (and maybe other splits),
+    so it only nominates the version. Both versions passed their gates when they were
+    published, so this is a choice between two vetted versions, not an acceptance: the paired
+    change's sign decides and its verdict is recorded with the decision. Asking for confidence
+    here would keep a session on the version its own measurement puts lower whenever the
+    holdout split is small.
+    """
+    pending = evo.pending
+    before = evo.rows_of(text_sha(evo.store.read(current)), "holdout")
+    after = evo.evaluate(evo.store.read(best.version), ("holdout",), "rollback_holdout")
+    again = _holdout(evo, best.version, after["holdout"])
+    verdict = holdout_change(
+        before,
+        after["holdout"],
+        positive_label=evo.bench.positive_label,
+        alpha=evo.cfg.gates.alpha,
+        threshold=0.0,
+    )
+    recorded = f"recorded {best.holdout:.3f} in {best.source}"
+    if not verdict.delta > 0:
+        evo.log.emit(
+            "message",
+            text=f"stagnation: kept {current}; {best.version} ({recorded}) measured {again:.3f} "
+            f"against {now:.3f}: {verdict.line()}",
+        )
+        return current
+    why = (
+        f"evolve {pending.session_id}: stagnation {pending.stagnation:.1f} ≥ "
+        f"{evo.cfg.limits.stagnation_limit:.1f} and {current} holdout {now:.3f} < "
+        f"{best.version} {again:.3f} ({recorded}): {verdict.line()}"
+    )
+    evo.store.rollback(best.version, why=why)
+    evo.log.emit("rolled_back", skill=pending.skill, frm=current, to=best.version, why=why)
+    return best.version
+
+
 def _holdout(evo: Evolution, version: str, rows: list[dict[str, Any]]) -> float:
-    """The holdout figure of ``version`` (recorded on its version record)."""
+    """The holdout figure of ``version`` (recorded on its version record, if it has one in this
+    session)."""
     found = evo.pending.evaluation(text_sha(evo.store.read(version)), "holdout")
     assert found is not None
     record = evo.pending.version_record(version)
