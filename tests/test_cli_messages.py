@@ -8,10 +8,11 @@ import pytest
 from rich.console import Console
 
 from engine.cli import main
-from engine.cli.evolve_cmd import next_step, resume_of
+from engine.cli.evolve_cmd import next_step
 from engine.cli.optimize_cmd import NO_IMPROVEMENT_ADVICE, _summary
+from engine.cli.progress import resume_line
 from engine.cli.review_cmd import review_line
-from engine.core.events import Event
+from engine.core.events import Event, read_event
 from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore, unified_diff
 from engine.core.workspace import Workspace
@@ -52,7 +53,8 @@ def test_a_rejected_candidate_is_not_counted_as_queued() -> None:
 
 
 def test_optimize_without_an_improvement_gives_advice() -> None:
-    reason = "no accepted candidate improved validation"
+    # the reason quotes a skill section: rich must print "[evidence]", not take it for a style
+    reason = "no accepted candidate improved validation ([evidence] section unchanged)"
     result = GepaResult("opt-1", "experiments/opt-1", "s", "b", "not_submitted", reason)
     console = Console(record=True, width=300)
     console.print(_summary(result))
@@ -91,11 +93,15 @@ def test_eval_table_at_80_columns_keeps_ids_whole_and_names_failed_checks(
 
 def test_evolve_says_where_it_resumes_the_session_and_its_runs() -> None:
     session = {"session_kind": "evolve", "resumed": True, "round": 2, "stage": "gates"}
+
+    def resume_of(event: Event) -> str | None:
+        return resume_line(read_event(event))
+
     assert resume_of(Event("started", "evolve-7", session)) == (
         "resuming evolve-7 at round 2, stage gates"
     )
     run = {"session_kind": "eval", "resumed": True, "run_id": "r-3", "total": 324, "todo": 283}
-    assert resume_of(Event("started", "r-3", run)) == "  resuming run r-3 at 41/324"
+    assert resume_of(Event("started", "r-3", run)) == "resuming run r-3 at 41/324"
     assert resume_of(Event("started", "evolve-8", {**session, "resumed": False})) is None
     assert resume_of(Event("progress", "r-3", run)) is None
 

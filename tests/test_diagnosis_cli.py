@@ -215,3 +215,19 @@ def test_subprocess_run_of_the_real_command(workspace: Workspace) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["diagnosis"]["root_causes"][0]["id"] == "FN + progress_mismatch"
+
+
+def test_long_case_ids_fold_at_80_columns_and_are_never_cut(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    ids = ("xss-js-innerhtml-template-literal", "xss-js-innerhtml-sanitized-dompurify")
+    units = [(row(i, "FP", label="safe"), session_lines([], "VERDICT: vulnerable")) for i in ids]
+    write_run(workspace.runs_dir / "run-3", units)
+    assert main(["-w", str(workspace.root), "diagnose", "run-3", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out
+    table = out.split("root causes")[0]
+    cells = "".join(line.split("│")[1].strip() for line in table.splitlines() if "│" in line)
+    for case_id in ids:
+        assert case_id in cells  # folded over lines, whole

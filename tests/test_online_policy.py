@@ -9,9 +9,9 @@ import pytest
 from engine.core.config import OnlineConfig
 from engine.core.errors import FormatError
 from engine.core.fsutil import append_jsonl
+from engine.core.transcripts import Message, read_transcript
 from engine.loops.online import ReviewPolicy, scan
 from engine.loops.online.policy import looks_like_correction
-from engine.loops.online.transcript import Message, read_transcript
 from tests.online_helpers import CLAUDE, CLAUDE_FOLLOWUP, PLAIN, append, copy_session
 
 

@@ -7,8 +7,10 @@ a root cause and a taboo list, as the evolution loop hands them over.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from engine.core.benchmark import load_benchmark
@@ -16,8 +18,16 @@ from engine.core.skill import SkillDoc
 from engine.core.taboo import TabooEntry, diff_hash
 from engine.core.workspace import Workspace
 from engine.evaluation.demo.agent import discard_rules, plan
+from engine.evaluation.demo.tools import RunDir
 from engine.evaluation.patches import OfflineProposer, ProposalContext
-from engine.evaluation.patches.mining import calls, nesting
+from engine.evaluation.patches.material import CaseMaterial, CodeLine
+from engine.evaluation.patches.mining import (
+    calls,
+    construct,
+    greedy_covers,
+    nesting,
+    source_pattern,
+)
 from engine.evaluation.patches.offline_proposer import guard_tokens
 from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_case
@@ -209,3 +219,51 @@ def test_keywords_before_a_parenthesis_are_not_calls() -> None:
         "readObject",
     ]
     assert [m.group(1) for m in calls("if (ok) { while (x) run(y); }")] == ["run"]
+
+
+def test_the_source_pattern_matches_in_the_agents_own_grep(tmp_path: Path) -> None:
+    # Python's re reads ``[\w$]`` as a word class, POSIX grep as three characters: a pattern
+    # checked only in Python can look right to the proposer and never fire for the agent
+    line = '        try (InputStream in = new URL(req.getParameter("feed")).openStream()) {'
+    case = CaseMaterial(
+        "ssrf-java-url", "vulnerable", "FN", "ssrf", (CodeLine("FeedServlet.java", 13, line),)
+    )
+    mined = source_pattern(["getParameter(", "request.args"], [case], {"*.java"})
+    assert mined is not None
+    pattern, info = mined
+    assert info.cases == {"ssrf-java-url"}
+    (tmp_path / "FeedServlet.java").write_text(f"class FeedServlet {{\n{line}\n}}\n")
+    outcome = RunDir(tmp_path).run(f'grep -nE "{pattern}" *.java')
+    assert not outcome.is_error, outcome.output
+    assert [hit.line for hit in outcome.hits] == [2]
+
+
+@pytest.mark.parametrize(
+    ("token", "generalises"),
+    [
+        ("shlex.quote(", True),  # a qualified call
+        ("basename(", True),  # a long bare call name
+        ("usedforsecurity=False", True),  # a keyword argument set to a constant
+        ("yaml.SafeLoader", True),
+        ("ValidatingObjectInputStream", True),
+        ("from(", False),  # a short bare call: Buffer.from( or anything else
+        ("name=request", False),  # an argument bound to a local variable
+        (",))", False),  # the punctuation of one line
+        ("UPLOAD_DIR", False),  # the file's own constant
+        ("upload", False),  # a plain word
+    ],
+)
+def test_pitfalls_name_constructs_not_raw_tokens(token: str, generalises: bool) -> None:
+    assert construct(token) is generalises
+    line = f"    return sink({token} x)"
+    assert (token in guard_tokens(line, [], [])) is generalises
+
+
+def test_a_cover_is_one_patch_whatever_the_ranking_order() -> None:
+    # two rounds rank tied patterns by different seeds; the same set must give the same diff,
+    # or a rejected patch comes back reordered, past the taboo list, as a new experiment
+    hit = {"a": {"c1"}, "b": {"c2"}, "c": {"c1", "c2"}}
+    one = list(greedy_covers(["b", "a", "c"], hit, {"c1", "c2"}, 3))
+    other = list(greedy_covers(["a", "b", "c"], hit, {"c1", "c2"}, 3))
+    assert one[0] == other[0] == ("a", "b")
+    assert len(one) == len(set(one))

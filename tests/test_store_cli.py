@@ -12,6 +12,7 @@ import pytest
 
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+from tests.runner_helpers import command_workspace, mode_benchmark
 from tests.store_helpers import REPO, cli, make_skill, run
 
 HEAD = "---\nname: x\ndescription: Do x. Use when x is asked for.\n---\n"
@@ -50,9 +51,10 @@ def test_publish_rollback_fork_history_from_the_command_line(
     done = cli(workspace, "rollback", "x", "v1", "--why", "v2 broke holdout")
     assert done.returncode == 0 and "current v2 → v1" in done.stdout
     done = cli(workspace, "fork", "x", "exp")
-    assert done.returncode == 0 and "into branch exp" in done.stdout
+    assert done.returncode == 0 and "forked x at v1 into branch exp: exp/v1" in done.stdout
     new.write_text(f"{HEAD}branch text\n")
-    assert cli(workspace, "publish", "x", str(new), "--why", "b", "--branch", "exp").returncode == 0
+    done = cli(workspace, "publish", "x", str(new), "--why", "b", "--branch", "exp")
+    assert done.returncode == 0 and done.stdout.strip() == "published x exp/v2"
 
     done = cli(workspace, "history", "x", "--json")
     assert done.returncode == 0, done.stderr
@@ -68,8 +70,14 @@ def test_publish_rollback_fork_history_from_the_command_line(
     assert workspace.skill_path("x").read_text() == f"{HEAD}v1 body\n"
 
     text = cli(workspace, "history", "x", "--branch", "exp").stdout
-    assert text.splitlines()[0] == "x (exp): current v2"
+    assert text.splitlines()[0] == "x (exp): current exp/v2"  # a branch's v2 is not main's v2
     assert "fork" in text and "v2 broke holdout" in text
+    assert "[exp] publish      exp/v1 → exp/v2  b" in text
+    done = cli(workspace, "rollback", "x", "exp/v1", "--why", "back")  # the branch from the name
+    assert done.returncode == 0 and done.stdout.strip() == "x (exp): current exp/v2 → exp/v1"
+    assert SkillStore(workspace, "x").current() == "v1"  # main did not move
+    done = cli(workspace, "rollback", "x", "exp/v2", "--why", "w", "--branch", "other")
+    assert done.returncode == 2 and "a version of branch exp, not of --branch other" in done.stderr
 
     # refusals: exit 1 and one line; bad usage: exit 2
     for args, message in (
@@ -124,3 +132,25 @@ def test_a_second_writer_waits_then_names_the_holder(workspace: Workspace, tmp_p
     assert workspace.skill_path("x").read_text() == "---\nname: x\n---\nv0\n"
     assert list(workspace.snapshots_dir.iterdir()) == []
     assert SkillStore(workspace, "x").publish("v1\n", why="free again") == "v1"
+
+
+def test_eval_of_a_branch_version_runs_its_text_and_names_it_by_branch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {"c1": ("answer", "q = eval(x)\n", "vulnerable")})
+    make_skill(ws, "x", f"{HEAD}main body\n")
+    store = SkillStore(ws, "x")
+    store.ensure_adopted()
+    branch = store.fork("exp1")
+    branch.publish(f"{HEAD}branch body\n", why="an experiment")
+    done = run(ws, capsys, "eval", "b", "--skill", "x@exp1/v1", "--json")
+    assert done.returncode == 0, done.stderr
+    run_dir = ws.runs_dir / json.loads(done.stdout)["run_id"]
+    assert (run_dir / "inputs").is_dir()
+    inputs = [p.read_text() for p in (run_dir / "inputs").rglob("*.md")]
+    assert f"{HEAD}branch body\n" in inputs  # the branch's text ran, not main's
+    board = run(ws, capsys, "scoreboard", "b").stdout
+    assert "x@exp1/v1" in board and "x@v1" not in board
+    missing = run(ws, capsys, "eval", "b", "--skill", "x@exp2/v1")
+    assert missing.returncode == 1 and "no branch 'exp2'" in missing.stderr

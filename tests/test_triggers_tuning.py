@@ -63,8 +63,15 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
     fits_training = " ".join(train_pos + test_neg)
     generalises = " ".join([*test_pos, train_pos[0]])
 
+    # three runs a query: the agent is deterministic, so the two held-out queries B fixes give
+    # six discordant run pairs, all its way: exact p = 1/64, under 0.05 shared by two tries
     result = tune_description(
-        workspace, "zoo-keeper", queries, candidates=[fits_training, generalises], iterations=0
+        workspace,
+        "zoo-keeper",
+        queries,
+        candidates=[fits_training, generalises],
+        iterations=0,
+        runs_per_query=3,
     )
 
     assert [(s.origin, s.train_accuracy, s.test_accuracy) for s in result.scores] == [
@@ -73,13 +80,21 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
         ("given", 0.6667, 1.0),
     ]
     assert (result.chosen, result.best, result.improved) == (2, generalises, True)
-    assert result.reason == "held-out trigger accuracy 0.50 → 1.00"
+    assert result.reason == (
+        "held-out trigger accuracy 0.50 → 1.00: +50.0 pts [+4.1, +50.0] p=0.016 better "
+        "(4 paired cases, 3 runs)"
+    )  # Clopper–Pearson for 6 of 6 at 0.025: 0.025^(1/6) = 0.54, a change of (2·0.54 − 1)·6/12
+    given_a, given_b = (result.scores[1].verdict or {}), (result.scores[2].verdict or {})
+    assert given_a["decision"] == "worse" or given_a["decision"] == "inconclusive"
+    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 12, 0.025)
+    assert given_b["p_value"] == pytest.approx(1 / 64)
     loads = {r.query: r.loads for r in result.scores[2].results}
-    assert all(loads[q.query] == 1 for q in test if q.should_trigger)
+    assert all(loads[q.query] == 3 for q in test if q.should_trigger)
     cand = CandidateQueue(workspace).get(result.candidate["id"] if result.candidate else "")
     assert (cand.source, cand.operation, cand.status) == ("optimize", "update", "pending_approval")
     assert SkillDoc.parse(cand.skill_text()).description == generalises
     assert cand.delta_score == 0.5
+    assert cand.evidence("metrics.json")["verdict"]["decision"] == "better"
     folder = Path(result.experiment_dir)
     assert json.loads((folder / "result.json").read_text())["chosen"] == 2
     session = folder / result.scores[2].results[0].sessions[0]
@@ -98,19 +113,36 @@ def test_ties_keep_the_current_description(workspace: Workspace, tmp_path: Path)
     assert CandidateQueue(workspace).list() == []
 
 
+def test_a_lucky_held_out_gain_is_not_enough(workspace: Workspace, tmp_path: Path) -> None:
+    """One more held-out query right on one run is what chance gives: the current one stays."""
+    _command_workspace(workspace)
+    queries = _queries()
+    _train, test = split_queries(queries)
+    one = next(_word(q) for q in test if q.should_trigger)
+    result = tune_description(workspace, "zoo-keeper", queries, candidates=[one], iterations=0)
+    assert [s.test_accuracy for s in result.scores] == [0.5, 0.75]
+    verdict = result.scores[1].verdict or {}
+    assert (verdict["decision"], verdict["p_value"]) == ("inconclusive", 0.5)
+    assert (result.chosen, result.improved, result.candidate) == (0, False, None)
+    assert result.reason.startswith(
+        "no description was better than the current one on the held-out queries (best try, "
+        "description 1: +25.0 pts"
+    )
+
+
 def test_offline_proposer_with_the_demo_agent(workspace: Workspace) -> None:
     """The bundled demo agent loads by description words; the offline proposer learns them."""
     add_weather_skill(workspace)
-    queries = [
-        TriggerQuery("Get the forecast for Oslo and Bergen", True),
-        TriggerQuery("Show the rain forecast for Tokyo and Osaka", True),
-        TriggerQuery("Compare the forecast of Berlin and Munich", True),
-        TriggerQuery("Summarise this recipe for dinner", False),
-        TriggerQuery("Sort these invoices by amount", False),
-        TriggerQuery("Rename the photos by date", False),
-    ]
+    cities = ("Oslo and Bergen", "Tokyo and Osaka", "Berlin and Munich", "Lima and Cusco")
+    chores = ("Summarise this recipe", "Sort these invoices", "Rename the photos", "Tidy my inbox")
+    queries = [TriggerQuery(f"Get the forecast for {c}", True) for c in cities]
+    queries += [TriggerQuery(f"{c} for dinner", False) for c in chores]
 
-    result = tune_description(workspace, "weather-multi-city", queries, iterations=2)
+    # held out: two forecast tasks and two chores; fixing the two misses on three runs each is
+    # six discordant pairs, p = 1/64, under 0.05 shared by the two proposals
+    result = tune_description(
+        workspace, "weather-multi-city", queries, iterations=2, runs_per_query=3
+    )
 
     assert result.scores[0].test_accuracy == 0.5  # the current description misses "forecast"
     best = result.scores[result.chosen]
@@ -144,6 +176,7 @@ def test_tune_description_command(
     every = " ".join(POSITIVE)
     root = str(workspace.root)
     args = ["tune-description", "zoo-keeper", "--queries", str(path), "--iterations", "0"]
+    args += ["--runs-per-query", "3"]  # enough pairs for the held-out verdict to decide
 
     assert main(["-w", root, *args, "--candidate", every, "--no-submit", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -10,7 +10,7 @@ from tests.tui_pilot import SIZE, settle, toasts, user_config_home
 from tests.tui_workspace import SKILL, build_workspace
 from tui.app import make_app
 from tui.dialogs import ConfirmScreen
-from tui.skills_pane import SkillsPane
+from tui.skills_pane import SkillsPane, load_history, render_details
 from tui.snapshots_screen import SnapshotsScreen
 
 __all__ = ["user_config_home"]
@@ -120,3 +120,15 @@ async def test_history_pane_shows_timeline_taboo_and_snapshots(tmp_path: Path) -
         assert "publish v0→v1" in text and "tighten the pitfalls" in text
         assert "Taboo (1)" in text and "tool_loop" in text and "loops on grep" in text
         assert "nightly" in text and "Snapshots (workspace v1)" in text
+
+
+def test_the_timeline_names_a_branch_version_by_its_branch(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    store = SkillStore(ws, SKILL)
+    branch = store.fork("exp1")
+    branch.publish(ws.skill_path(SKILL).read_text() + "\nan experiment\n", why="try it")
+    history = load_history(ws)
+    (skill,) = [s for s in history.skills if s.name == SKILL]
+    text = render_details(skill, history).plain
+    assert "publish exp1/v1→exp1/v2  try it" in text  # not "v1→v2": main's v2 is another text
+    assert "publish v0→v1  tighten the pitfalls" in text

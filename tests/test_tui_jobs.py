@@ -96,7 +96,7 @@ async def test_v_runs_one_evolution_round(tmp_path: Path) -> None:
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("v")
+        await confirm(pilot, "v")  # the form's defaults: one round
         await settle(pilot, timeout=240)
         (log,) = ws.sessions_dir.glob("evolve-*.jsonl")
         kinds = [json.loads(line)["kind"] for line in log.read_text().splitlines()]
@@ -112,7 +112,7 @@ async def test_o_runs_the_optimizer_which_refuses_a_small_benchmark(tmp_path: Pa
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("o")
+        await confirm(pilot, "o")
         await settle(pilot, timeout=120)
         assert isinstance(app.screen, ErrorScreen)
         body = str(app.screen.query_one(".dialog-body").render())

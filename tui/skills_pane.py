@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from engine.core.errors import SkillsmithError
-from engine.core.store import SkillStore, TabooEntry, VersionInfo, stores_of
+from engine.core.store import SkillStore, TabooEntry, VersionInfo, stores_of, version_label
 from engine.core.workspace import Workspace
 from tui.navigation import SCROLL_BINDINGS, ListsPane, VimTable
 
@@ -111,7 +111,10 @@ def render_details(skill: SkillHistory | None, history: HistorySnapshot) -> Cont
             op = str(entry.get("op", "?"))
             moved = ""
             if entry.get("to"):
-                moved = f" {entry.get('from') or '–'}→{entry['to']}"
+                branch = entry.get("branch")  # a branch's v1 is not main's v1: exp1/v1
+                frm = entry.get("from")
+                frm = "–" if not frm else version_label(branch, str(frm))
+                moved = f" {frm}→{version_label(branch, str(entry['to']))}"
             why = entry.get("why") or entry.get("reason") or ""
             parts.append((f"  {when} ", "$text-muted"))
             parts.append((f"{op}{moved}", "bold"))

@@ -153,7 +153,7 @@ def _print(result: Comparison, name_a: str, name_b: str) -> None:
     console.print(figures)
     cases = Table(title="Cases that changed or stay broken", title_justify="left")
     for column in ("fate", "case", name_a, name_b):
-        cases.add_column(column)
+        cases.add_column(column, overflow="fold")  # a case id is never cut to "xss-js-innerh…"
     styles = {"fixed": "green", "newly_broken": "bold red", "still_failing": "red"}
     for change in result.cases:
         if change.category == "still_passing":

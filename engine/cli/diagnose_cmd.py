@@ -120,11 +120,11 @@ def summary_line(diagnosis: Diagnosis) -> str:
 def _render_rows(console: Console, diagnosis: Diagnosis) -> None:
     cases = Table(title="traces", title_justify="left")
     for column in ("row", "outcome", "calls", "errors", "claimed", "evidenced", "ratio", "hits"):
-        cases.add_column(column)
+        cases.add_column(column, overflow="fold")
     for case in diagnosis.cases:
         s = case.summary
         if s is None:
-            cases.add_row(case.key, case.outcome, "-", "-", "-", "-", "-", case.note or "")
+            cases.add_row(case.key, case.outcome, "-", "-", "-", "-", "-", Text(case.note or ""))
             continue
         cases.add_row(
             case.key,
@@ -146,7 +146,7 @@ def _render_causes(console: Console, diagnosis: Diagnosis) -> None:
             title_justify="left",
         )
         for column in ("root cause", "cases", "share", "patch", "case ids"):
-            causes.add_column(column)
+            causes.add_column(column, overflow="fold")
         n = len(diagnosis.failing_case_ids)
         for rc in diagnosis.root_causes:
             causes.add_row(
@@ -179,7 +179,7 @@ def _render_gt(console: Console, gt: GtAudit, *, verbose: bool) -> None:
     if shown:
         table = Table(title=f"ground-truth suspicion (flag ≥ {gt.threshold})", title_justify="left")
         for column in ("case", "score", "flagged", "reasons"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for s in shown:
             table.add_row(
                 Text(s.case_id),

@@ -17,13 +17,14 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import progress_bar, resume_line, unit_counts
-from engine.core.errors import SkillsmithError, UsageError
-from engine.core.events import Cancelled, Event
+from engine.cli.progress import LoopProgress
+from engine.core.errors import SkillsmithError, UsageError, check_counts
+from engine.core.events import Cancelled
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import demo_agent_notice
+from engine.evaluation.evaluate import EvalOptions, run
 from engine.evaluation.metrics import Metrics, Spread
-from engine.evaluation.runner import BASELINE, SEED_BITS, SKILL, RunResult, run_evaluation
+from engine.evaluation.runner import BASELINE, SEED_BITS, SKILL, RunResult
 
 if TYPE_CHECKING:
     from engine.evaluation.verdict import Verdict
@@ -38,10 +39,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--skill",
         action="append",
         default=[],
-        metavar="NAME[@vK]",
-        help="skill under test, optionally at a stored version (repeatable; default: all)",
+        metavar="NAME[@vK|@BRANCH/vK]",
+        help="skill under test, optionally at a stored version, a branch's as exp1/v1 "
+        "(repeatable; default: all)",
     )
-    p.add_argument("--baseline", metavar="none|vK", help="also run without the skill, or at vK")
+    p.add_argument(
+        "--baseline",
+        metavar="none|vK|BRANCH/vK",
+        help="also run without the skill, or at that stored version",
+    )
     p.add_argument(
         "--cases", action="append", default=[], metavar="IDS", help="only these case ids (a,b,…)"
     )
@@ -56,16 +62,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _skill_texts(ws: Workspace, specs: list[str]) -> dict[str, str] | None:
-    """``NAME`` → the active text, ``NAME@vK`` → that stored version's text."""
+    """``NAME`` → the active text, ``NAME@vK`` → that stored version's text, ``NAME@exp1/vK``
+    → that version of branch exp1."""
     if not specs:
         return None
-    from engine.core.store import SkillStore
+    from engine.core.store import SkillStore, split_version
 
     texts: dict[str, str] = {}
     for spec in specs:
-        name, _, version = spec.partition("@")
-        if version:
-            texts[name] = SkillStore(ws, name).read(version)
+        name, _, ref = spec.partition("@")
+        if ref:
+            branch, version = split_version(ref)
+            texts[name] = SkillStore(ws, name, branch).read(version)
         elif ws.skill_path(name).is_file():
             texts[name] = ws.skill_path(name).read_bytes().decode("utf-8")
         else:
@@ -78,9 +86,7 @@ def _eval(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     if args.baseline is not None and args.baseline != "none" and not args.baseline.startswith("v"):
         raise UsageError(f"--baseline {args.baseline}: expected 'none' or a version like v2")
-    for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    check_counts(("--runs", args.runs), ("-j", args.jobs))
     if args.seed is not None and not 0 <= args.seed < 2**SEED_BITS:
         raise UsageError(f"--seed: expected a number in [0, {2**SEED_BITS - 1}], got {args.seed}")
     if args.resume is not None and not (ws.runs_dir / args.resume / "manifest.json").is_file():
@@ -89,41 +95,22 @@ def _eval(args: argparse.Namespace) -> int:
     notice = demo_agent_notice(ws, args.bench)
     if notice:
         sys.stderr.write(notice + "\n")
-    console = Console(stderr=True)
-    started: dict[str, Any] = {}
-    progress = progress_bar(console, transient=wants_json(args))
-    task = progress.add_task(f"eval {args.bench}", total=None, status="")
-
-    def report(event: Event) -> None:
-        data = event.data
-        progress.update(task, **unit_counts(event))
-        if event.kind == "started":
-            started.update(data)
-            if data.get("resumed"):
-                line = resume_line(data)
-                progress.console.print(line, markup=False, highlight=False)
-        elif event.kind == "case_finished":
-            mark = {"pass": "[green]pass", "fail": "[red]fail"}.get(
-                data["pass_fail"], "[yellow]invalid"
-            )
-            progress.update(task, status=f"{data['case_id']}.{data['run_index']} {mark}")
-
+    progress = LoopProgress(f"eval {args.bench}", quiet=wants_json(args))
     try:
         with progress:
-            result = run_evaluation(
-                ws,
-                args.bench,
+            options = EvalOptions(
+                bench=args.bench,
                 runs=args.runs,
                 jobs=args.jobs,
                 skills=_skill_texts(ws, args.skill),
                 baseline=args.baseline,
-                case_ids=case_ids or None,
+                case_ids=tuple(case_ids),
                 run_id=args.resume,
-                reporter=report,
                 seed=args.seed,
             )
+            result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
-        run_id = started.get("run_id")
+        run_id = progress.session_id
         if run_id is None:
             raise
         sys.stderr.write(
@@ -258,7 +245,7 @@ def _print_results(result: RunResult, bench: str) -> None:
     if reasons:
         console.print("[yellow]invalid units (not counted as failures):")
         for reason, count in reasons.items():
-            console.print(f"  {count} × {reason}")
+            console.print(f"  {count} × {reason}", markup=False, highlight=False)
     console.print(
         f"run folder: {result.run_dir}  status: {result.status}  "
         f"seed: {result.seed} (repeat it with --seed {result.seed})"

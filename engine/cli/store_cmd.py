@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.core.admission import check_skill
-from engine.core.errors import SkillsmithError
+from engine.core.errors import SkillsmithError, UsageError
 from engine.core.schema import to_mapping
 from engine.core.skill import SKILL_FILE, resolve_skill_file
 from engine.core.skill_folder import read_resources
-from engine.core.store import SkillStore, read_text
+from engine.core.store import SkillStore, read_text, split_version, version_label
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -39,7 +40,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("rollback", parents=[common], help="point current at vK; nothing is deleted")
     p.add_argument("skill")
-    p.add_argument("version", help="vK")
+    p.add_argument("version", help="vK, or BRANCH/vK for a branch's version")
     p.add_argument("--why", required=True, help="reason, kept in the audit log")
     p.add_argument("--branch", help="move a branch's pointer instead")
     p.set_defaults(func=_rollback)
@@ -79,10 +80,11 @@ def _history(args: argparse.Namespace) -> int:
     if wants_json(args):
         print_json(data)
         return 0
-    print(f"{store.name} ({store.branch or 'main'}): current {current}")
+    label = partial(version_label, store.branch)
+    print(f"{store.name} ({store.branch or 'main'}): current {label(current)}")
     for v in versions:
         mark = "*" if v.version == current else " "
-        print(f"{mark} {v.version:<5} {v.created_at:<21} {v.why}")
+        print(f"{mark} {label(v.version):<5} {v.created_at:<21} {v.why}")
     if data["branches"]:
         print("branches: " + ", ".join(data["branches"]))
     print(f"taboo: {len(data['taboo'])} entries")
@@ -96,7 +98,9 @@ def _describe(row: dict[str, Any]) -> str:
     where = f"[{row['branch']}] " if row.get("branch") else ""
     op = row.get("op", "?")
     if op in ("publish", "rollback", "fork"):
-        what = f"{row.get('from') or '-'} → {row.get('to')}  {row.get('why', '')}"
+        branch, frm = row.get("branch"), row.get("from")
+        frm = "-" if frm is None else version_label(branch, frm)
+        what = f"{frm} → {version_label(branch, row['to'])}  {row.get('why', '')}"
     elif op == "taboo_append":
         what = f"{row.get('rule_id')} {row.get('diff_hash')}  {row.get('reason', '')}"
     elif op == "candidate":
@@ -133,20 +137,28 @@ def _publish(args: argparse.Namespace) -> int:
     if wants_json(args):
         print_json({"skill": store.name, "branch": store.branch, "version": version})
     else:
-        print(f"published {store.name} {version} ({store.branch or 'main'})")
+        where = " (main)" if store.branch is None else ""
+        print(f"published {store.name} {version_label(store.branch, version)}{where}")
     return 0
 
 
 def _rollback(args: argparse.Namespace) -> int:
-    store = _store(args, args.branch)
-    before = store.ensure_adopted()
-    store.rollback(args.version, why=args.why)
-    if wants_json(args):
-        print_json(
-            {"skill": store.name, "branch": store.branch, "from": before, "to": args.version}
+    named, version = split_version(args.version)
+    if named is not None and args.branch not in (None, named):
+        raise UsageError(
+            f"{args.version}: a version of branch {named}, not of --branch {args.branch}"
         )
+    store = _store(args, named or args.branch)
+    before = store.ensure_adopted()
+    store.rollback(version, why=args.why)
+    if wants_json(args):
+        print_json({"skill": store.name, "branch": store.branch, "from": before, "to": version})
     else:
-        print(f"{store.name} ({store.branch or 'main'}): current {before} → {args.version}")
+        label = partial(version_label, store.branch)
+        print(
+            f"{store.name} ({store.branch or 'main'}): current {label(before or '-')} → "
+            f"{label(version)}"
+        )
     return 0
 
 
@@ -156,7 +168,9 @@ def _fork(args: argparse.Namespace) -> int:
     if wants_json(args):
         print_json({"skill": store.name, "branch": branch.branch, "current": branch.current()})
     else:
+        at = branch.current() or "-"
         print(
-            f"forked {store.name} at {branch.current()} into branch {branch.branch} ({branch.dir})"
+            f"forked {store.name} at {version_label(store.branch, at)} into branch "
+            f"{branch.branch}: {version_label(branch.branch, at)} ({branch.dir})"
         )
     return 0

@@ -95,6 +95,17 @@ def version_number(version: str) -> int:
     return int(match.group(1))
 
 
+def version_label(branch: str | None, version: str) -> str:
+    """How a version is named to a person: a branch's v1 is not main's v1, so it is ``exp1/v1``."""
+    return version if branch is None else f"{branch}/{version}"
+
+
+def split_version(ref: str) -> tuple[str | None, str]:
+    """``exp1/v1`` → (``exp1``, ``v1``); ``v1`` and ``main/v1`` → (None, ``v1``)."""
+    branch, _, version = ref.rpartition("/")
+    return (None if branch in ("", "main") else branch), version
+
+
 def unified_diff(old: str, new: str) -> str:
     """The patch of one SKILL.md edit, in the ``--- a/SKILL.md`` form the patch filters expect."""
     return file_diff(SKILL_FILE, old.encode("utf-8"), new.encode("utf-8"))

@@ -35,7 +35,7 @@ from typing import Any
 
 from engine.core.benchmark import DEFAULT_LABEL_PATTERN, Benchmark, Case, load_benchmark
 from engine.core.config import Config
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import (
     Cancelled,
     CancelToken,
@@ -49,6 +49,7 @@ from engine.core.events import (
 from engine.core.fsutil import iter_files, sweep_temp_files
 from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.core.scoreboard import Runtime, append_record, record_from_rows
+from engine.core.sessions import start_session
 from engine.core.workspace import Workspace
 from engine.core.yaml_log import is_log_file
 from engine.evaluation.agents import (
@@ -94,6 +95,14 @@ class RunResult:
     status: str  # finished | incomplete (some units invalid)
     launched: int  # units this call ran to the end (0 when everything was already done)
     seed: int = 0  # the evaluation's seed (``--seed`` reproduces it)
+
+    @property
+    def headline(self) -> str:
+        """The run in one line: the figure a person looks at first."""
+        m = self.metrics
+        rate = "–" if m.pass_rate is None else f"{m.pass_rate:.0%}"
+        f1 = "" if m.f1 is None else f", F1 {m.f1:.2f}"
+        return f"run {self.run_id}: pass rate {rate}{f1} ({self.status})"
 
 
 @dataclass(frozen=True)
@@ -207,34 +216,43 @@ def _skill_files(ws: Workspace, overrides: Mapping[str, str], drop: set[str]) ->
 def _version_folder(ws: Workspace, name: str, text: str) -> Path | None:
     """An older stored version runs with its own folder's files (references, scripts), not
     the live ones; the current version and unpublished texts use the live folder."""
-    version = _version_of(ws, name, text)
-    if version is None:
+    label = _version_of(ws, name, text)
+    if label is None:
         return None
-    from engine.core.store import SkillStore
+    from engine.core.store import SkillStore, split_version
 
-    store = SkillStore(ws, name)
-    return None if version == store.current() else store.resources_dir(version)
+    branch, version = split_version(label)
+    store = SkillStore(ws, name, branch)
+    live = branch is None and version == store.current()
+    return None if live else store.resources_dir(version)
 
 
 def _store_text(ws: Workspace, name: str, version: str) -> str:
-    from engine.core.store import SkillStore
+    """A stored version's text: ``vK`` on the main line, ``exp1/vK`` on branch exp1."""
+    from engine.core.store import SkillStore, split_version
 
-    return SkillStore(ws, name).read(version)
+    branch, number = split_version(version)
+    return SkillStore(ws, name, branch).read(number)
 
 
 def _version_of(ws: Workspace, name: str, text: str) -> str | None:
-    """The published version whose text this is (None for an unpublished text)."""
+    """The published version whose text this is (None for an unpublished text): the main
+    line's first, then a branch's, named ``exp1/v1`` (a branch's v1 is not main's v1)."""
     if not (ws.history_dir / name).is_dir():
         return None
-    from engine.core.store import SkillStore
+    from engine.core.store import SkillStore, version_label
 
-    store = SkillStore(ws, name)
+    main = SkillStore(ws, name)
     wanted = _sha(text)
-    current = store.current()
-    names = [v.version for v in reversed(store.versions())]
-    if current in names:
-        names.insert(0, names.pop(names.index(current)))
-    return next((v for v in names if _sha(store.read(v)) == wanted), None)
+    for store in (main, *(SkillStore(ws, name, b) for b in main.branches())):
+        current = store.current()
+        names = [v.version for v in reversed(store.versions())]
+        if current in names:
+            names.insert(0, names.pop(names.index(current)))
+        found = next((v for v in names if _sha(store.read(v)) == wanted), None)
+        if found is not None:
+            return version_label(store.branch, found)
+    return None
 
 
 def make_plan(
@@ -248,8 +266,7 @@ def make_plan(
     case_ids: list[str] | None,
 ) -> Plan:
     """Resolve the matrix: which cases, how many runs, which skill texts per variant."""
-    if runs is not None and runs < 1:
-        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    check_counts(("--runs", runs))
     cases = list(bench.cases)
     if case_ids:
         known = {c.id for c in bench.cases}
@@ -414,9 +431,9 @@ def run_evaluation(
     if cancel is not None:
         cancel.check()
     if baseline is not None and baseline != "none":
-        from engine.core.store import version_number
+        from engine.core.store import split_version, version_number
 
-        version_number(baseline)
+        version_number(split_version(baseline)[1])
     cfg = ws.load_config()
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     agent = make_agent(ws, cfg.agent)
@@ -510,7 +527,7 @@ def _evaluate(
         folder.write_manifest(manifest)
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))
-    log = SessionLog(ws.sessions_dir, "eval", session_id=folder.run_id, forward=reporter)
+    log = start_session(ws, "eval", forward=reporter, session_id=folder.run_id)
     log.emit(
         "started",
         run_id=folder.run_id,
@@ -721,6 +738,7 @@ def _complete(
         counts=manifest["counts"],
         pass_rate=skill_metrics.pass_rate,
         f1=skill_metrics.f1,
+        headline=result.headline,
     )
     return result
 

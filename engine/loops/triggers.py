@@ -11,8 +11,12 @@ context and can mislead. The loop (Anthropic's skill-creator ``run_loop``):
    skill, and a query's load rate over its runs decides (≥ threshold = triggered);
 3. new descriptions are proposed from the *training* failures only (a model, or offline a
    deterministic word-level rewrite);
-4. the best description is the one with the highest accuracy on the *held-out* queries — never
-   seen by the proposer — and the current description wins ties, so a change must earn its place.
+4. a description replaces the current one only when it is better on the *held-out* queries —
+   never seen by the proposer — by the paired verdict (engine.evaluation.verdict): every
+   (query, run) is judged right or wrong, paired with the current description's run of the same
+   query and seed, and the exact run-level test must say "better" at ``gates.alpha`` split over
+   the descriptions compared (Bonferroni), so trying more descriptions does not raise the chance
+   of keeping one that only got lucky. Among those, the highest held-out accuracy wins.
 
 An improvement is queued as a candidate (source ``optimize``) that waits for a person, with the
 per-query evidence under ``experiments/<id>/`` (transcripts included).
@@ -26,7 +30,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,8 +38,9 @@ from typing import Any, Literal, Protocol
 
 from engine.core.config import Config
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.events import CancelToken, SessionLog, new_id, utc_now
+from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter, utc_now
 from engine.core.fsutil import atomic_write_text
+from engine.core.sessions import loop_session
 from engine.core.skill import SkillDoc
 from engine.core.store import SkillStore, read_text
 from engine.core.vault import redact
@@ -52,7 +57,9 @@ from engine.evaluation.agents.isolation import scratch_root
 from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import LLM, make_llm
+from engine.evaluation.runner import unit_seed
 from engine.evaluation.traces import load_trace
+from engine.evaluation.verdict import Verdict, compare_paired
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.online.library import is_skill_load
 
@@ -142,6 +149,8 @@ class QueryResult:
     correct: bool
     sessions: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
+    loaded: list[bool] = field(default_factory=list)  # per run, in run order
+    seeds: list[int] = field(default_factory=list)  # per run: the same for every description
 
 
 @dataclass
@@ -152,9 +161,24 @@ class DescriptionScore:
     train_accuracy: float
     test_accuracy: float
     results: list[QueryResult]
+    verdict: dict[str, Any] | None = None  # held-out, against the current description
 
     def failures(self, split: Split) -> list[QueryResult]:
         return [r for r in self.results if r.split == split and not r.correct]
+
+    def rows(self, split: Split) -> list[dict[str, Any]]:
+        """Each run as a result row (pass = it loaded exactly when it should), for the verdict."""
+        return [
+            {
+                "case_id": r.query,
+                "run_index": run,
+                "seed": r.seeds[run] if run < len(r.seeds) else None,
+                "pass_fail": "pass" if loaded == r.should_trigger else "fail",
+            }
+            for r in self.results
+            if r.split == split
+            for run, loaded in enumerate(r.loaded)
+        ]
 
 
 def with_description(text: str, description: str) -> str:
@@ -185,6 +209,7 @@ class TriggerBench:
         runs_per_query: int = 1,
         threshold: float = 0.5,
         jobs: int = 2,
+        seed: int = 0,
         cancel: CancelToken | None = None,
     ) -> None:
         if runs_per_query < 1:
@@ -198,6 +223,7 @@ class TriggerBench:
         self.runs = runs_per_query
         self.threshold = threshold
         self.jobs = max(1, jobs)
+        self.seed = seed
         self.cancel = cancel or CancelToken()
 
     def measure(
@@ -215,6 +241,7 @@ class TriggerBench:
         for n, (query, split) in enumerate(queries):
             mine = [f for (_q, m, _r), f in zip(units, found, strict=True) if m == n]
             loads = sum(1 for loaded, _path, _bad in mine if loaded)
+            seeds = [unit_seed(self.seed, query.query, run) for run in range(self.runs)]
             rate = loads / self.runs
             triggered = rate >= self.threshold
             results.append(
@@ -229,6 +256,8 @@ class TriggerBench:
                     correct=triggered == query.should_trigger,
                     sessions=[path for _l, path, _bad in mine if path],
                     invalid=[bad for _l, _p, bad in mine if bad],
+                    loaded=[loaded for loaded, _path, _bad in mine],
+                    seeds=seeds,
                 )
             )
         return results
@@ -245,8 +274,9 @@ class TriggerBench:
             skills_subdir=self.agent.skills_subdir,
         )
         room = build_room(spec, scratch_root(self.ws.root))
+        seed = unit_seed(self.seed, query.query, run)  # every description's run n draws alike
         try:
-            outcome = self.agent.run(room, query.query, lambda: self.cancel.cancelled, run)
+            outcome = self.agent.run(room, query.query, lambda: self.cancel.cancelled, run, seed)
         finally:
             remove_room(room)
         if not outcome.session:
@@ -361,8 +391,30 @@ class TuningResult:
     notes: list[str] = field(default_factory=list)
     candidate: dict[str, Any] | None = None
 
+    @property
+    def headline(self) -> str:
+        """The tuning in one line: the held-out result and the candidate it queued."""
+        queued = f"; queued {self.candidate['id']}" if self.candidate else ""
+        return f"{self.skill}: {self.reason}{queued}"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """One tuning of ``skill``'s description on the should / should-not queries in ``queries``."""
+
+    skill: str
+    queries: Path
+    candidates: tuple[str, ...] = ()  # descriptions to try besides the proposer's
+    iterations: int = 3
+    runs_per_query: int = 1
+    threshold: float = 0.5
+    holdout: float = 0.4
+    seed: int = 42
+    jobs: int = 2
+    submit: bool = True
 
 
 def tune_description(
@@ -382,7 +434,6 @@ def tune_description(
     submit: bool = True,
     log: SessionLog | None = None,
     cancel: CancelToken | None = None,
-    progress: Callable[[str], None] | None = None,
 ) -> TuningResult:
     """Measure the current description and the given ones, propose more, keep the held-out best.
 
@@ -406,6 +457,7 @@ def tune_description(
         runs_per_query=runs_per_query,
         threshold=threshold,
         jobs=jobs,
+        seed=seed,
         cancel=cancel,
     )
     experiment.write(
@@ -452,13 +504,21 @@ def tune_description(
             results,
         )
         scores.append(score)
-        if progress is not None:
-            progress(
-                f"description {index} ({origin}): train {score.train_accuracy:.2f}, "
-                f"held-out {score.test_accuracy:.2f}"
-            )
         if log is not None:
-            log.emit("progress", description=index, origin=origin, train=score.train_accuracy)
+            log.emit(
+                "message",
+                text=f"description {index} ({origin}): train {score.train_accuracy:.2f}, "
+                f"held-out {score.test_accuracy:.2f}",
+                description=index,
+                origin=origin,
+                train=score.train_accuracy,
+            )
+            log.emit(
+                "progress",
+                done=len(scores),
+                total=max(len(scores), 1 + len(candidates) + iterations),
+                label=f"description {index} ({origin})",
+            )
 
     evaluate(current, "current")
     for given in candidates:
@@ -474,14 +534,22 @@ def tune_description(
             notes.append(f"the proposer had nothing for description {parent.index}")
             break
         evaluate(proposed, "proposed")
-    best = max(scores, key=lambda s: (s.test_accuracy, -s.index))
     base = scores[0]
-    improved = best.index != 0 and best.test_accuracy > base.test_accuracy
-    reason = (
-        f"held-out trigger accuracy {base.test_accuracy:.2f} → {best.test_accuracy:.2f}"
-        if improved
-        else "no description beat the current one on the held-out queries"
-    )
+    best, verdict = _held_out_choice(scores, ws.load_config().gates.alpha)
+    improved = best.index != 0
+    if improved:
+        reason = (
+            f"held-out trigger accuracy {base.test_accuracy:.2f} → {best.test_accuracy:.2f}: "
+            f"{verdict.line() if verdict else ''}"
+        )
+    else:
+        top = max(scores[1:], key=lambda s: (s.test_accuracy, -s.index), default=None)
+        shown = (
+            f" (best try, description {top.index}: {Verdict.from_dict(top.verdict).line()})"
+            if top is not None and top.verdict
+            else ""
+        )
+        reason = f"no description was better than the current one on the held-out queries{shown}"
     result = TuningResult(
         experiment_id=experiment.id,
         experiment_dir=str(folder),
@@ -500,6 +568,26 @@ def tune_description(
         result.candidate = _submit(ws, skill, best, base, experiment.id)
     experiment.write("result.json", result.to_dict())
     return result
+
+
+def _held_out_choice(
+    scores: Sequence[DescriptionScore], alpha: float
+) -> tuple[DescriptionScore, Verdict | None]:
+    """The description to keep: the current one unless another is better on the held-out
+    queries by the paired verdict at ``alpha`` shared among all tried (each gets alpha / k)."""
+    base, tried = scores[0], list(scores[1:])
+    share = alpha / max(1, len(tried))
+    better: list[tuple[DescriptionScore, Verdict]] = []
+    for score in tried:
+        verdict = compare_paired(
+            base.rows("test"), score.rows("test"), alpha=share, test="runs", alternative="greater"
+        )
+        score.verdict = {**verdict.to_dict(), "alpha_family": alpha}
+        if verdict.better:
+            better.append((score, verdict))
+    if not better:
+        return base, None
+    return max(better, key=lambda pair: (pair[0].test_accuracy, -pair[0].index))
 
 
 def _submit(
@@ -530,7 +618,46 @@ def _submit(
             "train_accuracy": best.train_accuracy,
             "test_accuracy": best.test_accuracy,
             "baseline_test_accuracy": base.test_accuracy,
+            "verdict": best.verdict,
         },
         provenance={"experiment": experiment, "kind": "trigger-tuning"},
     )
     return {"id": cand.id, "status": cand.status, "reason": decision.reason}
+
+
+def run(
+    ws: Workspace,
+    options: TuneOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> TuningResult:
+    """The tune-description loop in the shape of every loop: one session around
+    :func:`tune_description`."""
+    ws.load_config()
+    queries = load_queries(options.queries)
+    with loop_session(
+        ws, "triggers", reporter=reporter, skill=options.skill, queries=len(queries)
+    ) as log:
+        result = tune_description(
+            ws,
+            options.skill,
+            queries,
+            candidates=options.candidates,
+            iterations=options.iterations,
+            runs_per_query=options.runs_per_query,
+            threshold=options.threshold,
+            holdout=options.holdout,
+            seed=options.seed,
+            jobs=options.jobs,
+            submit=options.submit,
+            log=log,
+            cancel=cancel,
+        )
+        log.emit(
+            "finished",
+            improved=result.improved,
+            candidate=result.candidate,
+            headline=result.headline,
+        )
+    return result

@@ -2,10 +2,9 @@
 
 Two dialects arrive here: agents that already print session JSONL (the demo agent and ``command``
 agents) and ``claude -p --output-format stream-json``. The second is converted by the one Claude
-parser, :func:`engine.evaluation.traces.claude_session` (assistant lines merged by ``message.id``,
-tool
-results paired with their ``tool_use``); here the runner adds the prompt, the final answer and
-the closing ``result`` line, and refuses a stream that is garbage or reports an API failure.
+fold, :func:`engine.core.transcripts.claude_session` (assistant lines merged by ``message.id``,
+tool results paired with their ``tool_use``); here the runner adds the prompt, the final answer
+and the closing ``result`` line, and refuses a stream that is garbage or reports an API failure.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.errors import FormatError
-from engine.evaluation.traces import claude_session
+from engine.core.transcripts import claude_session
 
 # Result subtypes that mean the harness or the API failed, not the agent's reasoning; max-turns
 # and budget limits are the agent's own failure and stay valid units (budget_exhaustion).
@@ -104,7 +103,9 @@ def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
         detail = _str(result.get("result")) or "; ".join(map(str, result.get("errors") or []))
         where = f"API status {status}" if status else subtype
         raise OutputError(f"claude reported an error ({where}): {_clip(detail, 160)}")
-    lines: list[dict[str, Any]] = [{"type": "user", "content": prompt}, *claude.lines]
+    # The session opens with the prompt the runner gave; a user text the stream echoes is that.
+    said = [line for line in claude.lines if line["type"] != "user"]
+    lines: list[dict[str, Any]] = [{"type": "user", "content": prompt}, *said]
     final = _str(result.get("result"))
     last = lines[-1]
     if final and not (last["type"] == "assistant" and "tool_calls" not in last):

@@ -41,6 +41,9 @@ _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*")
 _ASSIGN = re.compile(r"\b\w+=\w+\b")  # keyword arguments: usedforsecurity=False
 
 
+_CONSTANT_ARGUMENT = re.compile(r"\w+=(?:True|False|None|true|false|null|\d+|[A-Z]\w*)")
+
+
 _SEP = re.compile(r"\.|->|::")
 
 
@@ -142,8 +145,10 @@ def source_pattern(
     names = sorted({s for s in sources if s.strip()})
     if not names:
         return None
-    # a source may be reached through its receiver: ``new URL(req.getParameter(…))``
-    receiver = r"([A-Za-z_$][\w$]*(\.|->))?"
+    # a source may be reached through its receiver: ``new URL(req.getParameter(…))``. Spelt
+    # without ``\w`` inside the brackets: POSIX grep reads ``[\w$]`` as the three characters
+    # ``\``, ``w`` and ``$``, so the pattern Python matched would never match in the agent's grep.
+    receiver = r"([A-Za-z_$][A-Za-z0-9_$]*(\.|->))?"
     alternatives = "|".join(_ERE_SPECIAL.sub(r"\\\1", s) for s in names)
     pattern = rf"\w\({receiver}({alternatives})"
     regex = re.compile(pattern)
@@ -179,7 +184,10 @@ def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict
                 if parts[-1] in defined or any(parts[-1] + "(" in src for src in sources):
                     continue
                 qualified = _QUALIFIED.search(match.group(1))
-                forms = [(parts[-1] + "(", name_class(parts[-1]))]
+                bare = name_class(parts[-1])
+                # a short plain name ("get(", "from(") names no API by itself: only its
+                # qualified form ("requests.get(") is a construct that carries to other files
+                forms = [(parts[-1] + "(", bare)] if bare < 2 else []
                 if qualified and qualified.group(1) and qualified.group(2) not in defined:
                     forms.append((qualified.group(0) + "(", 1))
                 rest = line.text[match.start() :]
@@ -228,6 +236,24 @@ def line_tokens(text: str) -> set[str]:
     return {t for t in found if len(t.strip("($")) >= 3 and "`" not in t}
 
 
+def construct(token: str) -> bool:
+    """Whether a Pitfalls token names a construct that carries to files nobody mined.
+
+    A guard worth writing down is an API: a call (``shlex.quote(``, ``basename(``), a keyword
+    argument set to a constant (``usedforsecurity=False``), a type or qualified name
+    (``yaml.SafeLoader``, ``ValidatingObjectInputStream``). Punctuation (``,))``), plain words,
+    short bare calls (``from(``), arguments bound to a local (``name=request``) and the file's
+    own constants (``UPLOAD_DIR``) only tell the mined lines apart; a rule built on them fits
+    the feedback cases and nothing else.
+    """
+    if token.endswith("("):
+        parts = _SEP.split(token[:-1].lstrip("$"))
+        return (len(parts) > 1 and all(parts)) or name_class(parts[-1]) < 2
+    if "=" in token:
+        return _CONSTANT_ARGUMENT.fullmatch(token) is not None
+    return token_class(token) == 1 and not token.replace(".", "").isupper()
+
+
 def token_class(token: str) -> int:
     """Calls and keyword arguments (``basename(``, ``usedforsecurity=False``) name a guard
     best; then API-shaped names (dotted, snake, camel), plain words, bare punctuation."""
@@ -258,7 +284,12 @@ def nesting(token: str, lines: Iterable[str]) -> int:
 def greedy_covers(
     ranked: Sequence[str], hit: dict[str, set[str]], wanted: set[str], limit: int
 ) -> Iterator[tuple[str, ...]]:
-    """Greedy covers of the failing cases, each starting one rank lower than the last."""
+    """Greedy covers of the failing cases, each starting one rank lower than the last.
+
+    A cover comes in one canonical (sorted) order and each set once: the same patterns in
+    another order are the same patch, and a reordered diff would slip past the taboo list and
+    rerun a rejected experiment until luck let it through.
+    """
     seen: set[tuple[str, ...]] = set()
     for start in range(len(ranked)):
         chosen: list[str] = []
@@ -269,7 +300,7 @@ def greedy_covers(
             if hit[item] - covered:
                 chosen.append(item)
                 covered |= hit[item]
-        key = tuple(chosen)
+        key = tuple(sorted(chosen))
         if chosen and key not in seen and (not wanted or covered & wanted):
             seen.add(key)
             yield key

@@ -47,6 +47,7 @@ from engine.evaluation.patches.edits import NUMBER, splice, with_pitfalls, with_
 from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material, gather
 from engine.evaluation.patches.mining import (
     GLOB,
+    construct,
     flag_matchers,
     fn_patterns,
     greedy_covers,
@@ -386,6 +387,7 @@ def broken_before(entries: Sequence[TabooEntry], material: Material) -> frozense
 def guard_tokens(text: str, positives: Sequence[str], sinks: Sequence[re.Pattern[str]]) -> set[str]:
     """Tokens of a falsely flagged line that could name its guard in a Pitfalls item.
 
+    Only constructs (``mining.construct``): a rule on raw tokens fits the mined lines alone.
     Not one found in a positive case (the exception would hide a real finding), and not one a
     flag pattern finds by itself (``shell=True``, ``shell_exec(``): that is the sink the step
     flagged, never what makes this use of it safe.
@@ -393,7 +395,9 @@ def guard_tokens(text: str, positives: Sequence[str], sinks: Sequence[re.Pattern
     return {
         token
         for token in line_tokens(text)
-        if not any(token in p for p in positives) and not any(s.search(token) for s in sinks)
+        if construct(token)
+        and not any(token in p for p in positives)
+        and not any(s.search(token) for s in sinks)
     }
 
 

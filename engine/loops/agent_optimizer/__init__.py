@@ -15,14 +15,16 @@ from engine.loops.agent_optimizer.candidate import (
 )
 from engine.loops.agent_optimizer.offline import optimizer_offline
 from engine.loops.agent_optimizer.session import (
+    AgentOptimizerOptions,
     AgentOptimizerResult,
     hypothesis_check,
-    optimize_agent,
+    run,
 )
 from engine.loops.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
 
 __all__ = [
     "AgentCandidate",
+    "AgentOptimizerOptions",
     "AgentOptimizerResult",
     "Attempt",
     "NoneLeft",
@@ -31,7 +33,7 @@ __all__ = [
     "editable_files",
     "find_unfinished",
     "hypothesis_check",
-    "optimize_agent",
     "optimizer_offline",
     "parse_candidate",
+    "run",
 ]

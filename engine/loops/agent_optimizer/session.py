@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.core.benchmark import load_benchmark
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter
 from engine.core.fsutil import atomic_write_text
 from engine.core.runs import RunFolder
@@ -96,8 +96,30 @@ class AgentOptimizerResult:
     stop_reason: str
     attempts: list[dict[str, Any]]
 
+    @property
+    def headline(self) -> str:
+        """The session in one line: the score it reached from the Formal Baseline's."""
+        return (
+            f"{self.benchmark}: {self.baseline_score:.2f} → {self.final_score:.2f} in "
+            f"{self.valid_rounds} valid round(s), v{self.version} ({self.stop_reason})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class AgentOptimizerOptions:
+    """The settings of one agent Optimizer session (``model`` / ``judge`` replace the
+    configured ones; a resumed session keeps its own)."""
+
+    bench: str
+    rounds: int = 3
+    runs: int | None = None  # runs per case of every candidate evaluation
+    target_score: float | None = None
+    jobs: int | None = None
+    model: LLM | None = None
+    judge: ProtocolJudge | None = None
 
 
 def _reference(record: ScoreRecord, index: int, version: int, source: str) -> Reference:
@@ -642,36 +664,28 @@ def _start_reference(ws: Workspace, baseline: FormalBaseline, version: int) -> R
     )
 
 
-def optimize_agent(
+def run(
     ws: Workspace,
-    bench_id: str,
+    options: AgentOptimizerOptions,
     *,
-    rounds: int = 3,
-    runs: int | None = None,
-    target_score: float | None = None,
-    jobs: int | None = None,
-    model: LLM | None = None,
-    judge: ProtocolJudge | None = None,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
 ) -> AgentOptimizerResult:
-    """Run (or resume) an Optimizer session on benchmark ``bench_id``.
+    """Run (or resume) an agent Optimizer session on benchmark ``options.bench``.
 
     ``runs`` is the runs per case of every candidate evaluation (default: the benchmark's);
     ``model`` answers the candidate protocol (default: the configured proposer model, offline
     :func:`engine.loops.agent_optimizer.offline.optimizer_offline`); ``judge`` grades llm_judge
-    checks.
-    An unfinished session of the same benchmark is resumed with its own settings.
+    checks. An unfinished session of the same benchmark is resumed with its own settings.
     """
-    if rounds < 1:
-        raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
-    if runs is not None and runs < 1:
-        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    bench_id, rounds, runs = options.bench, options.rounds, options.runs
+    target_score, jobs = options.target_score, options.jobs
+    check_counts(("--rounds", rounds), ("--runs", runs))
     if target_score is not None and not 0 <= target_score <= 100:
         raise UsageError(f"--target-score: expected a score from 0 to 100, got {target_score}")
     baseline = formal_baseline(ws, bench_id)
     cfg = ws.load_config()
-    llm = model or make_llm(cfg.models.proposer, ws, offline=optimizer_offline)
+    llm = options.model or make_llm(cfg.models.proposer, ws, offline=optimizer_offline)
     found = find_unfinished(ws, bench_id)
     if found is not None:
         folder, state = found
@@ -679,9 +693,9 @@ def optimize_agent(
             raise SkillsmithError(
                 f"{folder}: optimizer session {state.session_id} is running on {bench_id}"
             )
-        log = start_session(ws, "optimizer", forward=reporter, session_id=state.session_id)
+        log = start_session(ws, "agent-optimizer", forward=reporter, session_id=state.session_id)
     else:
-        log = start_session(ws, "optimizer", forward=reporter)
+        log = start_session(ws, "agent-optimizer", forward=reporter)
         start = _start_reference(ws, baseline, cfg.version)
         state = OptimizerState(
             session_id=log.session_id,
@@ -698,7 +712,7 @@ def optimize_agent(
             ),
             reference=start,
         )
-    grader = judge or session_judge(ws, cfg.models.judge, log)
+    grader = options.judge or session_judge(ws, cfg.models.judge, log)
     optimizer = _Optimizer(ws, state, log, llm, grader, reporter, cancel)
     with hold(optimizer.folder):
         if found is None:
@@ -730,17 +744,7 @@ def optimize_agent(
         state.status, state.stop_reason = "finished", reason
         optimizer.save()
     version = ws.load_config().version
-    log.emit(
-        "finished",
-        benchmark=bench_id,
-        status="finished",
-        reason=reason,
-        score=state.reference.score,
-        baseline_score=state.baseline.score,
-        version=version,
-        valid_rounds=state.valid_rounds,
-    )
-    return AgentOptimizerResult(
+    result = AgentOptimizerResult(
         session_id=state.session_id,
         benchmark=bench_id,
         resumed=found is not None,
@@ -751,6 +755,23 @@ def optimize_agent(
         stop_reason=reason,
         attempts=[asdict(a) for a in state.attempts],
     )
+    log.emit(
+        "finished",
+        benchmark=bench_id,
+        status="finished",
+        reason=reason,
+        score=state.reference.score,
+        baseline_score=state.baseline.score,
+        version=version,
+        valid_rounds=state.valid_rounds,
+        headline=result.headline,
+    )
+    return result
 
 
-__all__ = ["AgentOptimizerResult", "hypothesis_check", "optimize_agent"]
+__all__ = [
+    "AgentOptimizerOptions",
+    "AgentOptimizerResult",
+    "hypothesis_check",
+    "run",
+]

@@ -4,6 +4,13 @@ See :mod:`engine.loops.gepa.run` for the run, :mod:`engine.loops.gepa.pareto` fo
 :mod:`engine.loops.gepa.adapter` for how the ``gepa`` library is driven.
 """
 
-from engine.loops.gepa.run import GepaResult, OptimizeFailed, OptimizeOptions, optimize
+from engine.loops.gepa.run import (
+    GepaOptions,
+    GepaResult,
+    OptimizeFailed,
+    OptimizeOptions,
+    optimize,
+    run,
+)
 
-__all__ = ["GepaResult", "OptimizeFailed", "OptimizeOptions", "optimize"]
+__all__ = ["GepaOptions", "GepaResult", "OptimizeFailed", "OptimizeOptions", "optimize", "run"]

@@ -25,8 +25,8 @@ from engine.core.errors import FormatError
 from engine.core.events import utc_now
 from engine.core.fsutil import atomic_write_json
 from engine.core.schema import from_mapping
+from engine.core.transcripts import Transcript
 from engine.core.workspace import Workspace
-from engine.loops.online.transcript import Transcript
 
 CURSOR_DIR = ".review_cursors"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

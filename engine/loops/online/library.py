@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from engine.core.queue import CandidateQueue
 from engine.core.skill import SkillDoc
 from engine.core.store import SkillStore, read_text
+from engine.core.transcripts import Message
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import canonical_name
 from engine.loops.online.spec import SkillSpec, changed_sections, spec_of
-from engine.loops.online.transcript import Message
 
 TRUNCATED = "\n... [truncated]"
 

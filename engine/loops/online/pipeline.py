@@ -34,6 +34,7 @@ from engine.core.events import SessionLog
 from engine.core.fsutil import read_jsonl
 from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore
+from engine.core.transcripts import NotATranscript, Transcript, read_transcript
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import OutcomeStatus, TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
@@ -43,7 +44,6 @@ from engine.loops.online.policy import ReviewPolicy, scan
 from engine.loops.online.reconciler import SkillChange, fold, reconcile
 from engine.loops.online.reviewer import Reviewer, ReviewRequest, make_reviewer
 from engine.loops.online.spec import render_new, render_update
-from engine.loops.online.transcript import NotATranscript, Transcript, read_transcript
 
 Status = Literal["reviewed", "skipped", "waiting", "unchanged", "error"]
 _OUTCOME_OF: dict[str, OutcomeStatus] = {

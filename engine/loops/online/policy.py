@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.core.config import OnlineConfig
-from engine.loops.online.transcript import Message
+from engine.core.transcripts import Message
 
 # Phrases of a user telling the agent it got something wrong (English and Chinese).
 CORRECTION_MARKERS = (

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from engine.core.skill import SkillDoc
+from engine.core.transcripts import normalise
 from engine.evaluation.gates.candidate import canonical_name, count_sibling_of
-from engine.evaluation.traces import normalise
 from engine.loops.online.library import ALL_SECTIONS, ExistingSkill, QueuedIdea
 from engine.loops.online.spec import ReviewDecision, SkillSpec, changed_sections, spec_of
 

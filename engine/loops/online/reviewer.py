@@ -28,6 +28,7 @@ from typing import Protocol
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError
 from engine.core.skill import SkillDoc
+from engine.core.transcripts import Message
 from engine.core.vault import MASK, redact
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import TaskOutcome
@@ -42,7 +43,6 @@ from engine.loops.online.spec import (
     parse_decision,
     spec_of,
 )
-from engine.loops.online.transcript import Message
 
 _SENSITIVE = r"(?:token|secret|password|passwd|api[_-]?key|access[_-]?key|private[_-]?key)"
 _BEARER = re.compile(r"(?i)(authorization\s*:\s*bearer\s+|\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
@@ -129,8 +129,11 @@ def build_prompt(request: ReviewRequest, message_max_chars: int = 4000) -> str:
         "## Session",
         f"- source: {request.source}",
         f"- lines: {request.first_line}-{request.last_line}",
-        "",
     ]
+    concerned = concerned_skill(request.messages, request.existing)
+    if concerned is not None:  # the skill a lesson of this session belongs to, unless it says
+        out.append(f"- skill it used or talks about: {concerned.name}")
+    out.append("")
     if request.outcome is not None:
         o = request.outcome
         out.append("## Session outcome")
