@@ -112,6 +112,7 @@ def test_a_candidate_regressing_a_critical_case_is_never_submitted(
 
     assert result.status == "not_submitted"
     assert result.reason == "critical holdout case regressed: hol-neg-00"
+    assert result.pool[1]["why"].endswith("; holdout: critical holdout case regressed: hol-neg-00")
     assert result.holdout is not None and result.holdout["candidate_mean"] == 0.8
     assert result.candidate is None
     assert CandidateQueue(ws).list() == []
