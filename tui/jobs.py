@@ -29,7 +29,7 @@ from engine.core.events import (
     Progress,
     Stage,
     Started,
-    Verdict,
+    VerdictReached,
     read_event,
 )
 from tui.activity import Kind, Link
@@ -65,7 +65,7 @@ def status_of(event: AnyLoopEvent) -> str:
         return event.label or f"{event.done}/{event.total}"
     if isinstance(event, ItemFinished):
         return f"{event.item} {event.status}"
-    if isinstance(event, Stage | Verdict | CandidateQueued):
+    if isinstance(event, Stage | VerdictReached | CandidateQueued):
         return event.text.splitlines()[0] if event.text else event.__class__.__name__.lower()
     if isinstance(event, Finished):
         return event.headline
