@@ -7,7 +7,8 @@ Run by hand (not collected by pytest):
 The state mixes Markdown (compressible) with random assets (incompressible, about a quarter) and
 a version history. ``snapshot`` is compared with ``tar -czf`` of the same four items; ``restore``
 with ``tar -xzf``, and — because a restore also snapshots the state it replaces, validates every
-member and fsyncs what it writes — with ``tar -czf`` + ``tar -xzf`` together. Best of N runs.
+member and syncs what it writes — with ``tar -czf`` + ``tar -xzf`` together. Each figure is the
+min and median of the per-round ratios, ours and the baseline interleaved in every round.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,13 +83,22 @@ def _size(root: Path) -> int:
     )
 
 
-def best(repeat: int, run: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def timed(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def rounds(repeat: int, ours: Callable[[], object], base: Callable[[], object]) -> list[float]:
+    """Ratios ours / baseline, one per round: interleaved, so drift on the machine cancels."""
+    return [timed(ours) / timed(base) for _ in range(repeat)]
+
+
+def line(label: str, baseline: str, ratios: list[float]) -> str:
+    return (
+        f"{label:<9} / {baseline:<9} min {min(ratios):5.2f}  "
+        f"median {statistics.median(ratios):5.2f}  ({len(ratios)} interleaved rounds)"
+    )
 
 
 def main() -> None:
@@ -109,8 +120,7 @@ def main() -> None:
         def tar_create() -> None:
             subprocess.run(["tar", "-czf", str(tar_out), *ITEMS], cwd=ws.root, check=True)
 
-        t_snap = best(args.repeat, ours_snapshot)
-        t_tar_c = best(args.repeat, tar_create)
+        snap = rounds(args.repeat, ours_snapshot, tar_create)
         target = ours_path[0]
 
         def ours_restore() -> None:
@@ -122,17 +132,18 @@ def main() -> None:
             dest.mkdir()
             subprocess.run(["tar", "-xzf", str(tar_out), "-C", str(dest)], check=True)
 
-        t_restore = best(args.repeat, ours_restore)
-        t_tar_x = best(args.repeat, tar_extract)
+        def tar_both() -> None:  # what a restore does: take the old state, unpack the new
+            tar_create()
+            tar_extract()
+
+        back = rounds(args.repeat, ours_restore, tar_extract)
+        both = rounds(args.repeat, ours_restore, tar_both)
         size_ratio = target.stat().st_size / tar_out.stat().st_size
 
-    print(f"agent state: {size / 1e6:.1f} MB in {os.cpu_count()} CPUs, best of {args.repeat}")
-    print(f"snapshot  {t_snap:7.3f}s   tar -czf {t_tar_c:7.3f}s   ratio {t_snap / t_tar_c:5.2f}")
-    print(
-        f"restore   {t_restore:7.3f}s   tar -xzf {t_tar_x:7.3f}s   ratio {t_restore / t_tar_x:5.2f}"
-    )
-    both = t_tar_c + t_tar_x
-    print(f"restore   {t_restore:7.3f}s   czf+xzf  {both:7.3f}s   ratio {t_restore / both:5.2f}")
+    print(f"agent state: {size / 1e6:.1f} MB on {os.cpu_count()} CPUs")
+    print(line("snapshot", "tar -czf", snap))
+    print(line("restore", "tar -xzf", back))
+    print(line("restore", "czf+xzf", both))
     print(f"archive size ours/tar: {size_ratio:5.2f}")
 
 

@@ -42,7 +42,8 @@ def built_demo(root: Path, *, iterations: int = 1, cases: int = 6) -> Path:
     """A copy of the demo with benchmark ``mini`` built from vuln-detect (a Formal Baseline)."""
     from engine.core.workspace import Workspace
     from engine.evaluation.demo import copy_demo
-    from engine.loops.builder import build_benchmark
+    from engine.loops.builder import BuildOptions
+    from engine.loops.builder import run as run_build
 
     path = copy_demo(root)
     # The Optimizer tests assert exact keep/roll-back decisions and scores of single runs, so the
@@ -51,14 +52,16 @@ def built_demo(root: Path, *, iterations: int = 1, cases: int = 6) -> Path:
     cfg = ws.load_config()
     cfg.agent.noise = 0.0
     ws.save_config(cfg)
-    build_benchmark(
+    run_build(
         Workspace.at(path),
-        BENCH,
-        source="vuln-detect",
-        pick=PICK,
-        cases=cases,
-        pilot_iterations=iterations,
-        jobs=2,
+        BuildOptions(
+            BENCH,
+            source="vuln-detect",
+            pick=PICK,
+            cases=cases,
+            pilot_iterations=iterations,
+            jobs=2,
+        ),
     )
     return path
 

@@ -14,8 +14,10 @@ from engine.core.standard import evidence_rule
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import copy_demo
 from engine.evaluation.judge import offline_judge
-from engine.loops.agent_optimizer import optimize_agent
-from engine.loops.builder import build_benchmark
+from engine.loops.agent_optimizer import AgentOptimizerOptions
+from engine.loops.agent_optimizer import run as run_optimizer
+from engine.loops.builder import BuildOptions
+from engine.loops.builder import run as run_build
 from tests.builder_helpers import BENCH, COUNT_ENV, events, launches, result_rows
 from tests.builder_helpers import use_counting_agent as counting
 from tests.llm_server import MessagesServer
@@ -47,7 +49,7 @@ def test_a_malformed_judge_reply_is_rerequested_and_the_agent_is_not_rerun(
 ) -> None:
     ws = Workspace.at(copy_demo(tmp_path / "ws"))
     _pool_with_judged_positives(ws)
-    build_benchmark(ws, BENCH, source="pool", cases=len(POOL), pilot_iterations=1, jobs=2)
+    run_build(ws, BuildOptions(BENCH, source="pool", cases=len(POOL), pilot_iterations=1, jobs=2))
     count = counting(ws, tmp_path / "count")
     cfg = ws.load_config()
     cfg.models.judge = ModelConfig(
@@ -66,7 +68,7 @@ def test_a_malformed_judge_reply_is_rerequested_and_the_agent_is_not_rerun(
     messages_server.respond_with(judge)
     cfg.gates.max_extra_runs = 0  # the test counts every unit and judge request of the round
     ws.save_config(cfg)
-    result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
 
     (attempt,) = result.attempts
     rows = [

@@ -19,7 +19,8 @@ from engine.core.snapshots import list_snapshots
 from engine.core.store import SkillStore
 from engine.evaluation.llm import OfflineLLM
 from engine.evaluation.protocol import request_data
-from engine.loops.agent_optimizer import optimize_agent, optimizer_offline
+from engine.loops.agent_optimizer import AgentOptimizerOptions, optimizer_offline
+from engine.loops.agent_optimizer import run as run_optimizer
 from engine.loops.agent_optimizer.offline import THOROUGH_LINE
 from tests.builder_helpers import (
     BENCH,
@@ -58,7 +59,7 @@ def test_the_optimizer_refuses_a_benchmark_without_a_formal_baseline(
         f"skillsmith: error: {ws.benchmarks_dir / 'vuln-detect' / 'scoreboard.yaml'}: no Formal "
         "Baseline record; build the benchmark first (skillsmith build vuln-detect)"
     )
-    assert list_sessions(ws, "optimizer") == []
+    assert list_sessions(ws, "agent-optimizer") == []
 
 
 def _no_reruns(ws: Any) -> None:
@@ -131,8 +132,8 @@ def test_rounds_are_kept_by_the_paired_verdict_and_the_rest_rolled_back(
     assert kept["hypothesis_held"] is True and kept["delta"] == first["delta"] > 0
     assert kept["verdict"] == first["verdict"] and undone["verdict"] == second["verdict"]
     assert undone["hypothesis_held"] is False and undone["delta"] == 0
-    (info,) = list_sessions(ws, "optimizer")
-    assert (info.label, info.status) == ("Optimizer", "finished")
+    (info,) = list_sessions(ws, "agent-optimizer")
+    assert (info.label, info.status) == ("Agent Optimizer", "finished")
     for attempt in (first, second):
         reruns = [r[side] for r in attempt["reruns"] for side in ("before", "after")]
         assert {attempt["parent_run_id"], attempt["run_id"], *reruns} <= set(info.run_ids)
@@ -142,7 +143,7 @@ def test_the_scoreboard_numbers_are_the_numbers_of_the_linked_runs(
     base: Path, tmp_path: Path
 ) -> None:
     ws = clone(base, tmp_path / "ws")
-    result = optimize_agent(ws, BENCH, rounds=2, runs=2, jobs=2)
+    result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=2, runs=2, jobs=2))
     records = read_records(ws.benchmarks_dir / BENCH)
     assert [r.kind for r in records] == ["formal_baseline", "accepted"]
     accepted = records[1]
@@ -177,7 +178,9 @@ def test_the_scoreboard_numbers_are_the_numbers_of_the_linked_runs(
 def test_reaching_the_target_score_stops_early(base: Path, tmp_path: Path) -> None:
     ws = clone(base, tmp_path / "ws")
     baseline = read_records(ws.benchmarks_dir / BENCH)[0].score
-    result = optimize_agent(ws, BENCH, rounds=3, runs=1, target_score=baseline + 1, jobs=2)
+    result = run_optimizer(
+        ws, AgentOptimizerOptions(BENCH, rounds=3, runs=1, target_score=baseline + 1, jobs=2)
+    )
     assert result.stop_reason == "target" and result.valid_rounds == 1
     assert result.final_score >= baseline + 1
 
@@ -212,8 +215,11 @@ def test_a_rejected_skill_candidate_is_taboo_and_never_proposed_again(
     base: Path, tmp_path: Path
 ) -> None:
     ws = clone(base, tmp_path / "ws")
-    result = optimize_agent(
-        ws, BENCH, rounds=3, runs=1, jobs=2, model=_same_candidate_every_time(ws)
+    result = run_optimizer(
+        ws,
+        AgentOptimizerOptions(
+            BENCH, rounds=3, runs=1, jobs=2, model=_same_candidate_every_time(ws)
+        ),
     )
     (attempt,) = result.attempts
     assert attempt["decision"] == "rolled_back" and result.valid_rounds == 1
@@ -234,7 +240,7 @@ def test_an_execution_failure_reruns_only_the_failed_units(
     monkeypatch.setenv("SKILLSMITH_TEST_COUNT_DIR", str(count))
     monkeypatch.setenv(CRASH_ENV, "resize.js:once")  # cmdi-js-execfile's file crashes once
     _no_reruns(ws)
-    result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
     (attempt,) = result.attempts
     assert attempt["repairs"] == 1 and attempt["decision"] in ("accepted", "rolled_back")
     assert result.valid_rounds == 1
@@ -261,7 +267,9 @@ def test_an_evaluation_that_keeps_failing_is_invalid_and_not_a_round(
         return "protocol: skillsmith-candidate/1\nnone_left: stopping the test here\n"
 
     skill_before = ws.skill_path(SKILL).read_text()
-    result = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2, model=OfflineLLM(once))
+    result = run_optimizer(
+        ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2, model=OfflineLLM(once))
+    )
     (attempt,) = result.attempts
     assert (attempt["decision"], attempt["repairs"], attempt["round"]) == ("invalid", 2, 1)
     assert result.valid_rounds == 0 and result.stop_reason.startswith("no different safe")
@@ -272,11 +280,11 @@ def test_an_evaluation_that_keeps_failing_is_invalid_and_not_a_round(
 
 def test_a_second_session_starts_from_the_best_kept_state(base: Path, tmp_path: Path) -> None:
     ws = clone(base, tmp_path / "ws")
-    first = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    first = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
     assert first.version == 1
-    second = optimize_agent(ws, BENCH, rounds=1, runs=1, jobs=2)
+    second = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
     assert second.session_id != first.session_id and not second.resumed
     (attempt,) = second.attempts
     assert attempt["reference_score"] == first.final_score  # not the older Formal Baseline
     with pytest.raises(SkillsmithError, match="no Formal Baseline"):
-        optimize_agent(ws, "vuln-detect", rounds=1)
+        run_optimizer(ws, AgentOptimizerOptions("vuln-detect", rounds=1))

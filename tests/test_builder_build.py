@@ -12,15 +12,16 @@ import pytest
 import yaml
 
 from engine.cli import main
-from engine.cli.progress import describe, draft_line
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError
+from engine.core.events import Event, Stage, draft_line, read_event
 from engine.core.scoreboard import read_records
 from engine.core.sessions import list_sessions, trace_record
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import copy_demo
 from engine.evaluation.runner import bench_fingerprint
-from engine.loops.builder import build_benchmark, formal_baseline
+from engine.loops.builder import BuildOptions, formal_baseline
+from engine.loops.builder import run as run_build
 from tests.bench_helpers import write_case
 from tests.builder_helpers import BENCH, PICK, clone, events, recompute, result_rows
 
@@ -93,7 +94,8 @@ def test_a_benchmark_drawn_from_a_pool_describes_itself_not_the_pool(
     assert "80 files" in load_benchmark(root / "benchmarks" / "vuln-detect").description
     log = events(Workspace.at(root), result["session_id"])
     draft = [e for e in log if e.get("stage") == "draft"]
-    assert [describe("message", e) for e in draft] == ["draft: 6 new cases written"]
+    stages = [read_event(Event("message", "s", e)) for e in draft]
+    assert [s.text for s in stages if isinstance(s, Stage)] == ["draft: 6 new cases written"]
     assert draft_line(0, 6) == "draft: 6 cases from an earlier draft kept, nothing new drafted"
 
 
@@ -152,12 +154,12 @@ def test_scaffolding_is_cleaned_and_the_session_is_listed(
     ws = Workspace.at(root)
     assert list(ws.experiments_dir.iterdir()) == []
     assert [p.name for p in (ws.benchmarks_dir / BENCH).iterdir() if p.name.startswith(".")] == []
-    (info,) = list_sessions(ws, "builder")
-    assert (info.session_id, info.label, info.status) == (result["session_id"], "Builder", "frozen")
+    (info,) = list_sessions(ws, "build")
+    assert (info.session_id, info.label, info.status) == (result["session_id"], "Build", "frozen")
     assert list(info.run_ids) == [p["run_id"] for p in result["pilots"]]
     assert info.benchmark == BENCH
     for run_id in info.run_ids:  # each pilot's evaluation is its own session too
-        assert any(s.session_id == run_id and s.label == "evaluation" for s in list_sessions(ws))
+        assert any(s.session_id == run_id and s.kind == "eval" for s in list_sessions(ws))
 
 
 def test_a_frozen_benchmark_is_not_built_again(built: tuple[Path, dict[str, Any]]) -> None:
@@ -184,10 +186,11 @@ def test_editing_a_frozen_benchmark_voids_its_baseline_for_the_optimizer(
 
 def test_a_pilot_at_or_below_the_target_freezes_early(tmp_path: Path) -> None:
     ws = Workspace.at(copy_demo(tmp_path / "ws"))
-    result = build_benchmark(
-        ws, "tiny", source="vuln-detect", pick=PICK[:4], cases=2, pilot_iterations=3,
+    options = BuildOptions(
+        "tiny", source="vuln-detect", pick=PICK[:4], cases=2, pilot_iterations=3,
         target_score=100.0, jobs=2,
     )  # fmt: skip
+    result = run_build(ws, options)
     assert (len(result.pilots), result.frozen_iteration, result.reason) == (1, 1, "target")
     (record,) = read_records(ws.benchmarks_dir / "tiny")
     assert "because it reached the target score" in record.summary
@@ -199,7 +202,7 @@ def test_offline_drafting_needs_material_and_writes_nothing(tmp_path: Path) -> N
     assert code == 1
     assert "offline model: drafting needs 8 cases of imported material (--from)" in err
     assert not (root / "benchmarks" / "fresh").exists()
-    (info,) = list_sessions(Workspace.at(root), "builder")
+    (info,) = list_sessions(Workspace.at(root), "build")
     assert info.status == "failed"
 
 
@@ -211,5 +214,5 @@ def test_a_case_failing_its_pre_dispatch_check_never_reaches_an_agent(tmp_path: 
     write_case(pool, "ok", {"expected": "safe"}, prompt="Audit `a.py`.\n", files={"a.py": "x\n"})
     write_case(pool, "broken", {"expected": "vulnerable"}, prompt="Audit `gone.py`.\n")
     with pytest.raises(SkillsmithError, match=r"names `gone\.py`, which is not in the statement"):
-        build_benchmark(ws, "b2", goal="audit", source="pool", cases=2, jobs=2)
+        run_build(ws, BuildOptions("b2", goal="audit", source="pool", cases=2, jobs=2))
     assert list(ws.runs_dir.iterdir()) == []

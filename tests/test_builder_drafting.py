@@ -13,7 +13,8 @@ from engine.core.standard import evidence_rule, load_standard
 from engine.core.workspace import Workspace
 from engine.evaluation.llm import OfflineLLM
 from engine.evaluation.protocol import dump_reply, protocol_of
-from engine.loops.builder import build_benchmark
+from engine.loops.builder import BuildOptions
+from engine.loops.builder import run as run_build
 from engine.loops.builder.cases import DRAFT_PROTOCOL
 from engine.loops.builder.offline import builder_offline
 
@@ -57,10 +58,10 @@ def _writer(edit_standard: Any = None) -> OfflineLLM:
 
 
 def test_the_model_can_write_cases_and_the_standard_itself(workspace: Workspace) -> None:
-    result = build_benchmark(
-        workspace, "own", goal="spot shell injection", cases=2, pilot_iterations=1,
-        model=_writer(), jobs=2,
-    )  # fmt: skip
+    options = BuildOptions(
+        "own", goal="spot shell injection", cases=2, pilot_iterations=1, model=_writer(), jobs=2
+    )
+    result = run_build(workspace, options)
     bench = load_benchmark(workspace.benchmarks_dir / "own")
     assert bench.labels == ["vulnerable", "safe"] and bench.runs_per_case == 1
     assert {c.id: c.rubric.expected for c in bench.cases} == {
@@ -92,7 +93,7 @@ def test_a_draft_breaking_the_protocol_is_asked_again(workspace: Workspace) -> N
         return next(replies, "not even yaml: [")
 
     with pytest.raises(SkillsmithError, match="no valid protocol YAML after 3 requests"):
-        build_benchmark(workspace, "own", goal="g", cases=2, model=OfflineLLM(respond))
+        run_build(workspace, BuildOptions("own", goal="g", cases=2, model=OfflineLLM(respond)))
     assert "missing key 'standard'" in seen[1]
     assert "expected one of ['a', 'b'], got 'vulnerable'" in seen[2]
     assert not (workspace.benchmarks_dir / "own").exists()
@@ -106,8 +107,13 @@ def test_the_private_standard_is_fixed_for_the_whole_build(workspace: Workspace)
             path.write_text(path.read_text() + "- [loosened] Any verdict with a reason passes.\n")
 
     with pytest.raises(SkillsmithError, match="the private standard changed during the build"):
-        build_benchmark(
-            workspace, "own", goal="g", cases=2, pilot_iterations=2,
-            model=_writer(edit_standard=rewrite), jobs=2,
-        )  # fmt: skip
+        options = BuildOptions(
+            "own",
+            goal="g",
+            cases=2,
+            pilot_iterations=2,
+            model=_writer(edit_standard=rewrite),
+            jobs=2,
+        )
+        run_build(workspace, options)
     assert read_records(workspace.benchmarks_dir / "own") == []

@@ -145,7 +145,7 @@ def test_a_day_on_the_demo_in_a_real_terminal(tmp_path: Path, tmux_session: str)
     keys("e")
     wait_for(lambda: f"Evaluate {BENCH}?" in screen(), "the evaluation's confirmation")
     assert "16 units (16 cases × 1 run(s))" in screen()
-    keys("y")
+    keys("Enter")  # the form's defaults
     wait_for(
         lambda: "Last outcome: Evaluated" in screen(), "the evaluation", 300, show=tmux_session
     )
@@ -160,6 +160,8 @@ def test_a_day_on_the_demo_in_a_real_terminal(tmp_path: Path, tmux_session: str)
     assert compact_count(tokens) in screen() and "…" not in screen()
 
     keys("0", "v")
+    wait_for(lambda: "Start (ctrl+s)" in screen(), "the evolve form")
+    keys("Enter")  # one round, the default
     wait_for(lambda: "Last outcome: Evolve round 1" in screen(), "the round", 400, tmux_session)
     shown = screen()
     if "rejected — " in shown:
@@ -178,3 +180,75 @@ def test_a_day_on_the_demo_in_a_real_terminal(tmp_path: Path, tmux_session: str)
     time.sleep(1)
     assert SkillStore(ws, SKILL).current() == current  # declined: nothing moved
     keys("q")
+
+
+def test_build_and_review_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> None:
+    """B builds a benchmark from a form filled in by keystrokes, W reviews a transcript folder;
+    the screen shows each job's result and the Sessions pane lists both sessions."""
+    from engine.core.workspace import Workspace
+    from engine.evaluation.demo import copy_demo
+    from tests.online_helpers import CLAUDE, add_weather_skill, copy_session
+
+    ws = Workspace.at(copy_demo(tmp_path / "demo"))
+    cfg = ws.load_config()
+    cfg.agent.noise = 0.0  # the pilot's score is read off the screen, not recomputed: no slips
+    ws.save_config(cfg)
+    add_weather_skill(ws)
+    exports = tmp_path / "exports"
+    copy_session(CLAUDE, exports)
+    tmux(
+        "new-session", "-d", "-s", tmux_session, "-x", "160", "-y", "50",
+        "-e", f"XDG_CONFIG_HOME={tmp_path / 'xdg'}", "-c", str(ROOT), command(ws.root),
+    )  # fmt: skip
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", tmux_session)
+
+    def keys(*presses: str) -> None:
+        for key in presses:
+            tmux("send-keys", "-t", tmux_session, key)
+            time.sleep(0.3)
+
+    def text(value: str) -> None:
+        for start in range(0, len(value), 8):  # a few keys at a time, as a person types
+            tmux("send-keys", "-t", tmux_session, "-l", value[start : start + 8])
+            time.sleep(0.15)
+        time.sleep(0.3)
+
+    wait_for(lambda: "vuln-detect" in screen(), "the overview", timeout=120, show=tmux_session)
+    keys("B")
+    wait_for(lambda: "Build a benchmark" in screen(), "the build form", show=tmux_session)
+    text("mini")
+    keys("Tab", "Tab", "Tab", "Tab", "BSpace")  # goal, source (vuln-detect), pick: the defaults
+    text("6")
+    keys("Tab", "BSpace")
+    text("1")
+    keys("Enter")
+    wait_for(
+        lambda: "Last outcome: Build" in screen() or " failed" in screen(),
+        "the build's result",
+        600,
+        tmux_session,
+    )
+    assert "Last outcome: Build: mini frozen at pilot 1" in screen(), screen()
+    (build,) = ws.sessions_dir.glob("build-*.jsonl")
+    finished = json.loads(build.read_text().splitlines()[-1])
+    assert finished["kind"] == "finished" and finished["status"] == "frozen"
+
+    keys("W")
+    wait_for(lambda: "Online review" in screen(), "the review form", show=tmux_session)
+    text(str(exports))
+    keys("Enter")
+    wait_for(
+        lambda: "Last outcome: Review" in screen() or " failed" in screen(),
+        "the review's result",
+        120,
+        tmux_session,
+    )
+    assert "Last outcome: Review: 1 review job" in screen(), screen()
+    keys("4")
+    wait_for(
+        lambda: all(w in screen() for w in ("Build", "frozen", "Online review", "finished")),
+        "both sessions in the Sessions pane",
+        show=tmux_session,
+    )

@@ -10,7 +10,7 @@ import pytest
 from engine.cli import main
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.workspace import Workspace
-from engine.loops.evolve import EvolveOptions, evolve
+from engine.loops.evolve import EvolveOptions, run
 from engine.loops.evolve.checkpoint import (
     CandidateDraft,
     Evaluation,
@@ -120,7 +120,7 @@ def test_a_pending_session_resumes_only_with_its_own_arguments(tmp_path: Path) -
         (EvolveOptions("security-audit", "vuln-detect", proposer="anthropic"), "proposer"),
     ):
         with pytest.raises(SkillsmithError, match=f"field '{field}': an interrupted evolution"):
-            evolve(ws, options)
+            run(ws, options)
     assert load(ws) == pending(round=3, stage="propose")  # refusing touched nothing
 
 

@@ -1,10 +1,10 @@
 """Offline evolution on the bundled demo, end to end through ``skillsmith evolve``.
 
-The acceptance bar of the outcome-driven loop: with the default budget the holdout F1 rises by
-at least ten points over the starting skill, at least one patch is rejected with its reason on
-the taboo list, and no accepted version breaks a selection case its parent passed — each checked
-from the files the run left (run folders, version folders, taboo.json), not from the loop's own
-summary.
+The acceptance bar of the outcome-driven loop on the noisy demo: with the default budget the
+holdout F1 rises by at least ten points and the golden F1 by at least five over the starting
+skill, at least one patch is rejected with its reason on the taboo list, and no accepted version
+is significantly worse than its parent on the guardrail cases — each checked from the files the
+run left (run folders, version folders, taboo.json), not from the loop's own summary.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from engine.core.results import read_results
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL
-from engine.evaluation.metrics import case_status, metrics
+from engine.evaluation.metrics import metrics
 from tests.evolve_helpers import SMALL_FAMILIES, demo, run_evolve, session_events
 
 # the outcome gates, then the gates every candidate meets at the queue's door
@@ -31,48 +31,63 @@ GATES = ["target", "guardrail", "holdout", "verify", "spec", "safety", "effectiv
 pytestmark = pytest.mark.slow
 
 
-def rows_of(ws: Workspace, text: str, split: str) -> list[dict[str, Any]]:
-    """Every results row of ``split`` evaluated with exactly this SKILL.md text."""
-    found: list[dict[str, Any]] = []
+def run_rows(ws: Workspace, run_id: str, split: str) -> list[dict[str, Any]]:
+    rows = read_results(ws.runs_dir / run_id / "results.jsonl")
+    return [r for r in rows if r["split"] == split and r["variant"] == "skill"]
+
+
+def first_run(ws: Workspace, text: str, split: str) -> str:
+    """The earliest run that evaluated exactly this SKILL.md text on ``split``."""
     for run in sorted(ws.runs_dir.iterdir()):
         inputs = run / "inputs" / "skill" / DEMO_SKILL / "SKILL.md"
-        if inputs.is_file() and inputs.read_text(encoding="utf-8") == text:
-            found += [r for r in read_results(run / "results.jsonl") if r["split"] == split]
-    return found
-
-
-def statuses(rows: list[dict[str, Any]]) -> dict[str, str]:
-    by_case: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_case.setdefault(row["case_id"], []).append(row)
-    return {case: case_status(group)[0] for case, group in by_case.items()}
+        same = inputs.is_file() and inputs.read_text(encoding="utf-8") == text
+        if same and run_rows(ws, run.name, split):
+            return run.name
+    raise AssertionError(f"no run evaluated this text on {split}")
 
 
 @pytest.mark.xfail(
-    reason="known regression, open in the verdicts work: under the paired gates the default budget "
-    "lifts holdout F1 by about 4 points (0.625 -> 0.667), not 10, and an accepted version can "
-    "still break a selection case its parent passed",
+    reason="not yet measured to hold: the offline proposer mined raw tokens of the selection "
+    "cases (holdout 0.59 -> 0.57 on the noisy demo before its constructs-only rules)",
     strict=False,
 )
-def test_offline_evolution_lifts_holdout_f1_records_taboo_and_breaks_no_guardrail(
-    tmp_path: Path,
-) -> None:
-    # the deterministic agent: this test holds every accepted version to "no selection case its
-    # parent passed fails", an exact per-case outcome (the noisy demo is test_evolve_noise.py)
-    ws = demo(tmp_path / "ws", noise=0.0)
-    result = run_evolve(ws, "--auto-approve")
+def test_offline_evolution_on_the_noisy_demo_lifts_holdout_and_golden_f1(tmp_path: Path) -> None:
+    # the shipped noisy demo and one fixed session seed (the benchmark's): a session is
+    # reproducible from its seed, so this is one draw of what benchmarks/bench_evolve_lift.py
+    # measures over several seeds
+    ws = demo(tmp_path / "ws")
+    assert ws.load_config().agent.noise > 0
+    result = run_evolve(ws, "--auto-approve", "--seed", "7")
     store = SkillStore(ws, DEMO_SKILL)
     bench = load_benchmark(ws.benchmarks_dir / DEMO_BENCHMARK)
     holdout_ids = {c.id for c in bench.cases_in("holdout")}
+    positive = bench.positive_label
 
-    # holdout F1, recomputed from the rows of the runs that evaluated each text
+    # holdout and golden F1 of the start and the final version, recomputed from their runs
     start, final = store.read(result["start_version"]), store.read(result["final_version"])
-    before = metrics(rows_of(ws, start, "holdout"), bench.positive_label)
-    after = metrics(rows_of(ws, final, "holdout"), bench.positive_label)
-    assert {r["case_id"] for r in rows_of(ws, final, "holdout")} == holdout_ids
-    assert before.f1 is not None and after.f1 is not None
-    assert (before.f1, after.f1) == (result["holdout_start"], result["holdout_final"])
-    assert after.f1 - before.f1 >= 0.10, (before.f1, after.f1, result["rounds"])
+    by_version = {v["version"]: v for v in result["versions"]}
+    figures = {}
+    for split in ("holdout", "golden"):
+        before = metrics(run_rows(ws, first_run(ws, start, split), split), positive).f1
+        final_record = by_version[result["final_version"]]
+        after_run = (
+            json.loads((store.dir / result["final_version"] / "metrics.json").read_text())[split][
+                "run_id"
+            ]
+            if result["final_version"] != result["start_version"]
+            else first_run(ws, final, split)
+        )
+        after = metrics(run_rows(ws, after_run, split), positive).f1
+        assert before is not None and after is not None
+        assert before == by_version[result["start_version"]][f"{split}_f1"]
+        assert after == final_record[f"{split}_f1"]
+        figures[split] = (before, after)
+    assert {r["case_id"] for r in run_rows(ws, first_run(ws, final, "holdout"), "holdout")} == (
+        holdout_ids
+    )
+    assert (result["holdout_start"], result["holdout_final"]) == figures["holdout"]
+    lift = {split: after - before for split, (before, after) in figures.items()}
+    assert lift["holdout"] >= 0.10 and lift["golden"] >= 0.05, (figures, result["rounds"])
 
     # at least one rejected patch, its reason on the taboo list
     rejected = [r for r in result["rounds"] if r["outcome"] == "rejected"]
@@ -82,7 +97,9 @@ def test_offline_evolution_lifts_holdout_f1_records_taboo_and_breaks_no_guardrai
     assert {r["reason"] for r in rejected} <= reasons
     assert all(e["rule_id"] and len(e["diff_hash"]) == 16 for e in taboo)
 
-    # every accepted version: all gates recorded, and no selection case its parent passed fails
+    # every accepted version: all gates recorded, not significantly worse than its parent on
+    # the guardrail cases (one chance flip of a noisy case is no regression), and its
+    # selection, holdout and golden F1 in the summary
     accepted = [r for r in result["rounds"] if r["outcome"] == "accepted"]
     assert accepted and [v.version for v in store.versions()][1:] == [
         r["version"] for r in accepted
@@ -92,14 +109,14 @@ def test_offline_evolution_lifts_holdout_f1_records_taboo_and_breaks_no_guardrai
         verdict = json.loads((folder / "gate_verdict.json").read_text(encoding="utf-8"))
         assert [g["gate"] for g in verdict["gates"]] == GATES
         assert all(g["verdict"] in ("pass", "held") for g in verdict["gates"])
-        parent = statuses(rows_of(ws, store.read(record["parent"]), "selection"))
-        child = statuses(rows_of(ws, store.read(record["version"]), "selection"))
-        broken = [c for c, s in parent.items() if s == "pass" and child.get(c) != "pass"]
-        assert broken == [], (record["version"], broken)
-        figures = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+        guard = next(g for g in verdict["gates"] if g["gate"] == "guardrail")
+        assert guard["figures"]["decision"] != "worse", (record["version"], guard)
+        shown = by_version[record["version"]]
+        assert all(shown[f"{s}_f1"] is not None for s in ("selection", "holdout", "golden"))
+        figures_json = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
         for key in ("f1", "precision", "recall", "guardrail", "holdout", "verify_calibration"):
-            assert key in figures
-        assert figures["guardrail"]["newly_broken"] == 0
+            assert key in figures_json
+        assert figures_json["holdout"]["value"] == shown["holdout_f1"]
         prov = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
         assert prov["parent"] == record["parent"] and prov["proposer"] == "offline"
         assert prov["root_causes"] and prov["seed"] == result["seed"]

@@ -13,7 +13,7 @@ from engine.core.store import SkillStore
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL
 from engine.evaluation.runner import run_evaluation
 from engine.evaluation.verify import verify_score
-from engine.loops.evolve import EvolveOptions, evolve
+from engine.loops.evolve import EvolveOptions, run
 from engine.loops.evolve.checkpoint import (
     Evaluation,
     PendingRound,
@@ -88,7 +88,7 @@ def test_stagnation_rolls_back_to_the_best_holdout_version(tmp_path: Path) -> No
     )
     save(ws, pending)
 
-    result = evolve(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
+    result = run(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
 
     assert result.resumed and result.stop_reason == "stagnation"
     assert result.holdout_final == best
@@ -136,7 +136,7 @@ def test_stagnation_rolls_back_to_the_best_version_of_an_earlier_session(tmp_pat
     pending = stagnated([VersionRecord("v3", sha(crippled), 0, verify_score(crippled).score)])
     save(ws, pending)
 
-    result = evolve(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
+    result = run(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
 
     assert result.stop_reason == "stagnation"
     assert (store.current(), result.final_version) == ("v2", "v2")
@@ -166,7 +166,7 @@ def test_a_nominated_version_not_better_when_measured_again_is_not_rolled_back_t
     pending = stagnated([VersionRecord("v2", sha(full + "\n"), 0, verify_score(full).score)])
     save(ws, pending)
 
-    result = evolve(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
+    result = run(ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK))
 
     assert (store.current(), result.final_version) == ("v2", "v2")
     assert all(e["op"] != "rollback" for e in store.audit())

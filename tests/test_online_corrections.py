@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,14 @@ from engine.core.workspace import Workspace
 from engine.evaluation.demo import agent as demo_agent
 from engine.loops.online import OnlineLearner
 from tests.candidate_helpers import add_skill
-from tests.online_helpers import DATA, add_weather_skill, copy_session
+from tests.llm_server import MessagesServer, Reply
+from tests.online_helpers import (
+    DATA,
+    add_weather_skill,
+    copy_session,
+    decision,
+    model_reviewer,
+)
 
 FIRST = DATA / "audit.claude.jsonl"
 SECOND = DATA / "audit.claude.second.jsonl"
@@ -28,6 +36,12 @@ DEMO_SKILL = (
     Path(demo_agent.__file__).parent / "workspace" / "skills" / "security-audit" / "SKILL.md"
 )
 PLACEHOLDER_PITFALL = "- A query with `?` placeholders and the values passed separately"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def add_audit_skill(ws: Workspace) -> None:
@@ -42,7 +56,7 @@ def added_lines(patch: str) -> list[str]:
     return [ln for ln in patch.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
 
 
-def review(capsys: pytest.CaptureFixture[str], ws: Workspace, session: Path) -> dict[str, object]:
+def review(capsys: pytest.CaptureFixture[str], ws: Workspace, session: Path) -> dict[str, Any]:
     code = main(["-w", str(ws.root), "review", str(session), "--json"])
     out = capsys.readouterr()
     assert code == 0, out.err
@@ -67,7 +81,7 @@ def test_a_correction_becomes_one_candidate_and_a_second_session_supersedes_it(
         "recovered_error": False,
         "wrote_skill": False,
     }
-    [row] = first["candidates"]  # type: ignore[misc]
+    [row] = first["candidates"]
     queue = CandidateQueue(workspace)
     older = queue.get(row["id"])
     assert (older.skill, older.operation, older.status) == (
@@ -86,10 +100,10 @@ def test_a_correction_becomes_one_candidate_and_a_second_session_supersedes_it(
     second = review(capsys, workspace, copy_session(SECOND, sessions))
 
     assert second["status"] == "reviewed", second["reason"]
-    [event] = second["reconciler"]  # type: ignore[misc]
+    [event] = second["reconciler"]
     assert (event["kind"], event["target"]) == ("fold_into_queued", older.id)
     assert "section (pitfalls)" in event["reason"]
-    [row2] = second["candidates"]  # type: ignore[misc]
+    [row2] = second["candidates"]
     assert row2["superseded"] == [older.id]
     newer = queue.get(row2["id"])
     assert (newer.skill, newer.status) == ("security-audit", "pending_approval")
@@ -176,3 +190,21 @@ def test_a_rejected_fold_supersedes_nothing(workspace: Workspace, tmp_path: Path
     assert "safety" in row2["reason"].lower()
     assert row2["superseded"] == []
     assert CandidateQueue(workspace).get(row["id"]).status == "pending_approval"
+
+
+def test_the_model_reviewer_is_told_the_skill_a_session_concerns(
+    workspace: Workspace, messages_server: MessagesServer, tmp_path: Path
+) -> None:
+    """The first session loaded no skill; its task and correction name the audit skill, and the
+    model sees that beside the transcript (the decision stays the model's)."""
+    add_audit_skill(workspace)
+    add_weather_skill(workspace)
+    messages_server.reply(Reply(text=decision(skip_reason="already covered")))
+    learner = OnlineLearner(workspace, reviewer=model_reviewer(messages_server))
+
+    result = learner.review(copy_session(FIRST, tmp_path / "s"))
+
+    assert result.reason == "reviewer: already covered"
+    sent = messages_server.message_requests[0].json["messages"][0]["content"]
+    assert "- skill it used or talks about: security-audit\n" in sent
+    assert "check for `?` placeholders" in sent

@@ -41,7 +41,7 @@ def _optimize(ws: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
 
 
 @pytest.mark.slow
-def test_demo_optimisation_completes_within_its_limits(tmp_path: Path) -> None:
+def test_demo_optimization_completes_within_its_limits(tmp_path: Path) -> None:
     root = copy_demo(tmp_path / "demo")
     code, result, err = _optimize(
         root, "--iterations", "3", "--max-metric-calls", "200", "--seed", "3", *SMALL
@@ -88,7 +88,7 @@ def test_bad_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
     for flags, message in (
         (["--splits", "0.5,0.6"], "--splits: expected three ratios"),
         (["--splits", "0.5,0.5,0.5"], "sum to 1.5"),
-        (["--reflection-batch", "0"], "--reflection-batch: expected ≥ 1"),
+        (["--reflection-batch", "0"], "--reflection-batch: expected a number ≥ 1"),
         (["--min-gain", "2"], "--min-gain: expected a number in [0, 1]"),
         (["--splits", "0.05,0.05,0.05"], "at least 10 cases per split"),
     ):
@@ -96,3 +96,24 @@ def test_bad_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert not any((root / "experiments").iterdir())
+
+
+@pytest.mark.slow
+def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Path) -> None:
+    # The demo's own settings (its noisy agent, the benchmark's seed, the default budget); only
+    # the parallelism is set, which changes no figure: every case run has its own seed.
+    root = copy_demo(tmp_path / "demo")
+    code, result, err = _optimize(root, "-j", "2")
+    assert code == 0, err
+    pool = result["pool"]
+    # At least two pool members lead on validation cases the other does not.
+    wins = [frozenset(p["wins"]) for p in pool]
+    assert any(a - b and b - a for a in wins for b in wins), pool
+    assert all(p["why"] for p in pool)
+    if result["status"] == "submitted":
+        holdout = result["holdout"]
+        assert holdout["candidate_mean"] > holdout["seed_mean"]
+        assert holdout["critical_regressed"] == []
+    else:
+        assert result["status"] == "not_submitted" and result["reason"]
+        assert CandidateQueue(Workspace.at(root)).list() == []

@@ -1,5 +1,5 @@
-"""The optimiser's decisions on hand-made score tables: Pareto parent draw, the minibatch screen,
-final pick and its tie rule, holdout promotion (lower bound, minimum gain, critical cases).
+"""The GEPA optimizer's decisions on hand-made score tables: Pareto parent draw, the minibatch
+screen, final pick and its tie rule, holdout promotion (lower bound, minimum gain, critical cases).
 
 The pick and the promotion are paired verdicts now (engine.evaluation.verdict): a gain must hold at
 its
@@ -21,6 +21,7 @@ from engine.loops.gepa.pareto import (
     coverage,
     instance_fronts,
     minibatch_keeps,
+    pool_standings,
     pruned_fronts,
     sample_minibatch,
     select_parent,
@@ -212,3 +213,34 @@ def test_a_critical_regression_blocks_promotion_despite_a_better_mean() -> None:
     assert result.regressed == ("h01",)
     # A critical case that did not get worse does not block.
     assert promote(candidate, critical=("h00", "h03")).eligible
+
+
+def test_every_pool_member_has_its_wins_and_the_rule_that_stopped_it() -> None:
+    cases = [f"c{i}" for i in range(12)]
+    seed = dict.fromkeys(cases, 0.0) | {"c0": 1.0}
+    even = seed | {"c1": 1.0, "c2": 1.0}  # beats the seed on two cases, not with confidence
+    other = seed | {"c3": 1.0}  # wins c3, which the best one does not
+    lower = dict.fromkeys(cases, 0.0)
+    table = [seed, even, other, lower]
+    picked, verdict = validated_pick(table, cases, alpha=0.05)
+    assert picked == 0 and verdict is not None
+
+    found = pool_standings(table, cases, picked, verdict)
+
+    assert [s.wins for s in found] == [("c0",), ("c0", "c1", "c2"), ("c0", "c3"), ()]
+    assert found[0].why == "the seed, kept: no candidate beat it on validation with confidence"
+    assert found[1].why.startswith("best validation mean 0.2500 against the seed's 0.0833")
+    assert found[1].why.endswith(f"not better with confidence: {verdict.line()}")
+    assert found[2].why == (
+        "validation mean 0.1667 beats the seed's 0.0833, but a candidate has a higher one (0.2500)"
+    )
+    assert found[3].why == "validation mean 0.0000 does not beat the seed's 0.0833"
+    # A pick that beat the seed says so, and the seed is then only the seed.
+    strong = dict.fromkeys(cases, 1.0)
+    picked, verdict = validated_pick([seed, strong], cases, alpha=0.05)
+    assert picked == 1
+    found = pool_standings([seed, strong], cases, picked, verdict)
+    assert [s.why for s in found] == [
+        "the seed",
+        "picked: validation mean 1.0000 beats the seed's 0.0833 with confidence",
+    ]

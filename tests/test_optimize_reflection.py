@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from engine.loops.gepa.offline import offline_reflection
+from engine.evaluation.demo.agent import _THOROUGH
+from engine.loops.gepa.offline import EVERY_STEP, offline_reflection
 from engine.loops.gepa.reflection import (
     RECORDS_CLOSE,
     RECORDS_OPEN,
@@ -167,3 +168,42 @@ def test_offline_answers_unchanged_when_nothing_supports_an_edit() -> None:
     for section in ("steps", "pitfalls", "when_to_use", "description"):
         answer = ask(section, records)
         assert answer["text"] == sections_of(SEED)[section]
+
+
+def test_offline_a_hasty_or_unreviewed_failure_asks_for_every_step() -> None:
+    hasty = record(1, 'os.system("ls " + shlex.quote(d))\n', "safe", "vulnerable")
+    hasty["output"] = "The first finding settles it; concluding now.\nVERDICT: vulnerable"
+    kept = record(2, "subprocess.run(['ls', d])\nos.system(x)\n", "safe", "vulnerable")
+    # a finding the skill's own Pitfalls rule out, kept all the same: the review was skipped
+    kept["output"] = (
+        "Findings:\n- app.py:1 (step 2): subprocess.run(['ls', d])\nVERDICT: vulnerable"
+    )
+    for failing in (hasty, kept):
+        answer = ask("when_to_use", [failing, record(3, "print(1)", "safe", "safe")])
+        before = sections_of(SEED)["when_to_use"]
+        assert answer["text"] == f"{before}\n{EVERY_STEP}"
+        assert "skipped the Pitfalls review in case-" in answer["rationale"]
+    # The demo agent reads the line as "finish every step first".
+    assert _THOROUGH.search(EVERY_STEP)
+    # A failure that shows neither leaves the section alone.
+    plain = record(4, "os.system(x)\n", "vulnerable", "safe")
+    assert ask("when_to_use", [plain])["text"] == sections_of(SEED)["when_to_use"]
+
+
+def test_offline_a_flag_step_that_matches_a_skipped_language_searches_it_too() -> None:
+    missed = record(1, 'os.system("ls " + d)\n', "vulnerable", "safe")
+    missed["input"] = f'{PROMPT}\n\n--- file app.rb ---\nos.system("ls " + d)\n'
+    answer = ask("steps", [missed])
+    assert '`grep -nE "os\\.system\\(" *.py *.rb`' in answer["text"]
+    assert answer["text"].count("\n") == sections_of(SEED)["steps"].count("\n")  # no new step
+    assert "step 2 also searches *.rb" in answer["rationale"]
+
+
+def test_offline_a_plain_word_is_never_made_a_pitfall() -> None:
+    # The only token the false alarm has and the positive lacks is the word "name": from two
+    # records it looks like a guard, across a benchmark it would hide real findings.
+    records = [
+        record(1, "os.system(name)\n", "safe", "vulnerable"),
+        record(2, "os.system(other)\n", "vulnerable", "vulnerable"),
+    ]
+    assert ask("pitfalls", records)["text"] == sections_of(SEED)["pitfalls"]

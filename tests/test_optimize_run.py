@@ -1,4 +1,4 @@
-"""Optimisation runs end to end: a real command agent, the real anthropic SDK against the local
+"""Optimization runs end to end: a real command agent, the real anthropic SDK against the local
 Messages-API server as the reflection model, real run folders, the real queue.
 
 The keyword agent answers "vulnerable" for every case once a skill says ``flag all``: the
@@ -94,7 +94,7 @@ def test_an_improving_candidate_is_queued_for_approval_with_its_evidence(
     )
     evaluations = [json.loads(p.read_text()) for p in sorted((folder / "evaluations").iterdir())]
     # The Optimizer session names every run it started, so each figure leads back to its run.
-    sessions = list_sessions(ws, "optimizer")
+    sessions = list_sessions(ws, "gepa")
     assert [(s.session_id, s.status) for s in sessions] == [(result.experiment_id, "submitted")]
     assert list(sessions[0].run_ids) == [e["run_id"] for e in evaluations]
     kinds = [e["kind"] for e in _events(ws, result.experiment_id)]
@@ -112,6 +112,7 @@ def test_a_candidate_regressing_a_critical_case_is_never_submitted(
 
     assert result.status == "not_submitted"
     assert result.reason == "critical holdout case regressed: hol-neg-00"
+    assert result.pool[1]["why"].endswith("; holdout: critical holdout case regressed: hol-neg-00")
     assert result.holdout is not None and result.holdout["candidate_mean"] == 0.8
     assert result.candidate is None
     assert CandidateQueue(ws).list() == []
@@ -211,4 +212,26 @@ def test_small_splits_refuse_to_submit_unless_asked_not_to(
     # gain can be told from noise, so the seed stays (the pick is a paired verdict now)
     assert result.reason == "no candidate beat the seed on validation with confidence"
     assert result.validation is not None and result.validation["p_value"] == 0.0625
+    assert CandidateQueue(ws).list() == []
+
+
+def test_when_nothing_beats_the_seed_the_record_says_why_per_candidate(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    # The rewrite flags exactly the Feedback cases: it wins its minibatch and so joins the
+    # pool, and changes nothing on Validation, where the seed is already as good as it gets.
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
+    tokens = " ".join(f"flag fb-{i:02d}" for i in range(10))
+    served.respond_with(rewriting(f"Flag the cases seen: {tokens}"))
+    result = optimize(ws, SKILL, BENCH, ONE_ROUND)
+
+    assert result.status == "not_submitted"
+    assert result.reason == "no candidate beat the seed on validation with confidence"
+    assert [p["validation_mean"] for p in result.pool] == [0.2, 0.2]
+    seed, child = result.pool
+    assert seed["why"] == "the seed, kept: no candidate beat it on validation with confidence"
+    assert child["why"] == "validation mean 0.2000 does not beat the seed's 0.2000"
+    assert seed["wins"] == child["wins"] == []  # they tie on every validation case
+    recorded = json.loads((ws.experiments_dir / result.experiment_id / "result.json").read_text())
+    assert [p["why"] for p in recorded["pool"]] == [seed["why"], child["why"]]
     assert CandidateQueue(ws).list() == []

@@ -21,7 +21,13 @@ from engine.evaluation.demo.agent import discard_rules, plan
 from engine.evaluation.demo.tools import RunDir
 from engine.evaluation.patches import OfflineProposer, ProposalContext
 from engine.evaluation.patches.material import CaseMaterial, CodeLine
-from engine.evaluation.patches.mining import calls, construct, nesting, source_pattern
+from engine.evaluation.patches.mining import (
+    calls,
+    construct,
+    greedy_covers,
+    nesting,
+    source_pattern,
+)
 from engine.evaluation.patches.offline_proposer import guard_tokens
 from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_case
@@ -251,3 +257,13 @@ def test_pitfalls_name_constructs_not_raw_tokens(token: str, generalises: bool) 
     assert construct(token) is generalises
     line = f"    return sink({token} x)"
     assert (token in guard_tokens(line, [], [])) is generalises
+
+
+def test_a_cover_is_one_patch_whatever_the_ranking_order() -> None:
+    # two rounds rank tied patterns by different seeds; the same set must give the same diff,
+    # or a rejected patch comes back reordered, past the taboo list, as a new experiment
+    hit = {"a": {"c1"}, "b": {"c2"}, "c": {"c1", "c2"}}
+    one = list(greedy_covers(["b", "a", "c"], hit, {"c1", "c2"}, 3))
+    other = list(greedy_covers(["a", "b", "c"], hit, {"c1", "c2"}, 3))
+    assert one[0] == other[0] == ("a", "b")
+    assert len(one) == len(set(one))

@@ -30,38 +30,40 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_sessions_of_every_kind_are_listed_with_status_and_runs(workspace: Workspace) -> None:
-    builder = start_session(workspace, "builder")
+    builder = start_session(workspace, "build")
     builder.emit("started", benchmark="b")
     builder.emit("message", stage="pilot", run_id="run-1")
     builder.emit("message", stage="pilot", run_id="run-2")
-    builder.emit("finished", status="frozen", run_id="run-1")
-    optimizer = start_session(workspace, "optimizer")
+    builder.emit("finished", status="frozen", run_id="run-1", headline="b frozen at pilot 1")
+    optimizer = start_session(workspace, "agent-optimizer")
     optimizer.emit("started", benchmark="b")
     optimizer.emit("message", stage="applied", run_id="run-3")
-    reviewer = start_session(workspace, "reviewer")
+    reviewer = start_session(workspace, "review")
     reviewer.emit("started")
     reviewer.emit("error", message="boom")
 
     infos = {i.session_id: i for i in list_sessions(workspace)}
     b, o, r = infos[builder.session_id], infos[optimizer.session_id], infos[reviewer.session_id]
     assert (b.label, b.status, b.run_ids, b.benchmark) == (
-        "Builder",
+        "Build",
         "frozen",
         ("run-1", "run-2"),
         "b",
     )
     assert (o.label, o.status, o.run_ids, o.finished_at) == (
-        "Optimizer",
+        "Agent Optimizer",
         "running",
         ("run-3",),
         None,
     )
-    assert (r.label, r.status) == ("Reviewer", "failed")
-    assert [i.session_id for i in list_sessions(workspace, "optimizer")] == [optimizer.session_id]
+    assert (r.label, r.status, r.headline) == ("Online review", "failed", "boom")
+    assert b.headline == "b frozen at pilot 1" and o.headline == ""
+    optimizers = list_sessions(workspace, "agent-optimizer")
+    assert [i.session_id for i in optimizers] == [optimizer.session_id]
     assert owners_of_run(workspace, "run-1") == [builder.session_id]
     assert session_info(workspace, builder.session_id).events == 4
 
-    resumed = start_session(workspace, "optimizer", session_id=optimizer.session_id)
+    resumed = start_session(workspace, "agent-optimizer", session_id=optimizer.session_id)
     resumed.emit("finished", status="finished")
     assert session_info(workspace, optimizer.session_id).status == "finished"
 
@@ -72,8 +74,8 @@ def test_bad_kinds_ids_and_lines_are_refused(workspace: Workspace) -> None:
     with pytest.raises(SkillsmithError, match=r"session id '\.\./x'"):
         read_events(workspace, "../x")
     with pytest.raises(SkillsmithError, match="no such session"):
-        read_events(workspace, "builder-none")
-    log = start_session(workspace, "builder")
+        read_events(workspace, "build-none")
+    log = start_session(workspace, "build")
     log.emit("started")
     with log.path.open("a") as fh:
         fh.write('{"kind": "message", "time": "t", "half')  # a line still being written

@@ -96,7 +96,7 @@ async def test_v_runs_one_evolution_round(tmp_path: Path) -> None:
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("v")
+        await confirm(pilot, "v")  # the form's defaults: one round
         await settle(pilot, timeout=240)
         (log,) = ws.sessions_dir.glob("evolve-*.jsonl")
         kinds = [json.loads(line)["kind"] for line in log.read_text().splitlines()]
@@ -105,14 +105,14 @@ async def test_v_runs_one_evolution_round(tmp_path: Path) -> None:
         assert any(t.startswith("Evolve round 1 on security-audit") for t in toasts(pilot))
 
 
-async def test_o_runs_the_optimiser_which_refuses_a_small_benchmark(tmp_path: Path) -> None:
+async def test_o_runs_the_optimizer_which_refuses_a_small_benchmark(tmp_path: Path) -> None:
     """A full GEPA run takes minutes (the engine's tests run one); here the key reaches the
     engine, which refuses two cases before any agent runs, and the refusal is a dialog."""
     ws = build_workspace(tmp_path / "ws")
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("o")
+        await confirm(pilot, "o")
         await settle(pilot, timeout=120)
         assert isinstance(app.screen, ErrorScreen)
         body = str(app.screen.query_one(".dialog-body").render())

@@ -16,8 +16,8 @@ from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home
 from tests.tui_workspace import BENCH, CASES, SKILL, build_workspace
 from tui.activity import ActivityPane, Link
 from tui.app import make_app
-from tui.dialogs import ConfirmScreen
 from tui.gates_pane import GatesPane
+from tui.loop_form import LoopForm
 from tui.outcomes import evolve_outcome
 
 __all__ = ["user_config_home"]
@@ -102,9 +102,9 @@ async def test_first_screen_e_confirms_and_the_outcome_stays(tmp_path: Path) -> 
 
         await pilot.press("e")
         await settle(pilot)
-        assert isinstance(app.screen, ConfirmScreen)
+        assert isinstance(app.screen, LoopForm)
         assert "2 units (2 cases × 1 run(s))" in text_of(app.screen, ".dialog-body")
-        await pilot.press("n")
+        await pilot.press("escape")
         await settle(pilot)
         assert not ws.runs_dir.exists() or not any(ws.runs_dir.iterdir())  # no: nothing ran
 

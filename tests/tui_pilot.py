@@ -67,12 +67,22 @@ def toasts(pilot: Pilot[None]) -> list[str]:
     return [str(n.message) for n in pilot.app._notifications]
 
 
-async def confirm(pilot: Pilot[None], key: str) -> None:
-    """Press a key that asks first (``e``, ``b``), check it asked, and answer yes."""
+async def confirm(pilot: Pilot[None], key: str, **fields: str) -> None:
+    """Press a key that asks first (``b``; a loop's key opens its form), check it asked, and
+    answer yes (a form: fill in ``fields`` over their defaults and start)."""
+    from textual.widgets import Input
+
     from tui.dialogs import ConfirmScreen
+    from tui.loop_form import LoopForm
 
     await pilot.press(key)
     await settle(pilot)
-    assert isinstance(pilot.app.screen, ConfirmScreen), f"{key} did not ask first"
-    await pilot.press("y")
+    screen = pilot.app.screen
+    if isinstance(screen, LoopForm):
+        for name, value in fields.items():
+            screen.query_one(f"#f-{name}", Input).value = value
+        await pilot.press("ctrl+s")
+    else:
+        assert isinstance(screen, ConfirmScreen), f"{key} did not ask first"
+        await pilot.press("y")
     await pilot.pause()

@@ -22,7 +22,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
@@ -43,8 +43,10 @@ from tui.gates_pane import GatesPane
 from tui.help_screen import HelpScreen, KeyGroup
 from tui.jobs import Job, JobBar, JobEnded, JobEvent, JobOutcome
 from tui.keys import APP_BINDINGS
+from tui.loop_form import LoopForm
+from tui.loops import LAUNCHERS
+from tui.loops import Context as LoopContext
 from tui.navigation import SCROLL_BINDINGS, TABLE_BINDINGS, ListsPane
-from tui.outcomes import evolve_outcome
 from tui.overview_pane import OverviewPane
 from tui.queue_pane import DECIDED_STATUSES, OPEN_STATUSES, QueueEntry, QueuePane
 from tui.scoreboard_pane import ScoreboardPane
@@ -516,6 +518,8 @@ class SkillsmithApp(App[None]):
         """True: the key works. None: shown dimmed (does not apply now). False: hidden."""
         if not self._mounted:
             return True
+        if action in ("next_pane", "previous_pane") and isinstance(self.screen, ModalScreen):
+            return False  # a dialog's tab moves between its own fields
         applies = self._applies(action)
         if applies is None:
             return True
@@ -540,12 +544,11 @@ class SkillsmithApp(App[None]):
                 or self.facts.has_decisions
                 or any(str(e.candidate.status) in DECIDED_STATUSES for e in self.queue_pane.entries)
             )
-        if action == "evaluate":
-            return bool(self.facts.benchmarks) and not job_running
         if action == "queue_eval":
             return status == "pending_eval" and bool(self.facts.benchmarks) and not job_running
-        if action in ("evolve", "optimise"):
-            return bool(self.facts.benchmarks and self.facts.skills) and not job_running
+        if action in LAUNCHERS:
+            have = {"bench": bool(self.facts.benchmarks), "skill": bool(self.facts.skills)}
+            return all(have[need] for need in LAUNCHERS[action].needs) and not job_running
         if action == "cancel_job":
             return job_running
         if action == "rollback":
@@ -894,31 +897,8 @@ class SkillsmithApp(App[None]):
             self.push_screen(ErrorScreen(title, message.text))
             return
 
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                self._start_evaluation(message.bench)
-
         body = f"{message.text}\nc cancels it; finished units are kept and the same key resumes."
-        self.push_screen(
-            ConfirmScreen(f"Evaluate {message.bench}?", body, yes="Evaluate", focus_yes=True),
-            confirmed,
-        )
-
-    def _start_evaluation(self, bench: str) -> None:
-
-        def evaluate(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
-            from engine.evaluation.runner import run_evaluation  # job modules load on first use
-
-            result = run_evaluation(self.workspace, bench, reporter=reporter, cancel=cancel)
-            m = result.metrics
-            rate = "–" if m.pass_rate is None else f"{m.pass_rate:.0%}"
-            f1 = "" if m.f1 is None else f", F1 {m.f1:.2f}"
-            return JobOutcome(
-                f"Evaluated {bench}: run {result.run_id}, pass rate {rate}{f1}",
-                link=Link("run", result.run_id),
-            )
-
-        self.start_job(Job(f"Evaluate {bench}", evaluate))
+        self._open_loop("evaluate", body, title=f"Evaluate {message.bench}?")
 
     def action_queue_eval(self) -> None:
         entry = self.queue_pane.selected
@@ -937,37 +917,38 @@ class SkillsmithApp(App[None]):
         self.start_job(Job(f"Evaluate {c.id}", settle))
 
     def action_evolve(self) -> None:
-        bench, skill = self._job_bench(), self._job_skill()
-        if bench is None or skill is None:
-            return
+        self._open_loop("evolve")
 
-        def one_round(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
-            from engine.loops.evolve import EvolveOptions, evolve  # imports the model SDK: lazily
+    def action_optimize(self) -> None:
+        self._open_loop("optimize")
 
-            options = EvolveOptions(skill=skill, bench=bench, rounds=1)
-            result = evolve(self.workspace, options, reporter=reporter, cancel=cancel)
-            return evolve_outcome(self.workspace.root, result)
+    def action_optimize_agent(self) -> None:
+        self._open_loop("optimize_agent")
 
-        self.start_job(Job(f"Evolve {skill} on {bench}", one_round))
+    def action_build(self) -> None:
+        self._open_loop("build")
 
-    def action_optimise(self) -> None:
-        bench, skill = self._job_bench(), self._job_skill()
-        if bench is None or skill is None:
-            return
+    def action_review(self) -> None:
+        self._open_loop("review")
 
-        def optimise(reporter: Callable[[Event], None], cancel: CancelToken) -> JobOutcome:
-            from engine.loops.gepa import optimize  # imports gepa and the model SDK: lazily
+    def action_curate(self) -> None:
+        self._open_loop("curate")
 
-            result = optimize(self.workspace, skill, bench, reporter=reporter, cancel=cancel)
-            text = f"Optimisation of {skill}: {result.status} ({result.reason})"
-            if result.candidate:
-                return JobOutcome(
-                    f"{text}; queued {result.candidate} — press 1, then a.",
-                    link=Link("candidate", result.candidate),
-                )
-            return JobOutcome(text, "warning")
+    def action_tune_description(self) -> None:
+        self._open_loop("tune_description")
 
-        self.start_job(Job(f"Optimise {skill} on {bench}", optimise))
+    def _open_loop(self, action: str, body: str = "", *, title: str = "") -> None:
+        """The loop's form; what it returns is the job to start."""
+        launcher = LAUNCHERS[action]
+        ctx = LoopContext(self.workspace, self._job_bench(), self._job_skill())
+
+        def chosen(job: Job | None) -> None:
+            if job is not None:
+                self.start_job(job)
+
+        fields = launcher.fields(ctx)
+        form = LoopForm(title or launcher.title, body, fields, partial(launcher.job, ctx))
+        self.push_screen(form, chosen)
 
     def start_job(self, job: Job) -> None:
         if self._job_token is not None:

@@ -1,4 +1,4 @@
-"""Long engine jobs (evaluate, evolve, optimise) run off the UI thread with a progress bar.
+"""Long engine jobs (evaluate, evolve, optimize) run off the UI thread with a progress bar.
 
 A job is an engine function called with a Reporter and a CancelToken. It runs in a thread
 worker; its events come back as messages (``post_message`` is thread-safe), so the UI never
@@ -19,7 +19,19 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Label, ProgressBar
 
-from engine.core.events import Event
+from engine.core.events import (
+    AnyLoopEvent,
+    CandidateQueued,
+    Event,
+    Failed,
+    Finished,
+    ItemFinished,
+    Progress,
+    Stage,
+    Started,
+    Verdict,
+    read_event,
+)
 from tui.activity import Kind, Link
 
 JobFunction = Callable[..., "str | JobOutcome"]
@@ -47,27 +59,19 @@ class Job:
     run: JobFunction
 
 
-def progress_of(event: Event) -> tuple[int, int] | None:
-    """(done, total) of a progress event, whichever counter name the emitting loop used."""
-    data: dict[str, Any] = event.data
-    total = data.get("total")
-    if not isinstance(total, int) or total <= 0:
-        return None
-    for key in ("done", "completed", "n", "finished", "index"):
-        value = data.get(key)
-        if isinstance(value, int):
-            return (min(value, total), total)
-    return None
-
-
-def label_of(event: Event) -> str:
-    """A short status for the bar: the case or stage the event names."""
-    data = event.data
-    for key in ("message", "label", "stage", "case_id", "gate", "candidate_id"):
-        value = data.get(key)
-        if isinstance(value, str) and value:
-            return value if key in ("message", "label", "stage") else f"{key}: {value}"
-    return event.kind
+def status_of(event: AnyLoopEvent) -> str:
+    """A short status for the bar: the step, unit or decision the event names."""
+    if isinstance(event, Progress):
+        return event.label or f"{event.done}/{event.total}"
+    if isinstance(event, ItemFinished):
+        return f"{event.item} {event.status}"
+    if isinstance(event, Stage | Verdict | CandidateQueued):
+        return event.text.splitlines()[0] if event.text else event.__class__.__name__.lower()
+    if isinstance(event, Finished):
+        return event.headline
+    if isinstance(event, Failed):
+        return event.message
+    return "started"
 
 
 class JobEvent(Message):
@@ -119,16 +123,28 @@ class JobBar(Horizontal):
         return self.has_class("-running")
 
     def start(self, title: str) -> None:
+        self._session: str | None = None  # the job's own session: the first that starts
         self.query_one("#job-title", Label).update(title)
         self.query_one(ProgressBar).update(total=None, progress=0)
         self.query_one("#job-status", Label).update("starting… (c cancels)")
         self.add_class("-running")
 
     def show_event(self, event: Event) -> None:
-        counts = progress_of(event)
-        if counts is not None:
-            self.query_one(ProgressBar).update(total=counts[1], progress=counts[0])
-        self.query_one("#job-status", Label).update(f"{label_of(event)} (c cancels)")
+        """The job's own progress moves the bar; an evaluation it runs shows in the status."""
+        typed = read_event(event)
+        if self._session is None and isinstance(typed, Started):
+            self._session = typed.session_id
+            if typed.total:
+                self.query_one(ProgressBar).update(total=typed.total, progress=typed.done or 0)
+        own = typed.session_id == self._session
+        if own and isinstance(typed, Progress) and typed.total > 0:
+            self.query_one(ProgressBar).update(total=typed.total, progress=typed.done)
+        status = status_of(typed)
+        if not own:
+            status = f"run {typed.session_id}: " + (
+                f"{typed.done}/{typed.total}" if isinstance(typed, Progress) else status
+            )
+        self.query_one("#job-status", Label).update(f"{status} (c cancels)")
 
     def cancelling(self) -> None:
         self.query_one("#job-status", Label).update("cancelling… finished units are kept")

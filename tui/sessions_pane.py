@@ -1,4 +1,4 @@
-"""Session event logs (evaluation, evolution, optimiser, builder, reviewer), live-tailed.
+"""Session event logs (evaluation, evolution, optimizer, builder, reviewer), live-tailed.
 
 The left list holds every ``sessions/*.jsonl``; the right table the events of the highlighted
 one. When the watcher reports that a log grew, only the new whole lines are read (from the byte
@@ -21,6 +21,7 @@ from textual.widgets import DataTable
 from textual.worker import get_current_worker
 
 from engine.core.session_logs import SessionLogInfo, TailChunk, list_session_logs, read_tail
+from engine.core.sessions import KINDS
 from engine.core.workspace import Workspace
 from tui.navigation import ListsPane, VimTable
 from tui.skills_pane import human_size
@@ -114,7 +115,7 @@ class SessionsPane(ListsPane, Horizontal):
     """Session list | events of the highlighted session."""
 
     DEFAULT_CSS = """
-    SessionsPane > #session-list { width: 42%; }
+    SessionsPane > #session-list { width: 55%; }
     SessionsPane > #session-events { width: 1fr; }
     """
 
@@ -156,7 +157,9 @@ class SessionsPane(ListsPane, Horizontal):
         logs = VimTable(id="session-list")
         logs.add_column("session", key="id")
         logs.add_column("kind", key="kind")
+        logs.add_column("state", key="state")
         logs.add_column("events", key="events")  # a count once read, else the log's size
+        logs.add_column("result", key="headline")
         yield logs
         events = VimTable(id="session-events")
         events.add_column("time", key="time")
@@ -193,9 +196,11 @@ class SessionsPane(ListsPane, Horizontal):
         for info in reversed(message.logs):  # newest first
             table.add_row(
                 info.session_id,
-                info.kind,
+                KINDS.get(info.kind, info.kind),
+                info.state,
                 # read events once the log was shown; its size until then, never a blank
                 str(self._counts.get(info.session_id) or human_size(info.size)),
+                info.headline,
                 key=info.session_id,
             )
         table.move_to_key(previous)

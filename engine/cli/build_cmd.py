@@ -2,7 +2,7 @@
 
 The session's decisions (draft, predictions, pilots, calibration, freeze) are printed as they
 happen on stderr, with a bar for each pilot's evaluation; the summary or ``--json`` goes to
-stdout (:class:`engine.cli.progress.SessionProgress`, shared with ``optimize-agent``).
+stdout (:class:`engine.cli.progress.LoopProgress`, the renderer of every loop).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import SessionProgress, interrupted
+from engine.cli.progress import LoopProgress, interrupted
 from engine.core.events import Cancelled
 
 
@@ -44,24 +44,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from engine.loops.builder import build_benchmark
+    from engine.loops.builder.session import BuildOptions, run
 
     ws = workspace_of(args)
     pick = [c.strip() for group in args.pick for c in group.split(",") if c.strip()]
     try:
-        with SessionProgress(quiet=wants_json(args)) as progress:
-            result = build_benchmark(
-                ws,
-                args.bench,
+        with LoopProgress(f"build {args.bench}", quiet=wants_json(args)) as progress:
+            options = BuildOptions(
+                bench=args.bench,
                 goal=args.goal,
                 source=args.source,
-                pick=pick,
+                pick=tuple(pick),
                 cases=args.cases,
                 pilot_iterations=args.pilot_iterations,
                 target_score=args.target_score,
                 jobs=args.jobs,
-                reporter=progress,
             )
+            result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
         return interrupted("build", "run the command again to rebuild from the current cases")
     if wants_json(args):

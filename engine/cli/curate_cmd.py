@@ -8,13 +8,10 @@ source ``curate`` that wait for a person; ``--no-propose`` only reports.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.core.events import SessionLog
-from engine.loops.curation import curate, default_transcripts
-from engine.loops.online import session_files
+from engine.loops.curation import CurateOptions, run
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -34,15 +31,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _curate(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
-    ws.load_config()
-    paths = default_transcripts(ws)
-    paths += [path for item in args.transcripts for path in session_files(Path(item))]
-    log = SessionLog(ws.sessions_dir, "curate")
-    log.emit("started", transcripts=len(paths), propose=not args.no_propose)
-    report = curate(ws, transcripts=paths, propose=not args.no_propose, log=log)
-    log.emit("finished", proposals=len(report.proposals))
+    options = CurateOptions(transcripts=tuple(args.transcripts), propose=not args.no_propose)
+    report = run(ws, options)
     if wants_json(args):
-        print_json({**report.to_dict(), "session_log": str(log.path)})
+        print_json(report.to_dict())
         return 0
     print(f"{report.transcripts} transcript(s) read, {len(report.unreadable)} unreadable")
     print(f"{'skill':<28} {'loaded':>6} {'used':>5} {'patched':>7} {'idle d':>7}  state")

@@ -17,13 +17,14 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import progress_bar, resume_line, unit_counts
-from engine.core.errors import SkillsmithError, UsageError
-from engine.core.events import Cancelled, Event
+from engine.cli.progress import LoopProgress
+from engine.core.errors import SkillsmithError, UsageError, check_counts
+from engine.core.events import Cancelled
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import demo_agent_notice
+from engine.evaluation.evaluate import EvalOptions, run
 from engine.evaluation.metrics import Metrics, Spread
-from engine.evaluation.runner import BASELINE, SEED_BITS, SKILL, RunResult, run_evaluation
+from engine.evaluation.runner import BASELINE, SEED_BITS, SKILL, RunResult
 
 if TYPE_CHECKING:
     from engine.evaluation.verdict import Verdict
@@ -85,9 +86,7 @@ def _eval(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     if args.baseline is not None and args.baseline != "none" and not args.baseline.startswith("v"):
         raise UsageError(f"--baseline {args.baseline}: expected 'none' or a version like v2")
-    for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    check_counts(("--runs", args.runs), ("-j", args.jobs))
     if args.seed is not None and not 0 <= args.seed < 2**SEED_BITS:
         raise UsageError(f"--seed: expected a number in [0, {2**SEED_BITS - 1}], got {args.seed}")
     if args.resume is not None and not (ws.runs_dir / args.resume / "manifest.json").is_file():
@@ -96,41 +95,22 @@ def _eval(args: argparse.Namespace) -> int:
     notice = demo_agent_notice(ws, args.bench)
     if notice:
         sys.stderr.write(notice + "\n")
-    console = Console(stderr=True)
-    started: dict[str, Any] = {}
-    progress = progress_bar(console, transient=wants_json(args))
-    task = progress.add_task(f"eval {args.bench}", total=None, status="")
-
-    def report(event: Event) -> None:
-        data = event.data
-        progress.update(task, **unit_counts(event))
-        if event.kind == "started":
-            started.update(data)
-            if data.get("resumed"):
-                line = resume_line(data)
-                progress.console.print(line, markup=False, highlight=False)
-        elif event.kind == "case_finished":
-            mark = {"pass": "[green]pass", "fail": "[red]fail"}.get(
-                data["pass_fail"], "[yellow]invalid"
-            )
-            progress.update(task, status=f"{data['case_id']}.{data['run_index']} {mark}")
-
+    progress = LoopProgress(f"eval {args.bench}", quiet=wants_json(args))
     try:
         with progress:
-            result = run_evaluation(
-                ws,
-                args.bench,
+            options = EvalOptions(
+                bench=args.bench,
                 runs=args.runs,
                 jobs=args.jobs,
                 skills=_skill_texts(ws, args.skill),
                 baseline=args.baseline,
-                case_ids=case_ids or None,
+                case_ids=tuple(case_ids),
                 run_id=args.resume,
-                reporter=report,
                 seed=args.seed,
             )
+            result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
-        run_id = started.get("run_id")
+        run_id = progress.session_id
         if run_id is None:
             raise
         sys.stderr.write(

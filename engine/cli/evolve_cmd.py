@@ -11,14 +11,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import resume_line
-from engine.core.errors import UsageError
-from engine.core.events import Cancelled, Event
+from engine.cli.progress import LoopProgress
+from engine.core.errors import check_counts
+from engine.core.events import Cancelled
 from engine.evaluation.demo import demo_agent_notice
 
 if TYPE_CHECKING:
@@ -47,58 +46,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _evolve(args: argparse.Namespace) -> int:
-    for flag, value in (("--rounds", args.rounds), ("-j", args.jobs)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    check_counts(("--rounds", args.rounds), ("-j", args.jobs))
     # imported here: the model SDK behind the proposers is slow to import, and every other
     # command would pay for it at start-up
-    from engine.loops.evolve import EvolveOptions, checkpoint, evolve
+    from engine.loops.evolve import EvolveOptions, checkpoint, run
 
     ws = workspace_of(args)
     notice = demo_agent_notice(ws, args.bench)
     if notice:
         sys.stderr.write(notice + "\n")
-    console = Console(stderr=True)
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
-    rounds = progress.add_task("evolve", total=None, status="")
-    units = progress.add_task("eval", total=None, status="", visible=False)
-
-    def report(event: Event) -> None:
-        data = event.data
-        line = resume_of(event)
-        if line and not wants_json(args):
-            progress.console.print(line, markup=False, highlight=False)
-        if data.get("session_kind") == "eval":
-            if event.kind == "started":
-                done = data["total"] - data["todo"]
-                progress.update(units, total=data["total"], completed=done, visible=True)
-            elif event.kind == "progress":
-                progress.update(units, completed=data["done"])
-            elif event.kind == "finished":
-                progress.update(units, visible=False)
-            return
-        if event.kind == "started":
-            progress.update(rounds, total=data["max_rounds"], completed=max(0, data["round"] - 1))
-        elif event.kind == "progress":
-            progress.update(
-                rounds,
-                completed=max(0, data["round"] - 1),
-                status=f"round {data['round']} · {data['stage']}",
-            )
-        elif event.kind in ("message", "gate_verdict", "published", "rolled_back"):
-            line = _event_line(event)
-            if line and not wants_json(args):
-                progress.console.print(line)
-
+    progress = LoopProgress(f"evolve {args.skill}", quiet=wants_json(args))
     options = EvolveOptions(
         skill=args.skill,
         bench=args.bench,
@@ -110,7 +67,7 @@ def _evolve(args: argparse.Namespace) -> int:
     )
     try:
         with progress:
-            result = evolve(ws, options, reporter=report)
+            result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
         pending = checkpoint.load(ws)
         where = f" at round {pending.round}, stage {pending.stage}" if pending else ""
@@ -124,32 +81,6 @@ def _evolve(args: argparse.Namespace) -> int:
     else:
         _print_result(result)
     return 0
-
-
-def resume_of(event: Event) -> str | None:
-    """A resumed session, and every evaluation in it that picks up a run, says where it starts."""
-    data = event.data
-    if event.kind != "started" or not data.get("resumed"):
-        return None
-    if data.get("session_kind") == "eval":
-        return "  " + resume_line(data)
-    if "round" not in data:
-        return None
-    return f"resuming {event.session_id} at round {data['round']}, stage {data['stage']}"
-
-
-def _event_line(event: Event) -> str | None:
-    data = event.data
-    if event.kind == "gate_verdict":
-        colour = {"pass": "green", "fail": "red"}.get(data["verdict"], "yellow")
-        reasons = "; ".join(data.get("reasons", []))
-        return f"  [{colour}]{data['gate']} {data['verdict']}[/]: {reasons}"
-    if event.kind == "published":
-        return f"[green]published {data['skill']} {data['version']}[/] ({data['candidate']})"
-    if event.kind == "rolled_back":
-        return f"[yellow]rolled back {data['skill']} {data['frm']} → {data['to']}[/]: {data['why']}"
-    text = data.get("text")
-    return None if text is None or text.startswith("evaluating") else str(text)
 
 
 def _num(value: float | None) -> str:

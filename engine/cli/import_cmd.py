@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.importers import import_cases, import_evals, import_run
 
 
@@ -57,8 +57,7 @@ def _readable(path: Path) -> Path:
 def _import(args: argparse.Namespace) -> int:
     if args.kind != "run" and not args.bench:
         raise UsageError(f"import {args.kind}: --bench ID is required")
-    if args.runs < 1:
-        raise UsageError("--runs: expected ≥ 1")
+    check_counts(("--runs", args.runs))
     ws = workspace_of(args)
     args.path = _readable(args.path)
     if args.kind == "run":

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import SessionProgress, interrupted
+from engine.cli.progress import LoopProgress, interrupted
 from engine.core.events import Cancelled
 
 
@@ -35,20 +35,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from engine.loops.agent_optimizer import optimize_agent
+    from engine.loops.agent_optimizer.session import AgentOptimizerOptions, run
 
     ws = workspace_of(args)
     try:
-        with SessionProgress(quiet=wants_json(args)) as progress:
-            result = optimize_agent(
-                ws,
-                args.bench,
+        with LoopProgress(f"optimize-agent {args.bench}", quiet=wants_json(args)) as progress:
+            options = AgentOptimizerOptions(
+                bench=args.bench,
                 rounds=args.rounds,
                 runs=args.runs,
                 target_score=args.target_score,
                 jobs=args.jobs,
-                reporter=progress,
             )
+            result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
         return interrupted("optimize-agent", "run the same command again to resume the round")
     if wants_json(args):

@@ -16,11 +16,10 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import progress_bar
-from engine.core.events import Event
+from engine.cli.progress import LoopProgress
 
 if TYPE_CHECKING:
-    from engine.loops.gepa import OptimizeResult
+    from engine.loops.gepa import GepaResult
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -68,7 +67,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _optimize(args: argparse.Namespace) -> int:
     # Imported here: the model client and gepa would slow down every other command's start.
-    from engine.loops.gepa import OptimizeFailed, OptimizeOptions, optimize
+    from engine.loops.gepa import GepaOptions, OptimizeFailed, OptimizeOptions, run
     from engine.loops.gepa.splits import parse_ratios
 
     ws = workspace_of(args)
@@ -83,19 +82,10 @@ def _optimize(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         submit=not args.no_submit,
     )
-    console = Console(stderr=True)
-    progress = progress_bar(console)
-    task = progress.add_task(
-        f"optimize {args.skill}", total=options.max_metric_calls, status="metric calls"
-    )
-
-    def report(event: Event) -> None:
-        if event.kind == "progress":
-            progress.update(task, completed=event.data["done"], status=event.data["phase"])
-
+    progress = LoopProgress(f"optimize {args.skill}", quiet=wants_json(args))
     try:
         with progress:
-            result = optimize(ws, args.skill, args.bench, options, reporter=report)
+            result = run(ws, GepaOptions(args.skill, args.bench, options), reporter=progress)
     except OptimizeFailed as failed:
         if wants_json(args):
             print_json(failed.result.to_json())
@@ -114,7 +104,7 @@ NO_IMPROVEMENT_ADVICE = (
 )
 
 
-def _summary(result: OptimizeResult) -> Table:
+def _summary(result: GepaResult) -> Table:
     table = Table(title=f"experiment {result.experiment_id}", title_justify="left")
     table.add_column("")
     table.add_column("")

@@ -1,64 +1,76 @@
-"""Progress on stderr for the long-running commands (eval, optimize, build, optimize-agent).
+"""The CLI's one renderer of loop events, on stderr, for every long-running command.
 
-One place decides how a command's bars look and how an evaluation's events move them, so every
-command shows a run the same way. Bars are drawn only on a terminal; stdout stays free for the
-results table or ``--json``. No ``register`` here: the CLI discovery skips this module.
+Every loop reports the same typed events (:func:`engine.core.events.read_event`), so one class
+draws them all: a bar for the loop's own progress, a bar for an evaluation running inside it, and
+a line for each stage, verdict and queued candidate. Bars are drawn only on a terminal; stdout
+stays free for the results table or ``--json``. No ``register`` here: the CLI discovery skips
+this module.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
-    ProgressColumn,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
 
-from engine.core.events import Event
+from engine.core.events import (
+    AnyLoopEvent,
+    CandidateQueued,
+    Event,
+    Failed,
+    ItemFinished,
+    Stage,
+    Started,
+    Verdict,
+    read_event,
+)
+from engine.core.events import Progress as Step
+
+_MARK = {"pass": "[green]pass[/]", "fail": "[red]fail[/]"}
+_VERDICT = {"pass": "green", "fail": "red", "published": "green", "rolled_back": "yellow"}
 
 
-def progress_bar(console: Console, *, transient: bool = True, status: bool = True) -> Progress:
-    """Bars of ``description  ━━━  done/total``; with ``status`` also the task's ``status`` field
-    (every task must then be added with ``status=…``) and the elapsed time."""
-    columns: list[ProgressColumn] = [
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-    ]
-    if status:
-        columns += [TextColumn("{task.fields[status]}"), TimeElapsedColumn()]
-    return Progress(*columns, console=console, transient=transient, disable=not console.is_terminal)
+class LoopProgress:
+    """Renders one loop's session (``title`` names its bar); a Reporter.
 
+    The first session that starts is the loop's own; events of any other session are an
+    evaluation it runs, shown on a second bar that each new evaluation restarts. ``quiet``
+    (``--json``) keeps the bars but prints no lines. ``items`` receives the account of each
+    finished item that has one (a review job) — stdout where that account is the command's
+    output.
+    """
 
-def unit_counts(event: Event) -> dict[str, Any]:
-    """An evaluation event's unit counts as bar fields: ``started`` gives the total and counts the
-    units a resumed run already has as completed, ``progress`` the units done since; any other
-    event nothing."""
-    data = event.data
-    if event.kind == "started":
-        return {"total": data["total"], "completed": data["total"] - data["todo"]}
-    if event.kind == "progress":
-        return {"completed": data["done"]}
-    return {}
-
-
-class SessionProgress:
-    """Renders a Builder / Optimizer session: its events as lines, evaluations as a bar."""
-
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, title: str, *, quiet: bool = False, items: TextIO | None = None) -> None:
         self.console = Console(stderr=True)
-        self.progress = progress_bar(self.console, status=False)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+            disable=not self.console.is_terminal,
+        )
+        self.title = title
         self.quiet = quiet
-        self.task: TaskID | None = None
+        self.items = items
+        self.session_id: str | None = None
+        self.started: dict[str, Any] = {}  # the loop's own ``started`` fields
+        self._own: TaskID | None = None
+        self._inner: TaskID | None = None
 
-    def __enter__(self) -> SessionProgress:
+    def __enter__(self) -> LoopProgress:
         self.progress.start()
         return self
 
@@ -70,70 +82,66 @@ class SessionProgress:
             self.progress.console.print(text, highlight=False)
 
     def __call__(self, event: Event) -> None:
-        data = event.data
-        if data.get("session_kind") == "eval":
-            self._evaluation(event)
+        typed = read_event(event)
+        if self.session_id is None and isinstance(typed, Started):
+            self.session_id = typed.session_id
+            self.started = typed.fields
+            self._own = self.progress.add_task(
+                self.title, total=typed.total, completed=typed.done or 0, status=""
+            )
+            where = resume_line(typed)
+            if where and (typed.total is not None or not self.quiet):  # never a silent resume
+                self.progress.console.print(where, markup=False, highlight=False)
             return
-        text = describe(event.kind, data)
-        if text:
-            self.line(text)
+        if typed.session_id != self.session_id:
+            self._evaluation(typed)
+            return
+        if isinstance(typed, Step) and self._own is not None:
+            self.progress.update(
+                self._own, total=typed.total, completed=typed.done, status=escape(typed.label)
+            )
+        elif isinstance(typed, ItemFinished) and typed.text:
+            if self.items is not None:
+                print(typed.text, file=self.items, flush=True)
+        elif isinstance(typed, ItemFinished) and self._own is not None:
+            mark = _MARK.get(typed.status, "[yellow]invalid[/]")
+            self.progress.update(self._own, status=f"{escape(typed.item)} {mark}")
+        elif isinstance(typed, Stage) and typed.text and not typed.text.startswith("evaluating"):
+            self.line(escape(typed.text))
+        elif isinstance(typed, Verdict):
+            colour = _VERDICT.get(typed.verdict, "yellow")
+            self.line(f"  [{colour}]{escape(typed.text)}[/]")
+        elif isinstance(typed, CandidateQueued):
+            self.line(escape(typed.text))
+        elif isinstance(typed, Failed):
+            self.line(f"[red]{escape(typed.message)}[/]")
 
-    def _evaluation(self, event: Event) -> None:
-        counts = unit_counts(event)
-        if event.kind == "started":
-            if self.task is not None:
-                self.progress.remove_task(self.task)
-            self.task = self.progress.add_task(f"run {event.data['run_id']}", **counts)
-        elif self.task is not None:
-            self.progress.update(self.task, **counts)
+    def _evaluation(self, typed: Any) -> None:
+        if isinstance(typed, Started):
+            where = resume_line(typed)
+            if where:
+                self.line(f"  {escape(where)}")
+            if self._inner is not None:
+                self.progress.remove_task(self._inner)
+            self._inner = self.progress.add_task(
+                f"run {typed.session_id}", total=typed.total, completed=typed.done or 0, status=""
+            )
+        elif isinstance(typed, Step) and self._inner is not None:
+            self.progress.update(self._inner, total=typed.total, completed=typed.done)
 
 
-def describe(kind: str, data: dict[str, Any]) -> str | None:
-    """One line for the events a person wants to follow (None for the rest)."""
-    stage = data.get("stage")
-    if kind == "message" and stage == "draft":
-        return draft_line(len(data["drafted"]), len(data["kept"]))
-    if kind == "message" and stage == "pilot":
-        score = "invalid" if data["score"] is None else f"{data['score']:.2f}"
-        return (
-            f"pilot {data['iteration']}: score {score} (predicted {data['predicted']:.2f}, "
-            f"mean error {data['mean_abs_error']}), flagged {len(data['flagged'])}, "
-            f"run {data['run_id']}"
-        )
-    if kind == "message" and stage == "calibration":
-        return f"calibration: {len(data['changes'])} changes"
-    if kind == "message" and stage in ("repair", "judge_rerequest", "proposal_rerequest"):
-        return f"{stage}: {data.get('problem') or data.get('units') or data.get('cases')}"
-    if kind == "message" and stage == "formal_baseline":
-        return f"Formal Baseline: {data['score']:.2f} (run {data['run_id']})"
-    if kind == "candidate_queued":
-        return f"round {data['round']}: {data['target']}: {data['summary']}"
-    if kind in ("published", "rolled_back"):
-        score = "—" if data["score"] is None else f"{data['score']:.2f}"
-        return (
-            f"  {data['decision']}: {score} vs {data['reference_score']:.2f}, hypothesis "
-            f"held: {data['hypothesis_held']}, version v{data['version']}"
-        )
-    if kind == "message" and stage == "resumed":
-        return f"resuming at attempt {data['attempt']} ({data['at']})"
+def resume_line(typed: AnyLoopEvent) -> str | None:
+    """A resumed session, and every evaluation that picks up a run, says where it starts."""
+    if not isinstance(typed, Started) or not typed.fields.get("resumed"):
+        return None
+    if typed.total is not None:
+        return f"resuming run {typed.session_id} at {typed.done}/{typed.total}"
+    if "round" in typed.fields:
+        where = f"round {typed.fields['round']}, stage {typed.fields.get('stage')}"
+        return f"resuming {typed.session_id} at {where}"
     return None
-
-
-def draft_line(drafted: int, earlier: int) -> str:
-    """``kept`` counts the cases an earlier draft left, not how many new ones survived."""
-    new = f"{drafted} new case{'' if drafted == 1 else 's'} written"
-    if not earlier:
-        return f"draft: {new}"
-    kept = f"{earlier} case{'' if earlier == 1 else 's'} from an earlier draft kept"
-    return f"draft: {kept}" + (f", {new}" if drafted else ", nothing new drafted")
 
 
 def interrupted(what: str, how: str) -> int:
     sys.stderr.write(f"skillsmith: {what} interrupted; finished units are kept; {how}\n")
     return 130
-
-
-def resume_line(started: dict[str, Any]) -> str:
-    """An evaluation that picks up an interrupted run says so, and how far it already got."""
-    done = int(started["total"]) - int(started["todo"])
-    return f"resuming run {started['run_id']} at {done}/{started['total']}"

@@ -9,7 +9,7 @@ from textwrap import shorten
 from typing import Any
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.core.errors import UsageError
+from engine.core.errors import check_counts
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.store import SkillStore
 from engine.evaluation.gates.expiry import sweep_expired
@@ -157,9 +157,7 @@ def _reject(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from engine.evaluation.gates.queued import evaluate_queued
 
-    for flag, value in (("--runs", args.runs), ("-j", args.jobs)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    check_counts(("--runs", args.runs), ("-j", args.jobs))
     queue = _queue(args)
     done = evaluate_queued(queue.ws, args.id, bench=args.bench, runs=args.runs, jobs=args.jobs)
     if wants_json(args):

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
 from engine.core.benchmark import benchmark_ids
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.scoreboard import RecordHead, read_heads
 from engine.core.workspace import Workspace
 from engine.views.rows import RunFigures, compact_count, record_versions, run_figures
@@ -51,8 +51,7 @@ def _scoreboard(args: argparse.Namespace) -> int:
     elif bench not in known:
         have = ", ".join(known) or "none"
         raise UsageError(f"{bench}: no benchmark {ws.benchmarks_dir / bench} (have: {have})")
-    if args.last is not None and args.last < 1:
-        raise UsageError(f"--last: expected a number ≥ 1, got {args.last}")
+    check_counts(("--last", args.last))
     records = read_heads(ws.benchmarks_dir / bench)
     first = 0 if args.last is None else max(0, len(records) - args.last)
     rows = [(i + 1, r, _figures(ws, r)) for i, r in enumerate(records) if i >= first]

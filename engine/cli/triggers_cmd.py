@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.core.events import SessionLog
-from engine.loops.triggers import load_queries, tune_description
+from engine.cli.progress import LoopProgress
+from engine.loops.triggers import TuneOptions, run
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -51,16 +51,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _tune(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
-    ws.load_config()
-    queries = load_queries(args.queries)
-    quiet = wants_json(args)
-    log = SessionLog(ws.sessions_dir, "triggers")
-    log.emit("started", skill=args.skill, queries=len(queries))
-    result = tune_description(
-        ws,
-        args.skill,
-        queries,
-        candidates=args.candidate,
+    options = TuneOptions(
+        skill=args.skill,
+        queries=args.queries,
+        candidates=tuple(args.candidate),
         iterations=args.iterations,
         runs_per_query=args.runs_per_query,
         threshold=args.threshold,
@@ -68,11 +62,10 @@ def _tune(args: argparse.Namespace) -> int:
         seed=args.seed,
         jobs=args.jobs,
         submit=not args.no_submit,
-        log=log,
-        progress=None if quiet else print,
     )
-    log.emit("finished", improved=result.improved, candidate=result.candidate)
-    if quiet:
+    with LoopProgress(f"tune-description {args.skill}", quiet=wants_json(args)) as progress:
+        result = run(ws, options, reporter=progress)
+    if wants_json(args):
         print_json(result.to_dict())
         return 0
     print(f"{result.train_size} training / {result.test_size} held-out queries")

@@ -21,6 +21,16 @@ class UsageError(SkillsmithError):
     exit_code = 2
 
 
+def check_counts(*counts: tuple[str, int | None]) -> None:
+    """Refuse a count below 1 that a person gave (``None``: not given, the default applies).
+
+    One check, so every command and loop words the refusal the same way.
+    """
+    for flag, value in counts:
+        if value is not None and value < 1:
+            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+
+
 class FormatError(SkillsmithError):
     """A file breaks its format; the message names file, line or field, and what was wanted."""
 

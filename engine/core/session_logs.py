@@ -30,6 +30,11 @@ class SessionLogInfo:
     size: int
     kind: str
     """``session_kind`` of the first event (evaluation, evolve, optimize, …), "" if unknown."""
+    state: str = "running"
+    """running, or how the last event ended it: the ``finished`` status, failed."""
+    headline: str = ""
+    """The session's result in one line (its ``finished`` event's headline; a failure's
+    message)."""
 
 
 @dataclass
@@ -59,7 +64,8 @@ def list_session_logs(ws: Workspace) -> list[SessionLogInfo]:
             continue
         session_id = entry.name[: -len(SESSION_SUFFIX)]
         path = Path(entry.path)
-        logs.append(SessionLogInfo(session_id, path, size, _first_kind(path)))
+        state, headline = _ending(path, size)
+        logs.append(SessionLogInfo(session_id, path, size, _first_kind(path), state, headline))
     logs.sort(key=lambda info: _sort_key(info.session_id))
     return logs
 
@@ -76,6 +82,33 @@ def _first_kind(path: Path) -> str:
         return ""
     kind = record.get("session_kind") if isinstance(record, dict) else None
     return kind if isinstance(kind, str) else ""
+
+
+_ENDING_BYTES = 16384  # a finished event, with its figures, fits; the log may be megabytes
+
+
+def _ending(path: Path, size: int) -> tuple[str, str]:
+    """(state, headline) from the log's last whole line: only its end is read, so listing
+    every session costs one short read per log however long the logs grow."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, size - _ENDING_BYTES))
+            lines = fh.read(_ENDING_BYTES).split(b"\n")
+    except OSError:
+        return "running", ""
+    for line in reversed(lines[1:] if size > _ENDING_BYTES else lines):
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if not isinstance(record, dict):
+            break
+        if record.get("kind") == "finished":
+            return str(record.get("status") or "finished"), str(record.get("headline") or "")
+        if record.get("kind") == "error":
+            return "failed", str(record.get("message") or "")
+        break
+    return "running", ""
 
 
 def _sort_key(session_id: str) -> tuple[str, str]:

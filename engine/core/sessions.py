@@ -1,9 +1,9 @@
-"""The session registry: Builder, Optimizer, Reviewer and evaluation sessions, and what links them.
+"""The session registry: one session per loop run (eight kinds, :data:`KINDS`), and what links them.
 
 Every activity that decides something is a session with an id and an append-only event log
 ``sessions/<id>.jsonl`` (written by :class:`engine.core.events.SessionLog`, so the TUI tails it
 live).
-An evaluation's own log has the run id as its session id; a Builder or Optimizer session names
+An evaluation's own log has the run id as its session id; a session of any other loop names
 the runs it started in its events (``run_id``). A scoreboard record names the session that wrote
 it, and each of its per-run rows the run and the unit session (``<run-id>/<case>.<run>``), so any
 figure walks back to the transcript that produced it (DESIGN principle 8) — and can be recomputed
@@ -28,11 +28,16 @@ from engine.core.session_logs import list_session_logs, read_tail
 from engine.core.workspace import Workspace
 
 KINDS = {
-    "builder": "Builder",
-    "optimizer": "Optimizer",
-    "reviewer": "Reviewer",
-    "eval": "evaluation",
+    "eval": "Evaluate",
+    "evolve": "Evolve",
+    "gepa": "GEPA optimize",
+    "agent-optimizer": "Agent Optimizer",
+    "build": "Build",
+    "review": "Online review",
+    "curate": "Curate",
+    "triggers": "Tune description",
 }
+"""One session kind per loop (the first event's ``session_kind``), with the name people read."""
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _HOLD = ".session.lock"
 
@@ -47,6 +52,21 @@ def start_session(
         _check_id(session_id)
     ws.sessions_dir.mkdir(exist_ok=True)
     return SessionLog(ws.sessions_dir, kind, session_id=session_id, forward=forward)
+
+
+@contextlib.contextmanager
+def loop_session(
+    ws: Workspace, kind: str, *, reporter: Reporter, **started: Any
+) -> Iterator[SessionLog]:
+    """Open a loop's session, log ``started`` with its settings, and end the log however the
+    body stops (see :func:`ends_logged`); the loop itself logs ``finished`` with its headline.
+
+    This is the set-up every loop shares, so no face (CLI, TUI) has to build a session itself.
+    """
+    log = start_session(ws, kind, forward=reporter)
+    log.emit("started", **started)
+    with ends_logged(log):
+        yield log
 
 
 def hold(folder: Path) -> contextlib.AbstractContextManager[None]:
@@ -84,11 +104,12 @@ def is_held(folder: Path) -> bool:
 class SessionInfo:
     session_id: str
     kind: str
-    label: str  # Builder / Optimizer / Reviewer / evaluation (the kind itself when unknown)
+    label: str  # the kind as people read it (KINDS; the kind itself when unknown)
     path: Path
     started_at: str | None
     finished_at: str | None
     status: str  # running | finished | failed | interrupted | the finished event's status
+    headline: str  # the finished event's one-line result ("" while running)
     events: int
     run_ids: tuple[str, ...]  # runs this session evaluated, in order of first mention
     benchmark: str | None
@@ -122,6 +143,7 @@ def _info(session_id: str, path: Path, events: list[dict[str, Any]]) -> SessionI
     runs: list[str] = []
     benchmark: str | None = None
     status = "running"
+    headline = ""
     finished_at: str | None = None
     for event in events:
         run_id = event.get("run_id")
@@ -133,8 +155,10 @@ def _info(session_id: str, path: Path, events: list[dict[str, Any]]) -> SessionI
         if event.get("kind") == "finished":
             status = str(event.get("status") or "finished")
             finished_at = event.get("time")
+            headline = str(event.get("headline") or "")
         elif event.get("kind") == "error":
             status, finished_at = "failed", event.get("time")
+            headline = str(event.get("message") or "")
     return SessionInfo(
         session_id=session_id,
         kind=kind,
@@ -143,6 +167,7 @@ def _info(session_id: str, path: Path, events: list[dict[str, Any]]) -> SessionI
         started_at=events[0].get("time") if events else None,
         finished_at=finished_at,
         status=status,
+        headline=headline,
         events=len(events),
         run_ids=tuple(runs),
         benchmark=benchmark,
@@ -164,7 +189,7 @@ def list_sessions(ws: Workspace, kind: str | None = None) -> list[SessionInfo]:
 
 
 def owners_of_run(ws: Workspace, run_id: str) -> list[str]:
-    """The Builder / Optimizer / Reviewer sessions that started or used run ``run_id``."""
+    """The loop sessions (not evaluations) that started or used run ``run_id``."""
     return [
         info.session_id
         for info in list_sessions(ws)
@@ -303,6 +328,7 @@ __all__ = [
     "hold",
     "is_held",
     "list_sessions",
+    "loop_session",
     "owners_of_run",
     "read_events",
     "session_info",

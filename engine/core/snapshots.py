@@ -24,6 +24,7 @@ import shutil
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -36,9 +37,9 @@ from engine.core.events import utc_now
 from engine.core.fsutil import (
     append_jsonl,
     atomic_open,
-    atomic_write_text,
     fsync_dir,
     staged_open,
+    sync_filesystem,
 )
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, to_mapping
@@ -80,6 +81,9 @@ _CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".DS_St
 _ANTHROPIC_KEY = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")  # fast: literal prefix
 _SHAPE_SCAN_BYTES = 64 * 1024  # skill-file sized (lint warns past 15 KB)
 _COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
+# The safety copy a restore takes of the state it replaces sits on the restore's path: gzip -1
+# deflates text about four times faster than -6 for a file about half again as large.
+_PRE_RESTORE_LEVEL = 1
 
 # Workspaces this process is restoring right now: their temp folders are live, not leftovers.
 _busy: set[Path] = set()
@@ -131,7 +135,9 @@ def create_snapshot(ws: Workspace, note: str = "") -> Path:
         return dest
 
 
-def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
+def _write_snapshot(
+    ws: Workspace, note: str, compresslevel: int = _COMPRESSLEVEL
+) -> tuple[Path, int]:
     cfg = ws.load_config()
     created_at = utc_now()
     dest = _free_name(ws, cfg.version, created_at)
@@ -142,7 +148,7 @@ def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
     ).encode("utf-8")
     with (
         atomic_open(dest) as fh,
-        gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=_COMPRESSLEVEL, mtime=0) as gz,
+        gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=compresslevel, mtime=0) as gz,
         tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
         info = tarfile.TarInfo(MANIFEST)
@@ -340,10 +346,20 @@ def _read_to_end(path: Path, gz: gzip.GzipFile) -> None:
 
 
 def _inspect(path: Path, member_cap: int, total_cap: int, live: Config | None = None) -> _Archive:
-    """Check EVERY member of an archive; any problem refuses the whole archive in one line.
+    """Check EVERY member of an archive; any problem refuses the whole archive in one line."""
+    return _read_archive(path, member_cap, total_cap, live, dest=None)
 
-    What the archive would become is validated like a live workspace: its configuration, each
-    ``current`` pointer naming a version the archive holds, and every SKILL.md parsing.
+
+def _read_archive(
+    path: Path, member_cap: int, total_cap: int, live: Config | None, dest: Path | None
+) -> _Archive:
+    """Check every member of an archive and, given ``dest``, write it there in the same pass.
+
+    One decompression instead of a checking pass and an extracting one: each member is checked
+    before a byte of it is written, and a refusal leaves only ``dest`` to delete (the caller's
+    staging folder). What the archive would become is validated like a live workspace: its
+    configuration, each ``current`` pointer naming a version the archive holds, and every
+    SKILL.md parsing. Nothing written is synced here: the caller syncs the finished folder once.
     """
 
     def refuse(name: str, problem: str) -> _Refused:
@@ -351,9 +367,12 @@ def _inspect(path: Path, member_cap: int, total_cap: int, live: Config | None = 
 
     archive = _Archive(version=-1)
     kinds: dict[str, str] = {}
+    implied: dict[str, str] = {}  # folder → the first member that needed it
     pointers: dict[str, str] = {}
     total = 0
     config: Config | None = None
+    if dest is not None:
+        dest.mkdir(parents=True)
     try:
         with _open_archive(path) as (tar, gz):
             for member in tar:
@@ -373,6 +392,13 @@ def _inspect(path: Path, member_cap: int, total_cap: int, live: Config | None = 
                     raise refuse(name, "is not the snapshot's manifest file")
                 if any(_is_internal(part) for part in name.split("/")):
                     raise refuse(name, "is an internal journal, lock or temp file")
+                parts = name.split("/")
+                for depth in range(1, len(parts)):
+                    parent = "/".join(parts[:depth])
+                    if kinds.get(parent, "dir") != "dir":
+                        raise refuse(name, f"lies under {parent!r}, which is not a folder")
+                    implied.setdefault(parent, name)
+                data: bytes | None = None
                 if member.issym():
                     if not (_POINTER.match(name) and _POINTER_TARGET.match(member.linkname)):
                         raise refuse(name, f"is a symbolic link to {_clip(member.linkname)!r}")
@@ -390,25 +416,27 @@ def _inspect(path: Path, member_cap: int, total_cap: int, live: Config | None = 
                         raise refuse(name, f"takes the archive over the total cap of {total_cap}")
                     kinds[name] = "file"
                     if name == CONFIG_NAME:
-                        config = _read_config(tar, member, f"{path}:{CONFIG_NAME}")
+                        data = _member_bytes(tar, member)
+                        config = _parse_config(data, f"{path}:{CONFIG_NAME}")
                     elif _POINTER.match(name):
-                        pointers[name] = _member_text(tar, member, path, name).strip()
+                        data = _member_bytes(tar, member)
+                        pointers[name] = _utf8(data, path, name).strip()
                     elif _SKILL_FILE.match(name):
-                        _check_skill(_member_text(tar, member, path, name), path, name)
+                        data = _member_bytes(tar, member)
+                        _check_skill(_utf8(data, path, name), path, name)
                 elif member.ischr() or member.isblk():
                     raise refuse(name, "is a device file")
                 else:
                     raise refuse(name, "is a FIFO or another special file")
+                if kinds[name] != "dir" and name in implied:
+                    raise refuse(implied[name], f"lies under {name!r}, which is not a folder")
+                if dest is not None and name != MANIFEST:
+                    _write_member(tar, member, dest / name, data)
             _read_to_end(path, gz)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         reason = _clip(str(exc) or type(exc).__name__, 160)
         raise SkillsmithError(f"{path}: not a readable tar.gz snapshot ({reason})") from None
     for name, kind in kinds.items():
-        parts = name.split("/")
-        for depth in range(1, len(parts)):
-            parent = "/".join(parts[:depth])
-            if kinds.get(parent, "dir") != "dir":
-                raise refuse(name, f"lies under {parent!r}, which is not a folder")
         if name in (CONFIG_NAME, "AGENTS.md") and kind != "file":
             raise refuse(name, "must be a regular file")
         if name in _STATE_DIRS and kind != "dir":
@@ -427,6 +455,31 @@ def _inspect(path: Path, member_cap: int, total_cap: int, live: Config | None = 
     return archive
 
 
+def _write_member(
+    tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, data: bytes | None
+) -> None:
+    """Write one checked member (``data``: its bytes when the checks already read them)."""
+    if member.isdir():
+        target.mkdir(parents=True, exist_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if member.issym():
+        try:
+            os.symlink(member.linkname, target)
+        except OSError:  # no symlinks here: the store reads a plain-file pointer too
+            with staged_open(target) as out:
+                out.write((member.linkname + "\n").encode("utf-8"))
+        return
+    with staged_open(target, mode=member.mode & 0o755 | 0o600) as out:
+        if data is not None:
+            out.write(data)
+        else:
+            src = tar.extractfile(member)
+            assert src is not None  # checked: a regular file
+            shutil.copyfileobj(src, out, 1024 * 1024)
+    os.utime(target, (member.mtime, member.mtime))
+
+
 def _check_name_length(name: str, refuse: Callable[[str, str], _Refused]) -> None:
     if len(name) > MAX_PATH_CHARS:
         raise refuse(name, f"has a path longer than {MAX_PATH_CHARS} characters")
@@ -440,9 +493,12 @@ def _is_internal(basename: str) -> bool:
     return basename in _INTERNAL_NAMES or is_leftover(basename)
 
 
-def _member_text(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, name: str) -> str:
+def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
     src = tar.extractfile(member)
-    raw = src.read() if src is not None else b""
+    return src.read() if src is not None else b""
+
+
+def _utf8(raw: bytes, path: Path, name: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -483,9 +539,7 @@ def _member_name(raw: str) -> str | None:
     return "/".join(parts)
 
 
-def _read_config(tar: tarfile.TarFile, member: tarfile.TarInfo, label: str) -> Config:
-    src = tar.extractfile(member)
-    raw = src.read() if src is not None else b""
+def _parse_config(raw: bytes, label: str) -> Config:
     try:
         data = yaml.safe_load(raw.decode("utf-8"))
     except (UnicodeDecodeError, yaml.YAMLError):
@@ -513,29 +567,34 @@ def restore(
         recover(ws)
         path = _resolve_source(ws, source)
         live = ws.load_config()
-        archive = _inspect(path, *_caps(ws), live=live)
         current = live.version
-        if archive.version <= current and not yes:
-            how = "older than" if archive.version < current else "the same as"
-            raise SkillsmithError(
-                f"{path}: holds version {archive.version}, {how} the current version {current}; "
-                "pass --yes to restore it anyway"
-            )
-        if archive.agent_change is not None and not trust_agent_config:
-            raise SkillsmithError(
-                f"{path}: its {CONFIG_NAME} changes how the agent runs ({archive.agent_change}); "
-                "pass --trust-agent-config to restore it anyway"
-            )
         stage = ws.root / f".tmp-restore-{secrets.token_hex(4)}"
-        items = sorted(archive.top & set(STATE_ITEMS) | set(_STATE_DIRS))
         _busy.add(ws.root)
+        # The state being replaced is archived while the new one is checked and unpacked: the
+        # two compressions run side by side (zlib leaves the GIL), so a restore costs about one.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pre-restore")
+        note = f"before restoring {path.name}"
+        taken = pool.submit(_write_snapshot, ws, note, _PRE_RESTORE_LEVEL)
+        pool.shutdown(wait=False)
         try:
             try:
-                _extract(path, stage / "new")
-                before, _ = _write_snapshot(ws, f"before restoring {path.name}")
+                # checked and unpacked in one pass; a refusal deletes the stage, nothing else
+                archive = _read_archive(path, *_caps(ws), live, dest=stage / "new")
+                _refuse_unasked(path, archive, current, yes, trust_agent_config)
+                for item in _STATE_DIRS:
+                    (stage / "new" / item).mkdir(exist_ok=True)
+                sync_filesystem(stage)  # the whole new state durable before the swap shows it
+            except BaseException:
+                shutil.rmtree(stage, ignore_errors=True)
+                with contextlib.suppress(Exception):  # a refused restore leaves no snapshot
+                    taken.result()[0].unlink()
+                raise
+            try:
+                before, _ = taken.result()  # a live state holding a secret refuses the restore
             except BaseException:
                 shutil.rmtree(stage, ignore_errors=True)
                 raise
+            items = sorted(archive.top & set(STATE_ITEMS) | set(_STATE_DIRS))
             _journal(ws).commit(
                 {"stage": stage.name, "items": items, "source": str(path)},
                 lambda _intent: _swap(ws, stage, items),
@@ -554,6 +613,22 @@ def restore(
             },
         )
         return before
+
+
+def _refuse_unasked(
+    path: Path, archive: _Archive, current: int, yes: bool, trust_agent_config: bool
+) -> None:
+    if archive.version <= current and not yes:
+        how = "older than" if archive.version < current else "the same as"
+        raise SkillsmithError(
+            f"{path}: holds version {archive.version}, {how} the current version {current}; "
+            "pass --yes to restore it anyway"
+        )
+    if archive.agent_change is not None and not trust_agent_config:
+        raise SkillsmithError(
+            f"{path}: its {CONFIG_NAME} changes how the agent runs ({archive.agent_change}); "
+            "pass --trust-agent-config to restore it anyway"
+        )
 
 
 def _resolve_source(ws: Workspace, source: str | Path) -> Path:
@@ -576,39 +651,6 @@ def _resolve_source(ws: Workspace, source: str | Path) -> Path:
     if not path.is_file():
         raise SkillsmithError(f"{path}: no such snapshot file")
     return path
-
-
-def _extract(path: Path, dest: Path) -> None:
-    """Unpack an inspected archive into ``dest`` (inside the workspace, so the swap is a rename)."""
-    dest.mkdir(parents=True)
-    folders = {dest}
-    with _open_archive(path) as (tar, _gz):
-        for member in tar:
-            name = _member_name(member.name)
-            if name is None or name == MANIFEST:
-                continue
-            target = dest / name
-            for parent in (target, *target.parents) if member.isdir() else target.parents:
-                if parent in folders:
-                    break
-                parent.mkdir(exist_ok=True, parents=True)
-                folders.add(parent)
-            if member.issym():
-                try:
-                    os.symlink(member.linkname, target)
-                except OSError:  # no symlinks here: the store reads a plain-file pointer too
-                    atomic_write_text(target, member.linkname + "\n")
-            elif member.isreg():
-                src = tar.extractfile(member)
-                assert src is not None  # inspected: a regular file
-                with staged_open(target, mode=member.mode & 0o755 | 0o600) as out:
-                    shutil.copyfileobj(src, out, 1024 * 1024)
-                os.utime(target, (member.mtime, member.mtime))
-    for item in _STATE_DIRS:
-        (dest / item).mkdir(exist_ok=True)
-        folders.add(dest / item)
-    for folder in folders:
-        fsync_dir(folder)
 
 
 def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:

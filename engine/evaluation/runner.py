@@ -35,7 +35,7 @@ from typing import Any
 
 from engine.core.benchmark import DEFAULT_LABEL_PATTERN, Benchmark, Case, load_benchmark
 from engine.core.config import Config
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import (
     Cancelled,
     CancelToken,
@@ -49,6 +49,7 @@ from engine.core.events import (
 from engine.core.fsutil import iter_files, sweep_temp_files
 from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.core.scoreboard import Runtime, append_record, record_from_rows
+from engine.core.sessions import start_session
 from engine.core.workspace import Workspace
 from engine.core.yaml_log import is_log_file
 from engine.evaluation.agents import (
@@ -94,6 +95,14 @@ class RunResult:
     status: str  # finished | incomplete (some units invalid)
     launched: int  # units this call ran to the end (0 when everything was already done)
     seed: int = 0  # the evaluation's seed (``--seed`` reproduces it)
+
+    @property
+    def headline(self) -> str:
+        """The run in one line: the figure a person looks at first."""
+        m = self.metrics
+        rate = "–" if m.pass_rate is None else f"{m.pass_rate:.0%}"
+        f1 = "" if m.f1 is None else f", F1 {m.f1:.2f}"
+        return f"run {self.run_id}: pass rate {rate}{f1} ({self.status})"
 
 
 @dataclass(frozen=True)
@@ -257,8 +266,7 @@ def make_plan(
     case_ids: list[str] | None,
 ) -> Plan:
     """Resolve the matrix: which cases, how many runs, which skill texts per variant."""
-    if runs is not None and runs < 1:
-        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    check_counts(("--runs", runs))
     cases = list(bench.cases)
     if case_ids:
         known = {c.id for c in bench.cases}
@@ -519,7 +527,7 @@ def _evaluate(
         folder.write_manifest(manifest)
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))
-    log = SessionLog(ws.sessions_dir, "eval", session_id=folder.run_id, forward=reporter)
+    log = start_session(ws, "eval", forward=reporter, session_id=folder.run_id)
     log.emit(
         "started",
         run_id=folder.run_id,
@@ -730,6 +738,7 @@ def _complete(
         counts=manifest["counts"],
         pass_rate=skill_metrics.pass_rate,
         f1=skill_metrics.f1,
+        headline=result.headline,
     )
     return result
 

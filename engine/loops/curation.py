@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.errors import FormatError
-from engine.core.events import SessionLog
+from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.queue import CandidateQueue
+from engine.core.sessions import loop_session
 from engine.core.skill import SkillDoc
 from engine.core.store import SkillStore, unified_diff
 from engine.core.workspace import Workspace
@@ -34,6 +35,7 @@ from engine.loops.online.library import ExistingSkill, existing_skills, is_skill
 from engine.loops.online.policy import writes_skill_file
 from engine.loops.online.reconciler import significant_words
 from engine.loops.online.spec import SkillSpec, render_update, spec_of
+from engine.loops.online.watch import session_files
 
 ProposalKind = Literal["merge", "archive"]
 APPROVAL = "curation proposals are always decided by a person"
@@ -73,7 +75,7 @@ class Overlap:
 
 
 @dataclass
-class Proposal:
+class CurationProposal:
     kind: ProposalKind
     skill: str
     reason: str
@@ -91,7 +93,17 @@ class CurationReport:
     unreadable: list[str]
     usage: list[SkillUsage]
     overlaps: list[Overlap]
-    proposals: list[Proposal]
+    proposals: list[CurationProposal]
+    session_log: str = ""  # the session's event log, when :func:`run` made the report
+
+    @property
+    def headline(self) -> str:
+        """The pass in one line: what was read and what it proposes."""
+        stale = sum(1 for u in self.usage if u.stale)
+        return (
+            f"{self.transcripts} transcript(s), {len(self.usage)} skill(s), {stale} stale, "
+            f"{len(self.overlaps)} overlap(s), {len(self.proposals)} proposal(s)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,7 +112,14 @@ class CurationReport:
             "usage": [u.to_dict() for u in self.usage],
             "overlaps": [o.to_dict() for o in self.overlaps],
             "proposals": [p.to_dict() for p in self.proposals],
+            "session_log": self.session_log,
         }
+
+
+@dataclass(frozen=True)
+class CurateOptions:
+    transcripts: tuple[str, ...] = ()  # more transcript files or folders besides runs/*/sessions
+    propose: bool = True  # False: report only, queue nothing
 
 
 # -- usage -------------------------------------------------------------------------------------
@@ -234,7 +253,7 @@ class _Proposer:
         }
 
     def submit(
-        self, proposal: Proposal, skill: str, text: str | None, summary: str, rule: str
+        self, proposal: CurationProposal, skill: str, text: str | None, summary: str, rule: str
     ) -> bool:
         operation: Literal["update", "delete"] = "delete" if text is None else "update"
         if (skill, operation, summary) in self.waiting:
@@ -300,12 +319,12 @@ def curate(
     texts = {s.folder: s.text for s in skills}
     specs = {s.folder: spec_of(SkillDoc.parse_lenient(s.text)[0], s.name) for s in skills}
     pairs = overlaps(specs, cfg.overlap_min)
-    proposals: list[Proposal] = []
+    proposals: list[CurationProposal] = []
     touched: set[str] = set()
     for pair in pairs:
         keep, drop = _umbrella(by_skill[pair.a], by_skill[pair.b], specs)
         reason = f"{pair.a} and {pair.b} overlap ({pair.score:.0%}); merge {drop} into {keep}"
-        proposal = Proposal("merge", keep, reason, absorbed=drop)
+        proposal = CurationProposal("merge", keep, reason, absorbed=drop)
         proposals.append(proposal)
         if by_skill[keep].pinned or by_skill[drop].pinned:
             proposal.skipped = "a pinned skill is never touched by automation"
@@ -320,7 +339,7 @@ def curate(
         if not row.stale or row.skill in touched:
             continue  # a skill in a merge is archived (or kept) by that merge
         reason = f"not loaded or patched for {row.idle_days:g} days (> {cfg.stale_after_days:g})"
-        proposal = Proposal("archive", row.skill, reason)
+        proposal = CurationProposal("archive", row.skill, reason)
         proposals.append(proposal)
         if row.pinned:
             proposal.skipped = "a pinned skill is never touched by automation"
@@ -335,7 +354,7 @@ def curate(
 
 def _merge(
     ws: Workspace,
-    proposal: Proposal,
+    proposal: CurationProposal,
     keep: str,
     drop: str,
     texts: dict[str, str],
@@ -358,12 +377,34 @@ def _merge(
 
 
 __all__ = [
+    "CurationProposal",
     "CurationReport",
     "Overlap",
-    "Proposal",
     "SkillUsage",
     "curate",
     "default_transcripts",
     "merged_spec",
     "overlaps",
 ]
+
+
+def run(
+    ws: Workspace,
+    options: CurateOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> CurationReport:
+    """The curate loop in the shape of every loop: one session around :func:`curate`."""
+    ws.load_config()
+    if cancel is not None:
+        cancel.check()
+    paths = default_transcripts(ws)
+    paths += [path for item in options.transcripts for path in session_files(Path(item))]
+    with loop_session(
+        ws, "curate", reporter=reporter, transcripts=len(paths), propose=options.propose
+    ) as log:
+        report = curate(ws, transcripts=paths, propose=options.propose, log=log)
+        report = dataclasses.replace(report, session_log=str(log.path))
+        log.emit("finished", proposals=len(report.proposals), headline=report.headline)
+    return report

@@ -30,7 +30,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,8 +38,9 @@ from typing import Any, Literal, Protocol
 
 from engine.core.config import Config
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.events import CancelToken, SessionLog, new_id, utc_now
+from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter, utc_now
 from engine.core.fsutil import atomic_write_text
+from engine.core.sessions import loop_session
 from engine.core.skill import SkillDoc
 from engine.core.store import SkillStore, read_text
 from engine.core.vault import redact
@@ -53,7 +54,7 @@ from engine.evaluation.agents import (
     remove_room,
 )
 from engine.evaluation.agents.isolation import scratch_root
-from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.runner import unit_seed
@@ -390,8 +391,30 @@ class TuningResult:
     notes: list[str] = field(default_factory=list)
     candidate: dict[str, Any] | None = None
 
+    @property
+    def headline(self) -> str:
+        """The tuning in one line: the held-out result and the candidate it queued."""
+        queued = f"; queued {self.candidate['id']}" if self.candidate else ""
+        return f"{self.skill}: {self.reason}{queued}"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """One tuning of ``skill``'s description on the should / should-not queries in ``queries``."""
+
+    skill: str
+    queries: Path
+    candidates: tuple[str, ...] = ()  # descriptions to try besides the proposer's
+    iterations: int = 3
+    runs_per_query: int = 1
+    threshold: float = 0.5
+    holdout: float = 0.4
+    seed: int = 42
+    jobs: int = 2
+    submit: bool = True
 
 
 def tune_description(
@@ -411,7 +434,6 @@ def tune_description(
     submit: bool = True,
     log: SessionLog | None = None,
     cancel: CancelToken | None = None,
-    progress: Callable[[str], None] | None = None,
 ) -> TuningResult:
     """Measure the current description and the given ones, propose more, keep the held-out best.
 
@@ -482,13 +504,21 @@ def tune_description(
             results,
         )
         scores.append(score)
-        if progress is not None:
-            progress(
-                f"description {index} ({origin}): train {score.train_accuracy:.2f}, "
-                f"held-out {score.test_accuracy:.2f}"
-            )
         if log is not None:
-            log.emit("progress", description=index, origin=origin, train=score.train_accuracy)
+            log.emit(
+                "message",
+                text=f"description {index} ({origin}): train {score.train_accuracy:.2f}, "
+                f"held-out {score.test_accuracy:.2f}",
+                description=index,
+                origin=origin,
+                train=score.train_accuracy,
+            )
+            log.emit(
+                "progress",
+                done=len(scores),
+                total=max(len(scores), 1 + len(candidates) + iterations),
+                label=f"description {index} ({origin})",
+            )
 
     evaluate(current, "current")
     for given in candidates:
@@ -580,7 +610,7 @@ def _submit(
             f"tune-description: held-out trigger accuracy {base.test_accuracy:.2f} → "
             f"{best.test_accuracy:.2f}"
         ),
-        outcome=Outcome(status="success", score=best.test_accuracy, evaluator="trigger-tuning"),
+        outcome=TaskOutcome(status="success", score=best.test_accuracy, evaluator="trigger-tuning"),
         approval_required=APPROVAL,
         delta_score=delta,
         metrics={
@@ -593,3 +623,41 @@ def _submit(
         provenance={"experiment": experiment, "kind": "trigger-tuning"},
     )
     return {"id": cand.id, "status": cand.status, "reason": decision.reason}
+
+
+def run(
+    ws: Workspace,
+    options: TuneOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> TuningResult:
+    """The tune-description loop in the shape of every loop: one session around
+    :func:`tune_description`."""
+    ws.load_config()
+    queries = load_queries(options.queries)
+    with loop_session(
+        ws, "triggers", reporter=reporter, skill=options.skill, queries=len(queries)
+    ) as log:
+        result = tune_description(
+            ws,
+            options.skill,
+            queries,
+            candidates=options.candidates,
+            iterations=options.iterations,
+            runs_per_query=options.runs_per_query,
+            threshold=options.threshold,
+            holdout=options.holdout,
+            seed=options.seed,
+            jobs=options.jobs,
+            submit=options.submit,
+            log=log,
+            cancel=cancel,
+        )
+        log.emit(
+            "finished",
+            improved=result.improved,
+            candidate=result.candidate,
+            headline=result.headline,
+        )
+    return result

@@ -284,7 +284,12 @@ def nesting(token: str, lines: Iterable[str]) -> int:
 def greedy_covers(
     ranked: Sequence[str], hit: dict[str, set[str]], wanted: set[str], limit: int
 ) -> Iterator[tuple[str, ...]]:
-    """Greedy covers of the failing cases, each starting one rank lower than the last."""
+    """Greedy covers of the failing cases, each starting one rank lower than the last.
+
+    A cover comes in one canonical (sorted) order and each set once: the same patterns in
+    another order are the same patch, and a reordered diff would slip past the taboo list and
+    rerun a rejected experiment until luck let it through.
+    """
     seen: set[tuple[str, ...]] = set()
     for start in range(len(ranked)):
         chosen: list[str] = []
@@ -295,7 +300,7 @@ def greedy_covers(
             if hit[item] - covered:
                 chosen.append(item)
                 covered |= hit[item]
-        key = tuple(chosen)
+        key = tuple(sorted(chosen))
         if chosen and key not in seen and (not wanted or covered & wanted):
             seen.add(key)
             yield key

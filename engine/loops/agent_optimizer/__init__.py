@@ -8,26 +8,32 @@ otherwise.
 """
 
 from engine.loops.agent_optimizer.candidate import (
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     editable_files,
     parse_candidate,
 )
 from engine.loops.agent_optimizer.offline import optimizer_offline
-from engine.loops.agent_optimizer.session import OptimizeResult, hypothesis_check, optimize_agent
+from engine.loops.agent_optimizer.session import (
+    AgentOptimizerOptions,
+    AgentOptimizerResult,
+    hypothesis_check,
+    run,
+)
 from engine.loops.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
 
 __all__ = [
+    "AgentCandidate",
+    "AgentOptimizerOptions",
+    "AgentOptimizerResult",
     "Attempt",
-    "Candidate",
     "NoneLeft",
-    "OptimizeResult",
     "OptimizerState",
     "Reference",
     "editable_files",
     "find_unfinished",
     "hypothesis_check",
-    "optimize_agent",
     "optimizer_offline",
     "parse_candidate",
+    "run",
 ]

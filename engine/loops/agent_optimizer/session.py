@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engine.core.benchmark import load_benchmark
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter
 from engine.core.fsutil import atomic_write_text
 from engine.core.runs import RunFolder
@@ -64,7 +64,7 @@ from engine.evaluation.runner import SKILL, RunResult, agent_runtime, fresh_seed
 from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_SYSTEM,
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     editable_files,
     parse_candidate,
@@ -85,7 +85,7 @@ EVIDENCE_PER_CAUSE = 3
 
 
 @dataclass
-class OptimizeResult:
+class AgentOptimizerResult:
     session_id: str
     benchmark: str
     resumed: bool
@@ -96,8 +96,30 @@ class OptimizeResult:
     stop_reason: str
     attempts: list[dict[str, Any]]
 
+    @property
+    def headline(self) -> str:
+        """The session in one line: the score it reached from the Formal Baseline's."""
+        return (
+            f"{self.benchmark}: {self.baseline_score:.2f} → {self.final_score:.2f} in "
+            f"{self.valid_rounds} valid round(s), v{self.version} ({self.stop_reason})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class AgentOptimizerOptions:
+    """The settings of one agent Optimizer session (``model`` / ``judge`` replace the
+    configured ones; a resumed session keeps its own)."""
+
+    bench: str
+    rounds: int = 3
+    runs: int | None = None  # runs per case of every candidate evaluation
+    target_score: float | None = None
+    jobs: int | None = None
+    model: LLM | None = None
+    judge: ProtocolJudge | None = None
 
 
 def _reference(record: ScoreRecord, index: int, version: int, source: str) -> Reference:
@@ -169,7 +191,7 @@ class _Optimizer:
     def _proposal_rerequested(self, problem: str, number: int) -> None:
         self.log.emit("message", stage="proposal_rerequest", problem=problem, request=number)
 
-    def propose(self) -> Candidate | NoneLeft:
+    def propose(self) -> AgentCandidate | NoneLeft:
         ref = self.state.reference
         cfg = self.ws.load_config()
         bench_root = self.ws.benchmarks_dir / self.state.benchmark
@@ -211,11 +233,11 @@ class _Optimizer:
             ),
             on_rerequest=self._proposal_rerequested,
         )
-        proposal: Candidate | NoneLeft = exchange.value
+        proposal: AgentCandidate | NoneLeft = exchange.value
         return proposal
 
     # -- the stages of one attempt ---------------------------------------------------------------
-    def snapshot(self, attempt: Attempt, candidate: Candidate) -> None:
+    def snapshot(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if candidate.skill is not None:
             SkillStore(self.ws, candidate.skill).ensure_adopted()  # v0 = the text before
         note = (
@@ -228,7 +250,7 @@ class _Optimizer:
         self.save()
         self.log.emit("message", stage="snapshot", attempt=attempt.number, file=attempt.snapshot)
 
-    def apply(self, attempt: Attempt, candidate: Candidate) -> None:
+    def apply(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         path = target_path(self.ws, candidate.target)
         with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
             live = read_text(path) if path.is_file() else ""
@@ -304,7 +326,7 @@ class _Optimizer:
             self.save()
         return result
 
-    def _put(self, candidate: Candidate, text: str) -> None:
+    def _put(self, candidate: AgentCandidate, text: str) -> None:
         """Make ``text`` the live content of the candidate's file (the parent's or the
         candidate's), so the next evaluation measures that state."""
         path = target_path(self.ws, candidate.target)
@@ -318,7 +340,7 @@ class _Optimizer:
             if live != text:
                 atomic_write_text(path, text)
 
-    def measure_parent(self, attempt: Attempt, candidate: Candidate) -> bool:
+    def measure_parent(self, attempt: Attempt, candidate: AgentCandidate) -> bool:
         """The fresh evaluation of the state before the candidate; False when it stayed invalid.
 
         The candidate is compared with this run, not with the reference record: that record
@@ -337,7 +359,7 @@ class _Optimizer:
         self.save()
         return True
 
-    def _rerun(self, attempt: Attempt, candidate: Candidate) -> Rerun:
+    def _rerun(self, attempt: Attempt, candidate: AgentCandidate) -> Rerun:
         """Reruns for adaptive sampling: both states, the chosen cases, one fresh shared seed.
 
         The k-th rerun of a round is recorded (cases, runs, seed, run ids) before it runs, so a
@@ -382,7 +404,7 @@ class _Optimizer:
 
         return rerun
 
-    def evaluate(self, attempt: Attempt, candidate: Candidate) -> None:
+    def evaluate(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.parent_run_id is not None
         self._put(candidate, candidate.after)
         result = self._complete(attempt, attempt.run_id)
@@ -414,7 +436,7 @@ class _Optimizer:
         attempt.stage = "deciding"
         self.save()
 
-    def decide(self, attempt: Attempt, candidate: Candidate) -> None:
+    def decide(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if attempt.decision == "accepted":
             self.accept(attempt, candidate)
         else:
@@ -425,7 +447,7 @@ class _Optimizer:
             )
             self.roll_back(attempt, candidate, "rolled_back", why)
 
-    def accept(self, attempt: Attempt, candidate: Candidate) -> None:
+    def accept(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.score is not None
         bench_root = self.ws.benchmarks_dir / self.state.benchmark
         why = f"optimize-agent {self.state.session_id} round {attempt.round}: {candidate.summary}"
@@ -472,7 +494,7 @@ class _Optimizer:
         self.save()
         self.log.emit("published", **self._outcome(attempt, candidate))
 
-    def _record(self, attempt: Attempt, candidate: Candidate) -> ScoreRecord:
+    def _record(self, attempt: Attempt, candidate: AgentCandidate) -> ScoreRecord:
         assert attempt.run_id is not None and attempt.score is not None
         folder = RunFolder(self.ws.runs_dir / attempt.run_id)
         manifest = folder.read_manifest()
@@ -512,7 +534,9 @@ class _Optimizer:
             version=attempt.version_after,
         )
 
-    def roll_back(self, attempt: Attempt, candidate: Candidate, decision: str, why: str) -> None:
+    def roll_back(
+        self, attempt: Attempt, candidate: AgentCandidate, decision: str, why: str
+    ) -> None:
         assert attempt.snapshot is not None
         path = target_path(self.ws, candidate.target)
         live = read_text(path) if path.is_file() else ""
@@ -535,7 +559,7 @@ class _Optimizer:
         self.save()
         self.log.emit("rolled_back", **self._outcome(attempt, candidate))
 
-    def _outcome(self, attempt: Attempt, candidate: Candidate) -> dict[str, Any]:
+    def _outcome(self, attempt: Attempt, candidate: AgentCandidate) -> dict[str, Any]:
         hypothesis = attempt.hypothesis or {}
         return {
             "attempt": attempt.number,
@@ -558,7 +582,7 @@ class _Optimizer:
         }
 
     def advance(self, attempt: Attempt) -> None:
-        candidate = Candidate.from_dict(attempt.candidate)
+        candidate = AgentCandidate.from_dict(attempt.candidate)
         if attempt.stage == "proposed":
             self.snapshot(attempt, candidate)
         if attempt.stage == "snapshotted":
@@ -640,36 +664,28 @@ def _start_reference(ws: Workspace, baseline: FormalBaseline, version: int) -> R
     )
 
 
-def optimize_agent(
+def run(
     ws: Workspace,
-    bench_id: str,
+    options: AgentOptimizerOptions,
     *,
-    rounds: int = 3,
-    runs: int | None = None,
-    target_score: float | None = None,
-    jobs: int | None = None,
-    model: LLM | None = None,
-    judge: ProtocolJudge | None = None,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-) -> OptimizeResult:
-    """Run (or resume) an Optimizer session on benchmark ``bench_id``.
+) -> AgentOptimizerResult:
+    """Run (or resume) an agent Optimizer session on benchmark ``options.bench``.
 
     ``runs`` is the runs per case of every candidate evaluation (default: the benchmark's);
     ``model`` answers the candidate protocol (default: the configured proposer model, offline
     :func:`engine.loops.agent_optimizer.offline.optimizer_offline`); ``judge`` grades llm_judge
-    checks.
-    An unfinished session of the same benchmark is resumed with its own settings.
+    checks. An unfinished session of the same benchmark is resumed with its own settings.
     """
-    if rounds < 1:
-        raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
-    if runs is not None and runs < 1:
-        raise UsageError(f"--runs: expected a number ≥ 1, got {runs}")
+    bench_id, rounds, runs = options.bench, options.rounds, options.runs
+    target_score, jobs = options.target_score, options.jobs
+    check_counts(("--rounds", rounds), ("--runs", runs))
     if target_score is not None and not 0 <= target_score <= 100:
         raise UsageError(f"--target-score: expected a score from 0 to 100, got {target_score}")
     baseline = formal_baseline(ws, bench_id)
     cfg = ws.load_config()
-    llm = model or make_llm(cfg.models.proposer, ws, offline=optimizer_offline)
+    llm = options.model or make_llm(cfg.models.proposer, ws, offline=optimizer_offline)
     found = find_unfinished(ws, bench_id)
     if found is not None:
         folder, state = found
@@ -677,9 +693,9 @@ def optimize_agent(
             raise SkillsmithError(
                 f"{folder}: optimizer session {state.session_id} is running on {bench_id}"
             )
-        log = start_session(ws, "optimizer", forward=reporter, session_id=state.session_id)
+        log = start_session(ws, "agent-optimizer", forward=reporter, session_id=state.session_id)
     else:
-        log = start_session(ws, "optimizer", forward=reporter)
+        log = start_session(ws, "agent-optimizer", forward=reporter)
         start = _start_reference(ws, baseline, cfg.version)
         state = OptimizerState(
             session_id=log.session_id,
@@ -696,7 +712,7 @@ def optimize_agent(
             ),
             reference=start,
         )
-    grader = judge or session_judge(ws, cfg.models.judge, log)
+    grader = options.judge or session_judge(ws, cfg.models.judge, log)
     optimizer = _Optimizer(ws, state, log, llm, grader, reporter, cancel)
     with hold(optimizer.folder):
         if found is None:
@@ -728,17 +744,7 @@ def optimize_agent(
         state.status, state.stop_reason = "finished", reason
         optimizer.save()
     version = ws.load_config().version
-    log.emit(
-        "finished",
-        benchmark=bench_id,
-        status="finished",
-        reason=reason,
-        score=state.reference.score,
-        baseline_score=state.baseline.score,
-        version=version,
-        valid_rounds=state.valid_rounds,
-    )
-    return OptimizeResult(
+    result = AgentOptimizerResult(
         session_id=state.session_id,
         benchmark=bench_id,
         resumed=found is not None,
@@ -749,6 +755,23 @@ def optimize_agent(
         stop_reason=reason,
         attempts=[asdict(a) for a in state.attempts],
     )
+    log.emit(
+        "finished",
+        benchmark=bench_id,
+        status="finished",
+        reason=reason,
+        score=state.reference.score,
+        baseline_score=state.baseline.score,
+        version=version,
+        valid_rounds=state.valid_rounds,
+        headline=result.headline,
+    )
+    return result
 
 
-__all__ = ["OptimizeResult", "hypothesis_check", "optimize_agent"]
+__all__ = [
+    "AgentOptimizerOptions",
+    "AgentOptimizerResult",
+    "hypothesis_check",
+    "run",
+]

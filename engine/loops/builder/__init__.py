@@ -16,15 +16,16 @@ from engine.loops.builder.baseline import (
     formal_baseline,
     has_formal_baseline,
 )
-from engine.loops.builder.session import BuildResult, Pilot, build_benchmark
+from engine.loops.builder.session import BuildOptions, BuildResult, Pilot, run
 
 __all__ = [
     "ACCEPTED",
     "FORMAL_BASELINE",
+    "BuildOptions",
     "BuildResult",
     "FormalBaseline",
     "Pilot",
-    "build_benchmark",
     "formal_baseline",
     "has_formal_baseline",
+    "run",
 ]

@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from engine.core.benchmark import BENCHMARK_TOML, BENCHMARK_YAML, Benchmark, load_benchmark
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
 from engine.core.runs import RunFolder
@@ -65,7 +65,7 @@ from engine.loops.builder.baseline import (
 )
 from engine.loops.builder.calibrate import (
     CALIBRATE_SYSTEM,
-    Change,
+    CaseRevision,
     apply_changes,
     calibration_messages,
     parse_calibration,
@@ -123,8 +123,32 @@ class BuildResult:
     record_index: int
     flagged: list[str]
 
+    @property
+    def headline(self) -> str:
+        """The build in one line: the frozen benchmark and its Formal Baseline."""
+        return (
+            f"{self.bench_id} frozen at pilot {self.frozen_iteration}: Formal Baseline "
+            f"{self.baseline_score:.2f} (run {self.baseline_run_id})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The settings of one Builder session (``model`` / ``judge`` replace the configured ones)."""
+
+    bench: str
+    goal: str | None = None
+    source: str | None = None  # a benchmark id or folder whose cases are the import pool
+    pick: tuple[str, ...] = ()
+    cases: int = 8
+    pilot_iterations: int = 3
+    target_score: float | None = None
+    jobs: int | None = None
+    model: LLM | None = None
+    judge: ProtocolJudge | None = None
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -371,7 +395,7 @@ class _Build:
         standard: Standard | None,
         observed: dict[str, Any],
         predictions: list[Prediction],
-    ) -> list[Change]:
+    ) -> list[CaseRevision]:
         limit = max(1, len(bench.cases))
         exchange = ask(
             self.model,
@@ -381,7 +405,7 @@ class _Build:
                 text, bench=bench, standard=standard, pool=self.pool, max_changes=limit
             ),
         )
-        changes: list[Change] = exchange.value
+        changes: list[CaseRevision] = exchange.value
         return changes
 
     # -- the whole build -------------------------------------------------------------------------
@@ -545,35 +569,25 @@ class _Build:
         )
 
 
-def build_benchmark(
+def run(
     ws: Workspace,
-    bench_id: str,
+    options: BuildOptions,
     *,
-    goal: str | None = None,
-    source: str | None = None,
-    pick: Sequence[str] = (),
-    cases: int = 8,
-    pilot_iterations: int = 3,
-    target_score: float | None = None,
-    jobs: int | None = None,
-    model: LLM | None = None,
-    judge: ProtocolJudge | None = None,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
 ) -> BuildResult:
-    """Design, calibrate and freeze benchmark ``bench_id``; record its Formal Baseline.
+    """Design, calibrate and freeze benchmark ``options.bench``; record its Formal Baseline.
 
     ``source`` names a benchmark (id or folder) whose cases are the import pool, ``pick`` narrows
     it. ``model`` answers the draft / predict / calibrate protocols (default: the configured
     proposer model, offline: :func:`engine.loops.builder.offline.builder_offline`); ``judge``
-    grades the
-    llm_judge checks (default: the configured judge behind the strict protocol).
+    grades the llm_judge checks (default: the configured judge behind the strict protocol).
     """
+    bench_id, goal, source, cases = options.bench, options.goal, options.source, options.cases
+    pilot_iterations, target_score = options.pilot_iterations, options.target_score
     if not _BENCH_ID.match(bench_id):
         raise UsageError(f"build {bench_id!r}: expected a folder name [A-Za-z0-9._-]")
-    for flag, value in (("--cases", cases), ("--pilot-iterations", pilot_iterations)):
-        if value < 1:
-            raise UsageError(f"{flag}: expected a number ≥ 1, got {value}")
+    check_counts(("--cases", cases), ("--pilot-iterations", pilot_iterations))
     if target_score is not None and not 0 <= target_score <= 100:
         raise UsageError(f"--target-score: expected a score from 0 to 100, got {target_score}")
     if (ws.benchmarks_dir / bench_id).is_dir() and has_formal_baseline(ws, bench_id):
@@ -581,12 +595,12 @@ def build_benchmark(
             f"{ws.benchmarks_dir / bench_id / SCOREBOARD_NAME}: the benchmark is frozen (it has "
             "a Formal Baseline); build a new benchmark instead"
         )
-    pool = open_pool(ws, source, pick) if source else None
+    pool = open_pool(ws, source, options.pick) if source else None
     cfg = ws.load_config()
-    llm = model or make_llm(cfg.models.proposer, ws, offline=builder_offline)
-    log = start_session(ws, "builder", forward=reporter)
-    grader = judge or session_judge(ws, cfg.models.judge, log)
-    build = _Build(ws, bench_id, log, llm, grader, pool, jobs, reporter, cancel)
+    llm = options.model or make_llm(cfg.models.proposer, ws, offline=builder_offline)
+    log = start_session(ws, "build", forward=reporter)
+    grader = options.judge or session_judge(ws, cfg.models.judge, log)
+    build = _Build(ws, bench_id, log, llm, grader, pool, options.jobs, reporter, cancel)
     with hold(build.scratch):
         try:
             with ends_logged(log, benchmark=bench_id):
@@ -621,8 +635,9 @@ def build_benchmark(
         pilots=len(result.pilots),
         frozen_iteration=result.frozen_iteration,
         reason=result.reason,
+        headline=result.headline,
     )
     return result
 
 
-__all__ = ["BuildResult", "Pilot", "build_benchmark"]
+__all__ = ["BuildOptions", "BuildResult", "Pilot", "run"]

@@ -2,14 +2,14 @@
 audit → propose → filter → gate → accept or reject, checkpointed in ``.pending_round.json``."""
 
 from engine.loops.evolve.convergence import Convergence, RoundSignal, stagnation
-from engine.loops.evolve.loop import EvolveOptions, EvolveResult, evolve, round_seed
+from engine.loops.evolve.loop import EvolveOptions, EvolveResult, round_seed, run
 
 __all__ = [
     "Convergence",
     "EvolveOptions",
     "EvolveResult",
     "RoundSignal",
-    "evolve",
     "round_seed",
+    "run",
     "stagnation",
 ]

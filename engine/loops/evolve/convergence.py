@@ -128,7 +128,7 @@ def standings(store: SkillStore, session: Mapping[str, float]) -> list[Standing]
 
     ``session`` holds this session's own figures (version → holdout), which win over a version
     record's: they were measured under this session's conditions. A version record without a
-    numeric ``holdout.value`` (a hand publish, an optimiser submission scored by mean) has no
+    numeric ``holdout.value`` (a hand publish, a GEPA optimizer submission scored by mean) has no
     figure to compare and is left out.
     """
     found: list[Standing] = []

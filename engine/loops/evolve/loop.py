@@ -21,10 +21,11 @@ from typing import Any
 
 from engine.core.benchmark import load_benchmark
 from engine.core.config import Config
-from engine.core.errors import SkillsmithError, UsageError
-from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter, utc_now
+from engine.core.errors import SkillsmithError, UsageError, check_counts
+from engine.core.events import CancelToken, Reporter, new_id, null_reporter, utc_now
 from engine.core.fsutil import atomic_write_json
 from engine.core.schema import to_mapping
+from engine.core.sessions import start_session
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.outcome import holdout_change
@@ -72,6 +73,19 @@ class EvolveResult:
     holdout_final: float | None
     summary_path: str
 
+    @property
+    def headline(self) -> str:
+        """The session in one line: where the skill ended and why the rounds stopped."""
+
+        def f1(value: float | None) -> str:
+            return "—" if value is None else f"{value:.3f}"
+
+        return (
+            f"{self.skill} {self.start_version} → {self.final_version}, holdout "
+            f"{f1(self.holdout_start)} → {f1(self.holdout_final)} ({self.stop_reason}, "
+            f"{len(self.rounds)} round(s))"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = to_mapping(self)
         return data
@@ -83,7 +97,7 @@ def round_seed(seed: int, round_no: int) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-def evolve(
+def run(
     ws: Workspace,
     options: EvolveOptions,
     *,
@@ -101,7 +115,7 @@ def evolve(
         else:
             _refuse_other(ws, pending, options)
         bench = load_benchmark(ws.benchmarks_dir / pending.bench)
-        log = SessionLog(ws.sessions_dir, "evolve", session_id=pending.session_id, forward=reporter)
+        log = start_session(ws, "evolve", forward=reporter, session_id=pending.session_id)
         log.emit(
             "started",
             skill=pending.skill,
@@ -137,6 +151,7 @@ def evolve(
             holdout_start=result.holdout_start,
             holdout_final=result.holdout_final,
             rounds=len(result.rounds),
+            headline=result.headline,
         )
         return result
 
@@ -164,8 +179,7 @@ def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingR
     if proposer not in PROPOSER_KINDS:
         raise UsageError(f"--proposer {proposer}: expected one of {', '.join(PROPOSER_KINDS)}")
     rounds = cfg.limits.max_rounds if options.rounds is None else options.rounds
-    if rounds < 1:
-        raise UsageError(f"--rounds: expected a number ≥ 1, got {rounds}")
+    check_counts(("--rounds", rounds))
     return PendingRound(
         session_id=new_id("evolve"),
         skill=options.skill,
@@ -222,7 +236,15 @@ def _stage(evo: Evolution, name: str, action: Callable[[], None]) -> None:
         evo.cancel.check()
     pending.stage = name
     evo.save()
-    evo.log.emit("progress", round=pending.round, stage=name)
+    done = pending.max_rounds if name == "final" else max(pending.round - 1, 0)
+    evo.log.emit(
+        "progress",
+        done=done,
+        total=pending.max_rounds,
+        label=f"round {pending.round}: {name}",
+        round=pending.round,
+        stage=name,
+    )
     action()
     pending.done.append(name)
     evo.save()
@@ -375,4 +397,4 @@ def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
     return result
 
 
-__all__ = ["EvolveOptions", "EvolveResult", "evolve", "round_seed"]
+__all__ = ["EvolveOptions", "EvolveResult", "round_seed", "run"]

@@ -514,7 +514,9 @@ class Evolution:
             self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
             self.end_round("rejected", reason, RoundSignal.from_gates(results), gates=verdicts)
             return
-        golden = self.evaluate(self.candidate_text(), ("golden",), "candidate_golden")["golden"]
+        # holdout too, for the summary's per-version figures (no gate reads it off-round)
+        rows = self.evaluate(self.candidate_text(), ("golden", "holdout"), "candidate_golden")
+        golden = rows["golden"]
         queued = accept.submit(self, results, golden)
         if queued.status == "rejected":  # the door's own gates (Spec, Safety) refused it
             reason = f"gate rejected: {queued.reason}"

@@ -1,4 +1,4 @@
-"""The optimiser's side of the ``gepa`` library: evaluation, reflection, decisions, limits.
+"""The GEPA optimizer's side of the ``gepa`` library: evaluation, reflection, decisions, limits.
 
 ``gepa.optimize`` runs the loop (minibatches from Feedback, one section per round in turn,
 children evaluated on the parent's minibatch, survivors on all of Validation, the pool and its
@@ -135,6 +135,7 @@ class Evaluator:
         log: SessionLog,
         jobs: int | None,
         budget: int,
+        seed: int,
     ) -> None:
         self.ws = ws
         self.bench = bench
@@ -145,12 +146,18 @@ class Evaluator:
         self.log = log
         self.jobs = jobs
         self.budget = budget
+        self.seed = seed
         self.calls = 0
 
     def run(
         self, sections: Mapping[str, str], case_ids: Sequence[str], phase: str, *, traces: bool
     ) -> tuple[list[CaseRun], list[dict[str, Any]] | None]:
-        """Each case once with the candidate; trajectories (for reflection) when ``traces``."""
+        """Each case once with the candidate; trajectories (for reflection) when ``traces``.
+
+        Every evaluation of the run uses the run's seed, so a case gets the same unit seed
+        whichever candidate runs it: the seed and a candidate pair on it, and the same
+        ``--seed`` repeats the whole optimization.
+        """
         self.clock.check()
         text = render(self.seed_text, sections)
         result = run_evaluation(
@@ -162,6 +169,7 @@ class Evaluator:
             case_ids=list(case_ids),
             cancel=self.clock,
             scoreboard=False,
+            seed=self.seed,
         )
         self.calls += len(case_ids)
         rows = {r["case_id"]: r for r in result.rows if r["variant"] == "skill"}
@@ -181,6 +189,7 @@ class Evaluator:
             "progress",
             done=self.calls,
             total=self.budget,
+            label=f"metric calls · {phase}",
             phase=phase,
             candidate=cand,
             run_id=result.run_id,
@@ -236,7 +245,7 @@ class Reflector:
 
 
 class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
-    """The skill under optimisation as a gepa program, and the recorder of gepa's decisions."""
+    """The skill under optimization as a gepa program, and the recorder of gepa's decisions."""
 
     def __init__(
         self,
@@ -490,7 +499,7 @@ class Limits:
 
 
 class GepaLog:
-    """gepa's log lines go to the optimiser's session log (redacted), never to stdout."""
+    """gepa's log lines go to the GEPA optimizer's session log (redacted), never to stdout."""
 
     def __init__(self, log: SessionLog) -> None:
         self.session = log

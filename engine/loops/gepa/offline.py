@@ -1,20 +1,26 @@
-"""The offline reflection model: a deterministic answerer so the demo optimises with no network.
+"""The offline reflection model: a deterministic answerer so the demo optimizes with no network.
 
 It reads the reflection prompt like a model would — the section to rewrite, the skill's
 sections, the evaluation records — and answers with the same JSON a model returns. The edit is
 mined from the records with the offline patch proposer's own machinery
 (``engine.evaluation.patches.offline_proposer``), in the vocabulary of the bundled demo agent:
 
-- steps: calls found in the missed positives (FN) and in none of the negatives become a new
-  "Flag …" step with a ``grep -nE``, or the flag steps get the globs of the missed cases'
-  languages — whichever first makes a flag step hit more of the missed cases;
-- pitfalls: tokens on the falsely flagged lines (FP) that no positive contains become "… — not a
-  finding" items;
+- steps: a flag step whose pattern matches a missed positive (FN) in a language its globs skip
+  searches that language too (only that step); else calls found in the missed positives and in
+  none of the negatives become a new "Flag …" step with a ``grep -nE`` — never one that matches
+  where user input is merely read, which the near-miss negatives do as well — or the flag steps
+  get the globs of the missed cases' languages, whichever first makes a flag step hit more of
+  the missed cases;
+- pitfalls: calls and API names on the falsely flagged lines (FP) that no positive contains
+  become "… — not a finding" items (a plain word would hide real findings elsewhere);
+- when_to_use: when a failing record shows the agent skipped the Pitfalls review (it concluded at
+  its first finding, or kept a finding a Pitfalls item rules out), the instruction to run every
+  step before concluding — which the demo agent obeys, and which steadies it;
 - description and when_to_use: when the agent never loaded the skill for a failing task, the
   task's own words are added, so the skill is picked for tasks phrased like it.
 
 When the records support no edit of the selected section it returns the section unchanged,
-which the optimiser records as a rejected reflection — exactly what it does with a real model
+which the GEPA optimizer records as a rejected reflection — exactly what it does with a real model
 that finds nothing to improve.
 """
 
@@ -28,14 +34,17 @@ from typing import Any
 
 from engine.core.benchmark import normalise_label
 from engine.core.skill import SkillDoc
-from engine.evaluation.demo.agent import labels_of, task_text
-from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material
-from engine.evaluation.patches.mining import flag_matchers
-from engine.evaluation.patches.offline_proposer import Candidate, OfflineProposer, _widen_globs
-from engine.evaluation.patches.proposer import Target
+from engine.evaluation.demo.agent import discard_rules, labels_of, plan, ruled_out, task_text
+from engine.evaluation.demo.tools import tool_of
+from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material, grep_matcher
+from engine.evaluation.patches.mining import GLOB, flag_matchers, split_command, token_class
+from engine.evaluation.patches.offline_proposer import DraftPatch, OfflineProposer, _widen_globs
+from engine.evaluation.patches.proposer import PatchTarget
 from engine.loops.gepa.reflection import RECORDS_CLOSE, RECORDS_OPEN
 
 MAX_NEW_WORDS = 4  # task words one trigger edit adds
+EVERY_STEP = "- Every audit runs all the steps before it concludes, even after a first finding."
+_HASTY = re.compile(r"\bconcluding now\b|\bsettles it\b", re.IGNORECASE)
 _SECTION = re.compile(r"^Selected section: (\w+)$", re.MULTILINE)
 _FILE = re.compile(r"^--- file (.+) ---$", re.MULTILINE)
 _WORD = re.compile(r"[a-z][a-z-]{4,}")
@@ -154,7 +163,7 @@ def _material(records: Sequence[Mapping[str, Any]]) -> tuple[Material, dict[str,
     return Material(positive, negative, cases, frozenset()), outcomes
 
 
-def _first(candidates: Iterator[Candidate], section: str, current: str) -> tuple[str, str] | None:
+def _first(candidates: Iterator[DraftPatch], section: str, current: str) -> tuple[str, str] | None:
     for candidate in candidates:
         text = SkillDoc.parse(candidate.text).section(section) or ""
         if text.strip() and text.strip() != current.strip():
@@ -166,24 +175,122 @@ def _propose(
     section: str, sections: Mapping[str, str], records: Sequence[Mapping[str, Any]]
 ) -> tuple[str, str] | None:
     material, outcomes = _material(records)
-    if section in ("description", "when_to_use"):
+    if section == "description":
         return _trigger_words(section, sections, records, outcomes)
+    if section == "when_to_use":
+        return _finish_every_step(sections, records, outcomes) or _trigger_words(
+            section, sections, records, outcomes
+        )
     direction = {"steps": "FN", "pitfalls": "FP"}.get(section)
     failing = tuple(c for c, o in outcomes.items() if o == direction)
     if direction is None or not failing:
         return None
-    target = Target("reflection", direction, failing, 1.0, "", ())
+    target = PatchTarget("reflection", direction, failing, 1.0, "", ())
     proposer = OfflineProposer(None, seed=0)
     doc = _skill_doc(sections)
     if direction == "FP":
-        return _first(proposer._pitfalls(doc, target, material), section, sections[section])
-    # Missed positives: a new flag step for their calls, or the existing flag steps searching
-    # their languages too — whichever first makes a flag step hit more of the missed cases.
+        shaped = (c for c in proposer._pitfalls(doc, target, material) if _api_shaped(c, doc))
+        return _first(shaped, section, sections[section])
+    # Missed positives: the flag steps whose pattern already matches them searching their
+    # language too (the narrowest edit), else a new flag step for their calls, else every flag
+    # step searching their languages — whichever first makes a flag step hit more of them.
     missed = [material.cases[c] for c in failing]
+    widened = _widen_matching(sections["steps"], doc, missed)
+    if widened is not None:
+        return widened
     before = _reached(doc, missed)
+    sources = {src for step in plan(doc) for src in step.sources}
     mined = chain(proposer._flag_steps(doc, target, material), _widen_globs(doc, target, material))
-    better = (c for c in mined if _reached(SkillDoc.parse(c.text), missed) > before)
+    better = (
+        c
+        for c in mined
+        if _reached(SkillDoc.parse(c.text), missed) > before and not _flags_sources(c, doc, sources)
+    )
     return _first(better, section, sections[section])
+
+
+def _api_shaped(candidate: DraftPatch, doc: SkillDoc) -> bool:
+    """Every pattern a candidate's new Pitfalls items rule out is a call or an API name.
+
+    From a handful of records a plain word (``name``) can look like the guard of a false alarm;
+    across the benchmark it also sits on the line of real findings and hides them.
+    """
+    rules = discard_rules(SkillDoc.parse(candidate.text))
+    added = [group for rule in rules if rule not in discard_rules(doc) for group in rule]
+    return all(token_class(token) <= 1 for group in added for token in group)
+
+
+def _flags_sources(candidate: DraftPatch, doc: SkillDoc, sources: set[str]) -> bool:
+    """A new flag step that matches where user input is read flags every file that reads any.
+
+    Reading ``request.args`` is not a vulnerability: the near-miss negatives read it too. The
+    trace step already follows the sources; a flag step has to name a sink.
+    """
+    old = {step.command for step in plan(doc)}
+    new = [s for s in plan(SkillDoc.parse(candidate.text)) if s.flags and s.command not in old]
+    return any(re.escape(src) in (step.command or "") for step in new for src in sources)
+
+
+def _widen_matching(
+    steps: str, doc: SkillDoc, missed: Sequence[CaseMaterial]
+) -> tuple[str, str] | None:
+    """Flag steps whose pattern matches a missed case's line in a file their globs leave out
+    get that file's language — only those steps, so no other family starts flagging it."""
+    text, added = steps, []
+    for step in plan(doc):
+        if not step.flags or step.command is None or tool_of(step.command) != "grep":
+            continue
+        matcher = grep_matcher(split_command(step.command)[1:])
+        if matcher is None or not all(GLOB.match(op) for op in matcher.operands):
+            continue
+        suffixes = sorted(
+            {
+                "*." + ln.path.rsplit(".", 1)[1]
+                for case in missed
+                for ln in case.lines
+                if "." in ln.path and "/" not in ln.path
+                if not matcher.applies_to(ln.path) and matcher.regex.search(ln.text)
+            }
+        )
+        span = f"`{step.command}`"
+        if suffixes and span in text:
+            text = text.replace(span, f"`{step.command} {' '.join(suffixes)}`", 1)
+            added.append(f"step {step.number} also searches {' '.join(suffixes)}")
+    if not added:
+        return None
+    return (
+        text,
+        f"offline: the missed cases match a flag step in a language it skips: {'; '.join(added)}",
+    )
+
+
+def _finish_every_step(
+    sections: Mapping[str, str],
+    records: Sequence[Mapping[str, Any]],
+    outcomes: Mapping[str, str],
+) -> tuple[str, str] | None:
+    """The instruction to run every step, Pitfalls review included, before concluding — when a
+    failing record shows the agent skipped that review: it settled the task at its first
+    finding, or it kept a finding one of the skill's own Pitfalls rules out."""
+    rules = discard_rules(_skill_doc(sections))
+    unreviewed = [
+        str(r.get("case"))
+        for r in records
+        if outcomes.get(str(r.get("case"))) != "pass" and _unreviewed(str(r.get("output")), rules)
+    ]
+    current = sections.get("when_to_use", "").rstrip()
+    if not unreviewed or EVERY_STEP in current:
+        return None
+    text = f"{current}\n{EVERY_STEP}".strip()
+    return text, f"offline: the agent skipped the Pitfalls review in {', '.join(unreviewed)}"
+
+
+def _unreviewed(output: str, rules: list[list[list[str]]]) -> bool:
+    if _HASTY.search(output):
+        return True
+    findings = output.split("Findings:", 1)[1] if "Findings:" in output else ""
+    kept = [ln for ln in findings.splitlines() if ln.startswith("- ")]
+    return any(ruled_out(ln.split("): ", 1)[-1], rules) for ln in kept)
 
 
 def _reached(doc: SkillDoc, cases: Sequence[CaseMaterial]) -> int:

@@ -1,4 +1,4 @@
-"""The decisions of the optimiser as pure functions over score tables.
+"""The decisions of the GEPA optimizer as pure functions over score tables.
 
 A score table has one row per pool candidate (in the order they joined the pool, the seed skill
 first) mapping each validation case to its score. Everything that decides which skill survives —
@@ -14,7 +14,7 @@ whether it may be submitted — is here, free of I/O, so each rule is tested on 
   strict test can ever pass); a child let through by chance only costs a validation evaluation.
 - The final pick is the highest validation mean — but only if it is better than the seed with
   confidence (paired over the validation cases at ``alpha``); otherwise the seed stays, so an
-  optimisation that found only noise changes nothing.
+  optimization that found only noise changes nothing.
 - Promotion needs the holdout change's lower bound (paired over cases, at ``alpha``) above a
   configurable minimum gain, and no case marked critical may score lower than it did with the
   seed — a hard limit, whatever the statistics say.
@@ -155,6 +155,54 @@ def validated_pick(
     return (best if verdict.better else 0), verdict
 
 
+@dataclass(frozen=True)
+class Standing:
+    """One pool member after the search: the cases it leads on, and why it was (not) picked."""
+
+    wins: tuple[str, ...]
+    why: str
+
+
+def pool_standings(
+    table: Table, cases: Sequence[str], picked: int, verdict: Verdict | None
+) -> list[Standing]:
+    """Each candidate's wins — the validation cases on whose front it sits while some other
+    candidate does not — and the reason it was or was not picked, so a run that submits nothing
+    says, per candidate, which rule stopped it."""
+    fronts = instance_fronts(table, cases)
+    everyone = set(range(len(table)))
+    means = [mean_score(row, cases) for row in table]
+    best = best_candidate(table, cases)
+    seed = means[0]
+    found: list[Standing] = []
+    for index, value in enumerate(means):
+        wins = tuple(c for c in cases if index in fronts[c] and fronts[c] != everyone)
+        if index == picked:
+            why = (
+                "the seed, kept: no candidate beat it on validation with confidence"
+                if index == 0
+                else f"picked: validation mean {value:.4f} beats the seed's {seed:.4f} with "
+                "confidence"
+            )
+        elif index == 0:
+            why = "the seed"
+        elif value <= seed + _EPSILON:
+            why = f"validation mean {value:.4f} does not beat the seed's {seed:.4f}"
+        elif index == best:
+            shown = "" if verdict is None else f": {verdict.line()}"
+            why = (
+                f"best validation mean {value:.4f} against the seed's {seed:.4f}, but not "
+                f"better with confidence{shown}"
+            )
+        else:
+            why = (
+                f"validation mean {value:.4f} beats the seed's {seed:.4f}, but a candidate "
+                f"has a higher one ({means[best]:.4f})"
+            )
+        found.append(Standing(wins, why))
+    return found
+
+
 def best_candidate(table: Table, cases: Sequence[str]) -> int:
     """The highest validation mean; the earliest candidate (the seed) wins every tie."""
     best, best_mean = 0, -math.inf
@@ -220,6 +268,7 @@ def assess_promotion(
 __all__ = [
     "Promotion",
     "Scores",
+    "Standing",
     "Table",
     "assess_promotion",
     "best_candidate",
@@ -229,6 +278,7 @@ __all__ = [
     "minibatch_keeps",
     "minibatch_screen",
     "paired_scores",
+    "pool_standings",
     "pruned_fronts",
     "sample_minibatch",
     "select_parent",

@@ -1,4 +1,4 @@
-"""One offline optimisation of a skill's sections against a benchmark (``skillsmith optimize``).
+"""One offline optimization of a skill's sections against a benchmark (``skillsmith optimize``).
 
 The run: choose Feedback / Validation / Holdout, evaluate the active version (the seed) on
 Validation, let GEPA search (one section per round, children kept only when they beat their
@@ -27,12 +27,12 @@ from gepa.core.callbacks import GEPACallback
 from gepa.core.result import GEPAResult
 
 from engine.core.benchmark import Benchmark, load_benchmark
-from engine.core.errors import SkillsmithError, UsageError
+from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter, utc_now
 from engine.core.sessions import hold, start_session
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome, StaleCandidate
+from engine.evaluation.gates.candidate import StaleCandidate, TaskOutcome
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import make_llm
@@ -49,7 +49,13 @@ from engine.loops.gepa.adapter import (
 )
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.gepa.offline import offline_reflection
-from engine.loops.gepa.pareto import Promotion, assess_promotion, mean_score, validated_pick
+from engine.loops.gepa.pareto import (
+    Promotion,
+    assess_promotion,
+    mean_score,
+    pool_standings,
+    validated_pick,
+)
 from engine.loops.gepa.sections import SECTIONS, candidate_id, render, sections_of
 from engine.loops.gepa.splits import MIN_SUBMIT_CASES, Splits, choose_splits
 
@@ -73,10 +79,10 @@ class OptimizeOptions:
     def check(self) -> None:
         if self.iterations < 0:
             raise UsageError(f"--iterations: expected ≥ 0, got {self.iterations}")
-        if self.reflection_batch < 1:
-            raise UsageError(f"--reflection-batch: expected ≥ 1, got {self.reflection_batch}")
-        if self.max_metric_calls < 1:
-            raise UsageError(f"--max-metric-calls: expected ≥ 1, got {self.max_metric_calls}")
+        check_counts(
+            ("--reflection-batch", self.reflection_batch),
+            ("--max-metric-calls", self.max_metric_calls),
+        )
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise UsageError(f"--time-limit: expected seconds > 0, got {self.time_limit_s}")
         if not (math.isfinite(self.min_gain) and 0 <= self.min_gain <= 1):
@@ -84,7 +90,7 @@ class OptimizeOptions:
 
 
 @dataclass
-class OptimizeResult:
+class GepaResult:
     """What the run did; ``result.json`` of the experiment holds the same."""
 
     experiment_id: str
@@ -104,6 +110,12 @@ class OptimizeResult:
     candidate: str | None = None
     candidate_status: str | None = None
 
+    @property
+    def headline(self) -> str:
+        """The experiment in one line: what became of it, and the candidate it queued."""
+        queued = f"; queued {self.candidate}" if self.candidate else ""
+        return f"{self.skill}: {self.status} ({self.reason}){queued}"
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -111,9 +123,31 @@ class OptimizeResult:
 class OptimizeFailed(SkillsmithError):
     """The run stopped without a result it could stand by (time limit, model failure)."""
 
-    def __init__(self, result: OptimizeResult) -> None:
-        super().__init__(f"{result.experiment_dir}: optimisation failed: {result.reason}")
+    def __init__(self, result: GepaResult) -> None:
+        super().__init__(f"{result.experiment_dir}: optimization failed: {result.reason}")
         self.result = result
+
+
+@dataclass(frozen=True)
+class GepaOptions:
+    """What a GEPA run optimizes (``skill`` on ``bench``) and the limits of its search."""
+
+    skill: str
+    bench: str
+    search: OptimizeOptions = field(default_factory=OptimizeOptions)
+
+
+def run(
+    ws: Workspace,
+    options: GepaOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> GepaResult:
+    """The GEPA loop in the shape of every loop (see :func:`optimize`)."""
+    return optimize(
+        ws, options.skill, options.bench, options.search, reporter=reporter, cancel=cancel
+    )
 
 
 def optimize(
@@ -124,8 +158,8 @@ def optimize(
     *,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-) -> OptimizeResult:
-    """Optimise ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure.
+) -> GepaResult:
+    """Optimize ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure.
 
     Everything that can be refused is refused before the first agent runs (UsageError).
     """
@@ -134,7 +168,7 @@ def optimize(
     store = SkillStore(ws, skill)
     parent = store.ensure_adopted()
     if parent is None:
-        raise SkillsmithError(f"{ws.skills_dir / skill}: no such skill to optimise")
+        raise SkillsmithError(f"{ws.skills_dir / skill}: no such skill to optimize")
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     seed = bench.seed if opts.seed is None else opts.seed
     splits = choose_splits(bench, opts.splits, seed)
@@ -164,7 +198,7 @@ def _check_plan(bench: Benchmark, splits: Splits, opts: OptimizeOptions) -> None
 
 
 class _Run:
-    """One optimisation's moving parts, wired once; :meth:`execute` runs and records it."""
+    """One optimization's moving parts, wired once; :meth:`execute` runs and records it."""
 
     def __init__(
         self,
@@ -184,7 +218,7 @@ class _Run:
         self.bench, self.splits, self.opts, self.seed = bench, splits, opts, seed
         self.llm = make_llm(cfg.models.reflection, ws, offline=offline_reflection)
         self.experiment = Experiment(ws)
-        self.log = start_session(ws, "optimizer", forward=reporter, session_id=self.experiment.id)
+        self.log = start_session(ws, "gepa", forward=reporter, session_id=self.experiment.id)
         self.clock = RunClock(opts.time_limit_s, cancel)
         self.seed_sections = sections_of(seed_text)
         self.evaluator = Evaluator(
@@ -197,6 +231,7 @@ class _Run:
             self.log,
             opts.jobs,
             opts.max_metric_calls,
+            seed,
         )
         self.adapter = SkillAdapter(
             self.evaluator,
@@ -215,7 +250,7 @@ class _Run:
             reserve=2 * len(splits.holdout),
             clock=self.clock,
         )
-        self.result = OptimizeResult(
+        self.result = GepaResult(
             experiment_id=self.experiment.id,
             experiment_dir=str(self.experiment.dir),
             skill=skill,
@@ -224,8 +259,9 @@ class _Run:
             reason="started",
             seed_id=candidate_id(self.seed_sections),
         )
+        self.picked = 0  # the pool index of the pick, once the search has made one
 
-    def execute(self) -> OptimizeResult:
+    def execute(self) -> GepaResult:
         result, clock = self.result, self.clock
         self._record_start()
         try:
@@ -286,10 +322,17 @@ class _Run:
         ]
         alpha = self.ws.load_config().gates.alpha
         best, verdict = validated_pick(table, validation, alpha=alpha)
+        standings = pool_standings(table, validation, best, verdict)
         self.result.pool = [
-            {"id": candidate_id(c), "validation_mean": mean_score(t, validation)}
-            for c, t in zip(found.candidates, table, strict=True)
+            {
+                "id": candidate_id(c),
+                "validation_mean": mean_score(t, validation),
+                "wins": list(s.wins),
+                "why": s.why,
+            }
+            for c, t, s in zip(found.candidates, table, standings, strict=True)
         ]
+        self.picked = best
         chosen: dict[str, str] = dict(found.candidates[best])
         self.result.selected_id = candidate_id(chosen)
         self.result.validation = None if verdict is None else verdict.to_dict()
@@ -335,6 +378,8 @@ class _Run:
                 "worsened": [c for c in holdout if pick_scores[c] < seed_scores[c]],
                 "verdict": None if promotion.verdict is None else promotion.verdict.to_dict(),
             }
+        if not seed_won:
+            self.result.pool[self.picked]["why"] += f"; holdout: {promotion.reason}"
         self.experiment.event(
             "promotion",
             eligible=promotion.eligible,
@@ -383,13 +428,13 @@ class _Run:
                 operation="update",
                 parent_version=self.parent,
                 summary=f"optimize {result.experiment_id}: {notes}",
-                outcome=Outcome(
+                outcome=TaskOutcome(
                     status="success",
                     notes=notes,
                     evaluator=f"optimize/gepa:{result.experiment_id}",
                 ),
                 evidence=[evidence],
-                approval_required="offline-optimised candidates wait for a person",
+                approval_required="offline-optimized candidates wait for a person",
                 shadow=False,
                 delta_score=float(holdout["delta"]),
                 metrics={"experiment": result.experiment_id, "holdout": holdout},
@@ -460,7 +505,7 @@ class _Run:
         if status == "failed":
             self.log.emit("error", status=status, reason=reason)
         else:
-            self.log.emit("finished", status=status, reason=reason)
+            self.log.emit("finished", status=status, reason=reason, headline=result.headline)
 
 
-__all__ = ["OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize"]
+__all__ = ["GepaOptions", "GepaResult", "OptimizeFailed", "OptimizeOptions", "optimize", "run"]

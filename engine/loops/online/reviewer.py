@@ -31,7 +31,7 @@ from engine.core.skill import SkillDoc
 from engine.core.transcripts import Message
 from engine.core.vault import MASK, redact
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.llm import LLM, make_llm
 from engine.loops.online.library import ExistingSkill, concerned_skill
 from engine.loops.online.policy import looks_like_correction, looks_like_error
@@ -112,7 +112,7 @@ class ReviewRequest:
     existing: Sequence[ExistingSkill]
     first_line: int
     last_line: int
-    outcome: Outcome | None = None
+    outcome: TaskOutcome | None = None
 
 
 class Reviewer(Protocol):
@@ -129,8 +129,11 @@ def build_prompt(request: ReviewRequest, message_max_chars: int = 4000) -> str:
         "## Session",
         f"- source: {request.source}",
         f"- lines: {request.first_line}-{request.last_line}",
-        "",
     ]
+    concerned = concerned_skill(request.messages, request.existing)
+    if concerned is not None:  # the skill a lesson of this session belongs to, unless it says
+        out.append(f"- skill it used or talks about: {concerned.name}")
+    out.append("")
     if request.outcome is not None:
         o = request.outcome
         out.append("## Session outcome")

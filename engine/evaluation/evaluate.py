@@ -1,0 +1,52 @@
+"""The evaluate loop in the shape every loop has: ``run(ws, options, *, reporter, cancel)``.
+
+:func:`engine.evaluation.runner.run_evaluation` is also the measuring instrument the other
+loops call with their own judge and scoreboard rules; this entry is the loop a person starts
+(``skillsmith eval``, ``e`` in the workbench), with only the settings a person chooses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.core.events import CancelToken, Reporter, null_reporter
+from engine.core.workspace import Workspace
+from engine.evaluation.runner import RunResult, run_evaluation
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    bench: str
+    runs: int | None = None  # default: the benchmark's runs per case
+    jobs: int | None = None
+    skills: dict[str, str] | None = None  # skill name → SKILL.md text (default: active skills)
+    baseline: str | None = None  # "none" or "vK": a variant to compare against
+    case_ids: tuple[str, ...] = ()  # default: every case
+    run_id: str | None = None  # resume this run
+    seed: int | None = None
+
+
+def run(
+    ws: Workspace,
+    options: EvalOptions,
+    *,
+    reporter: Reporter = null_reporter,
+    cancel: CancelToken | None = None,
+) -> RunResult:
+    """Evaluate the active skills on ``options.bench`` (resuming an unfinished identical run)."""
+    return run_evaluation(
+        ws,
+        options.bench,
+        runs=options.runs,
+        jobs=options.jobs,
+        skills=options.skills,
+        baseline=options.baseline,
+        case_ids=list(options.case_ids) or None,
+        run_id=options.run_id,
+        seed=options.seed,
+        reporter=reporter,
+        cancel=cancel,
+    )
+
+
+__all__ = ["EvalOptions", "RunResult", "run"]

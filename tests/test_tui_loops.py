@@ -1,0 +1,237 @@
+"""Each of the eight loops started from the workbench: its key opens its form, the job reports
+typed progress on the job bar, its result is the outcome, and the Sessions pane lists the session
+with its kind, state and headline. Everything runs for real: the demo agent, the offline models,
+the engine's loops.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+from textual.pilot import Pilot
+
+from engine.core.events import (
+    AnyLoopEvent,
+    Finished,
+    ItemFinished,
+    Progress,
+    Started,
+    read_event,
+)
+from engine.core.sessions import KINDS
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import copy_demo
+from tests.builder_helpers import PICK
+from tests.online_helpers import CLAUDE, add_weather_skill, copy_session
+from tests.tui_pilot import SIZE, confirm, settle, user_config_home
+from tests.tui_workspace import BENCH, SKILL, build_workspace, demo_cases
+from tui.app import make_app
+from tui.jobs import JobBar, JobEvent
+from tui.loop_form import LoopForm
+from tui.navigation import VimTable
+
+__all__ = ["user_config_home"]
+
+
+def quiet_demo(ws: Workspace) -> Workspace:
+    # The loops' outcomes are not what these tests assert, but a run that lands on no round or
+    # no candidate must still be the same run every time: the demo agent slips no verdict.
+    cfg = ws.load_config()
+    cfg.agent.noise = 0.0
+    ws.save_config(cfg)
+    return ws
+
+
+class Watch:
+    """Every job event the app handles, typed."""
+
+    def __init__(self) -> None:
+        self.events: list[AnyLoopEvent] = []
+
+    def __call__(self, message: Message) -> None:
+        if isinstance(message, JobEvent):
+            self.events.append(read_event(message.event))
+
+    def of(self, kind: str) -> list[AnyLoopEvent]:
+        """The events of the job's own session (the first that started with this kind)."""
+        own = next(
+            e.session_id for e in self.events if isinstance(e, Started) and e.session_kind == kind
+        )
+        return [e for e in self.events if e.session_id == own]
+
+
+async def start(pilot: Pilot[None], key: str, timeout: float, **fields: str) -> None:
+    await confirm(pilot, key, **fields)
+    assert not isinstance(pilot.app.screen, LoopForm), f"{key}: the form refused its values"
+    await settle(pilot, timeout=timeout)
+    assert not pilot.app.query_one(JobBar).running
+
+
+async def session_row(pilot: Pilot[None], session_id: str) -> list[str]:
+    """The Sessions pane's row of a session: id, kind, state, events, result."""
+    await pilot.press("4")
+    await settle(pilot)
+    table = pilot.app.query_one("#session-list", VimTable)
+    row = [str(cell) for cell in table.get_row(session_id)]
+    await pilot.press("0")
+    await settle(pilot)
+    return row
+
+
+def check_session(
+    watch: Watch, kind: str, row: list[str], state: str, progressed: Callable[[Any], bool]
+) -> str:
+    """The job's own events: started, progress it reported, finished with the headline the
+    Sessions pane shows; returns that headline."""
+    own = watch.of(kind)
+    assert isinstance(own[0], Started)
+    assert any(progressed(e) for e in own), [type(e).__name__ for e in own]
+    (finished,) = [e for e in own if isinstance(e, Finished)]
+    assert row[1:3] == [KINDS[kind], state]
+    assert row[4] == finished.headline and finished.headline
+    return finished.headline
+
+
+def outcomes(pilot: Pilot[None]) -> list[str]:
+    """What the activity log says (a toast expires after 10 s; the log keeps every outcome)."""
+    return [entry.text for entry in pilot.app.activity.entries]  # type: ignore[attr-defined]
+
+
+def is_progress(event: Any) -> bool:
+    return isinstance(event, Progress) and 0 < event.done <= event.total
+
+
+async def test_evaluate_then_curate(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    watch = Watch()
+    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+        await settle(pilot)
+        await start(pilot, "e", 120)
+        (run,) = [p.name for p in ws.runs_dir.iterdir()]
+        row = await session_row(pilot, run)
+        headline = check_session(watch, "eval", row, "finished", is_progress)
+        assert headline.startswith(f"run {run}: pass rate")
+        assert f"Evaluated {BENCH}: {headline}" in outcomes(pilot)
+
+        await start(pilot, "C", 60, propose="no")  # curate: reads the run's transcripts
+        (curate,) = [p.stem for p in ws.sessions_dir.glob("curate-*.jsonl")]
+        row = await session_row(pilot, curate)
+        headline = check_session(watch, "curate", row, "finished", lambda e: True)
+        assert headline.startswith("2 transcript(s), 1 skill(s)")
+        assert f"Curate: {headline}" in outcomes(pilot)
+
+
+async def test_evolve_one_round(tmp_path: Path) -> None:
+    ws = quiet_demo(build_workspace(tmp_path / "ws", candidates=0, cases=demo_cases(16)))
+    watch = Watch()
+    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+        await settle(pilot)
+        await start(pilot, "v", 300, rounds="1")
+        (session,) = [p.stem for p in ws.sessions_dir.glob("evolve-*.jsonl")]
+        row = await session_row(pilot, session)
+        stages = [e for e in watch.of("evolve") if isinstance(e, Progress)]
+        assert stages[0].label == "round 0: baseline" and stages[-1].label.endswith(": final")
+        headline = check_session(watch, "evolve", row, "finished", is_progress)
+        assert headline.startswith(f"{SKILL} v1 → ") and "1 round(s)" in headline
+        assert any(t.startswith(f"Evolve round 1 on {SKILL}") for t in outcomes(pilot))
+
+
+async def test_gepa_with_a_small_budget(tmp_path: Path) -> None:
+    ws = quiet_demo(build_workspace(tmp_path / "ws", candidates=0, cases=demo_cases(16)))
+    watch = Watch()
+    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+        await settle(pilot)
+        fields = {"iterations": "1", "max_metric_calls": "40", "submit": "no"}
+        await start(pilot, "o", 300, **fields)
+        (experiment,) = [p.name for p in ws.experiments_dir.iterdir()]
+        row = await session_row(pilot, experiment)
+        calls = [e for e in watch.of("gepa") if isinstance(e, Progress)]
+        assert calls[-1].total == 40 and calls[-1].label.startswith("metric calls")
+        headline = check_session(watch, "gepa", row, "not_submitted", is_progress)
+        assert headline.startswith(f"{SKILL}: not_submitted")
+        result = json.loads((ws.experiments_dir / experiment / "result.json").read_text())
+        assert any(
+            t.startswith(f"Optimization of {SKILL}: {result['status']}") for t in outcomes(pilot)
+        )
+
+
+async def test_build_then_optimize_the_agent(tmp_path: Path) -> None:
+    ws = quiet_demo(Workspace.at(copy_demo(tmp_path / "demo")))
+    watch = Watch()
+    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+        await settle(pilot)
+        build = {"bench": "mini", "source": "vuln-detect", "pick": ",".join(PICK)}
+        await start(pilot, "B", 600, **build, cases="6", pilot_iterations="1")
+        (session,) = [p.stem for p in ws.sessions_dir.glob("build-*.jsonl")]
+        row = await session_row(pilot, session)
+        headline = check_session(watch, "build", row, "frozen", is_progress)
+        assert headline.startswith("mini frozen at pilot 1: Formal Baseline")
+        assert f"Build: {headline}" in outcomes(pilot)
+
+        await start(pilot, "O", 600, bench="mini", rounds="1")
+        (session,) = [p.stem for p in ws.sessions_dir.glob("agent-optimizer-*.jsonl")]
+        row = await session_row(pilot, session)
+        evaluations = [e for e in watch.events if isinstance(e, Started) and e.total]
+        assert evaluations  # the round's candidate was evaluated, and the bar showed it
+        headline = check_session(watch, "agent-optimizer", row, "finished", lambda e: True)
+        assert headline.startswith("mini: ") and "1 valid round(s)" in headline
+        assert f"Agent Optimizer: {headline}" in outcomes(pilot)
+
+
+async def test_review_a_transcript(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws", candidates=0)
+    add_weather_skill(ws)
+    folder = tmp_path / "exports"
+    copy_session(CLAUDE, folder)
+    watch = Watch()
+    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+        await settle(pilot)
+        await pilot.press("W")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, LoopForm)
+        await pilot.press("ctrl+s")  # nothing named: the form says so and stays open
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, LoopForm)
+        assert "transcripts: name a file or folder" in str(
+            pilot.app.screen.query_one("#form-error").render()
+        )
+        await pilot.press("tab")  # a dialog's tab moves between its fields, not the panes
+        assert pilot.app.focused is not None and pilot.app.focused.id == "f-watch"
+        await pilot.press("escape")
+        await start(pilot, "W", 120, sessions=str(folder))
+        (session,) = [p.stem for p in ws.sessions_dir.glob("review-*.jsonl")]
+        row = await session_row(pilot, session)
+        own = watch.of("review")
+        assert [e.item for e in own if isinstance(e, ItemFinished)] == [str(folder / CLAUDE.name)]
+        headline = check_session(watch, "review", row, "finished", lambda e: True)
+        assert headline.startswith("1 review job: ")
+        assert f"Review: {headline}" in outcomes(pilot)
+
+
+async def test_tune_a_description(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws", candidates=0)
+    add_weather_skill(ws)
+    queries = tmp_path / "queries.json"
+    rows = [
+        ("Get the forecast for Oslo and Bergen", True),
+        ("Show the rain forecast for Tokyo and Osaka", True),
+        ("Compare the forecast of Berlin and Munich", True),
+        ("Summarise this recipe for dinner", False),
+        ("Sort these invoices by amount", False),
+        ("Rename the photos by date", False),
+    ]
+    queries.write_text(json.dumps([{"query": q, "should_trigger": t} for q, t in rows]))
+    watch = Watch()
+    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+        await settle(pilot)
+        fields = {"skill": "weather-multi-city", "queries": str(queries), "iterations": "2"}
+        await start(pilot, "T", 240, **fields)
+        (session,) = [p.stem for p in ws.sessions_dir.glob("triggers-*.jsonl")]
+        row = await session_row(pilot, session)
+        headline = check_session(watch, "triggers", row, "finished", is_progress)
+        assert headline.startswith("weather-multi-city: held-out trigger accuracy 0.50 → 1.00")
+        assert f"Tune description: {headline}" in outcomes(pilot)
