@@ -45,7 +45,7 @@ from engine.core.config import GatesConfig  # noqa: E402
 from engine.core.store import SkillStore  # noqa: E402
 from engine.core.workspace import Workspace  # noqa: E402
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
-from engine.evaluation.gates.candidate import Outcome  # noqa: E402
+from engine.evaluation.gates.candidate import TaskOutcome  # noqa: E402
 from engine.evaluation.gates.outcome import Guardrail, Holdout, Sampling, Target  # noqa: E402
 from engine.evaluation.gates.queued import evaluate_queued  # noqa: E402
 from engine.evaluation.gates.submission import submit_candidate  # noqa: E402
@@ -290,7 +290,8 @@ def real_queue_path(base: Path, n: int) -> Tally:
                 parent, text = current, weak
             cand, _ = submit_candidate(
                 ws, DEMO_SKILL, text, source="manual", operation="update",
-                parent_version=parent, summary=f"planted {kind}", outcome=Outcome(status="fail"),
+                parent_version=parent, summary=f"planted {kind}",
+                outcome=TaskOutcome(status="fail"),
             )  # fmt: skip
             done = evaluate_queued(ws, cand.id, bench="mini")
             tally.add(kind, done.status == "pending_approval", done.verdict.extra_runs)

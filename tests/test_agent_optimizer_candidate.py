@@ -14,7 +14,7 @@ from engine.evaluation.demo import copy_demo
 from engine.evaluation.protocol import ProtocolError, data_message
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_PROTOCOL,
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     diff_sha,
     editable_files,
@@ -46,7 +46,7 @@ def _reply(target: str, diff: str, **extra: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
-def _parse(ws: Workspace, reply: str, tried: tuple[str, ...] = ()) -> Candidate | NoneLeft:
+def _parse(ws: Workspace, reply: str, tried: tuple[str, ...] = ()) -> AgentCandidate | NoneLeft:
     return parse_candidate(reply, ws=ws, files=editable_files(ws), case_ids=CASES, tried=tried)
 
 
@@ -60,20 +60,20 @@ def test_a_skill_edit_passes_the_patch_filters(ws: Workspace) -> None:
     text = editable_files(ws)[SKILL] or ""
     diff = file_diff(text, text + THOROUGH_LINE + "\n", SKILL)
     candidate = _parse(ws, _reply(SKILL, diff))
-    assert isinstance(candidate, Candidate)
+    assert isinstance(candidate, AgentCandidate)
     assert candidate.skill == "security-audit" and candidate.after == text + THOROUGH_LINE + "\n"
     assert candidate.before == text and candidate.diff_sha == diff_sha(diff)
-    assert Candidate.from_dict(candidate.to_dict()) == candidate
+    assert AgentCandidate.from_dict(candidate.to_dict()) == candidate
 
 
 def test_agents_md_and_agent_settings_are_editable(ws: Workspace) -> None:
     agents = editable_files(ws)["AGENTS.md"] or ""
     diff = file_diff(agents, agents + EVIDENCE_LINE + "\n", "AGENTS.md")
     assert diff.startswith("--- a/AGENTS.md\n+++ b/AGENTS.md\n")
-    assert isinstance(_parse(ws, _reply("AGENTS.md", diff)), Candidate)
+    assert isinstance(_parse(ws, _reply("AGENTS.md", diff)), AgentCandidate)
     turns = _edit(ws, "skillsmith.yaml", "max_turns: 20", "max_turns: 30")
     candidate = _parse(ws, _reply("skillsmith.yaml", turns))
-    assert isinstance(candidate, Candidate) and "max_turns: 30" in candidate.after
+    assert isinstance(candidate, AgentCandidate) and "max_turns: 30" in candidate.after
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_SKILL, copy_demo
 from engine.evaluation.executors import LocalExecutor, RayExecutor, make_executor
-from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.runner import run_evaluation
 from tests.runner_helpers import command_workspace, mode_benchmark
@@ -145,7 +145,7 @@ def test_a_loop_sends_its_evaluations_to_ray_with_executor_on_its_command_line(
         operation="update",
         parent_version=current,
         summary="a step more",
-        outcome=Outcome(status="fail"),  # no proof from the task: parked for queue eval
+        outcome=TaskOutcome(status="fail"),  # no proof from the task: parked for queue eval
     )
     assert decision.status == "pending_eval"
     argv = ["-w", str(ws.root), "queue", "eval", cand.id, "--executor", "ray", "-j", "2"]

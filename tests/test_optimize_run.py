@@ -1,4 +1,4 @@
-"""Optimisation runs end to end: a real command agent, the real anthropic SDK against the local
+"""Optimization runs end to end: a real command agent, the real anthropic SDK against the local
 Messages-API server as the reflection model, real run folders, the real queue.
 
 The keyword agent answers "vulnerable" for every case once a skill says ``flag all``: the

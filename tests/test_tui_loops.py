@@ -155,7 +155,7 @@ async def test_gepa_with_a_small_budget(tmp_path: Path) -> None:
         assert headline.startswith(f"{SKILL}: not_submitted")
         result = json.loads((ws.experiments_dir / experiment / "result.json").read_text())
         assert any(
-            t.startswith(f"Optimisation of {SKILL}: {result['status']}") for t in outcomes(pilot)
+            t.startswith(f"Optimization of {SKILL}: {result['status']}") for t in outcomes(pilot)
         )
 
 
