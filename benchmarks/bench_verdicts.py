@@ -13,10 +13,10 @@ Planted candidates go through each decision path and the benchmark counts what t
 
 The agent Optimizer's path reproduces its default budget: a benchmark the Builder built (8
 cases drawn from the demo's, one run a case) and ``gates.max_extra_runs`` of adaptive reruns; the
-real improvement lifts the 3 of the 8 that fail most by +50 points. Its *skill edit* variant draws the two
-evaluations independently (a new skill text redraws the demo agent's slips); its *settings
-edit* variant draws them from the same seeds (a turn-budget or AGENTS.md change leaves the slips
-as they were), as the demo agent does.
+real improvement lifts the 3 of the 8 that fail most by +50 points. Its *skill edit* variant
+draws the two evaluations independently (a new skill text redraws the demo agent's slips); its
+*settings edit* variant draws them from the same seeds (a turn-budget or AGENTS.md change leaves
+the slips as they were), as the demo agent does.
 
 Per-case pass probabilities come from a real evaluation of the bundled noisy demo
 (``--probe-runs`` runs a case); simulated result rows are drawn from them so each path reaches
@@ -52,7 +52,7 @@ from engine.core.config import GatesConfig  # noqa: E402
 from engine.core.store import SkillStore  # noqa: E402
 from engine.core.workspace import Workspace  # noqa: E402
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
-from engine.evaluation.gates.candidate import Outcome  # noqa: E402
+from engine.evaluation.gates.candidate import TaskOutcome  # noqa: E402
 from engine.evaluation.gates.outcome import Guardrail, Holdout, Sampling, Target  # noqa: E402
 from engine.evaluation.gates.queued import evaluate_queued  # noqa: E402
 from engine.evaluation.gates.submission import submit_candidate  # noqa: E402
@@ -393,7 +393,8 @@ def real_queue_path(base: Path, n: int) -> Tally:
                 parent, text = current, weak
             cand, _ = submit_candidate(
                 ws, DEMO_SKILL, text, source="manual", operation="update",
-                parent_version=parent, summary=f"planted {kind}", outcome=Outcome(status="fail"),
+                parent_version=parent, summary=f"planted {kind}",
+                outcome=TaskOutcome(status="fail"),
             )  # fmt: skip
             done = evaluate_queued(ws, cand.id, bench="mini")
             tally.add(kind, done.status == "pending_approval", done.verdict.extra_runs)

@@ -64,7 +64,7 @@ from engine.evaluation.runner import SKILL, RunResult, agent_runtime, fresh_seed
 from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_SYSTEM,
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     editable_files,
     parse_candidate,
@@ -85,7 +85,7 @@ EVIDENCE_PER_CAUSE = 3
 
 
 @dataclass
-class OptimizeResult:
+class AgentOptimizerResult:
     session_id: str
     benchmark: str
     resumed: bool
@@ -191,7 +191,7 @@ class _Optimizer:
     def _proposal_rerequested(self, problem: str, number: int) -> None:
         self.log.emit("message", stage="proposal_rerequest", problem=problem, request=number)
 
-    def propose(self) -> Candidate | NoneLeft:
+    def propose(self) -> AgentCandidate | NoneLeft:
         ref = self.state.reference
         cfg = self.ws.load_config()
         bench_root = self.ws.benchmarks_dir / self.state.benchmark
@@ -233,11 +233,11 @@ class _Optimizer:
             ),
             on_rerequest=self._proposal_rerequested,
         )
-        proposal: Candidate | NoneLeft = exchange.value
+        proposal: AgentCandidate | NoneLeft = exchange.value
         return proposal
 
     # -- the stages of one attempt ---------------------------------------------------------------
-    def snapshot(self, attempt: Attempt, candidate: Candidate) -> None:
+    def snapshot(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if candidate.skill is not None:
             SkillStore(self.ws, candidate.skill).ensure_adopted()  # v0 = the text before
         note = (
@@ -250,7 +250,7 @@ class _Optimizer:
         self.save()
         self.log.emit("message", stage="snapshot", attempt=attempt.number, file=attempt.snapshot)
 
-    def apply(self, attempt: Attempt, candidate: Candidate) -> None:
+    def apply(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         self._put(attempt, candidate, candidate.after)
         attempt.run_id = attempt.run_id or new_id("run")
         attempt.stage = "applied"
@@ -317,7 +317,7 @@ class _Optimizer:
             self.save()
         return result
 
-    def _put(self, attempt: Attempt, candidate: Candidate, text: str) -> None:
+    def _put(self, attempt: Attempt, candidate: AgentCandidate, text: str) -> None:
         """Make ``text`` the live content of the candidate's file (the parent's or the
         candidate's), so the next evaluation measures that state; refuse when someone else
         changed the file meanwhile."""
@@ -332,7 +332,7 @@ class _Optimizer:
             if live != text:
                 atomic_write_text(path, text)
 
-    def measure_parent(self, attempt: Attempt, candidate: Candidate) -> bool:
+    def measure_parent(self, attempt: Attempt, candidate: AgentCandidate) -> bool:
         """The fresh evaluation of the state before the candidate; False when it stayed invalid.
 
         The candidate is compared with this run, not with the reference record: that record
@@ -351,7 +351,7 @@ class _Optimizer:
         self.save()
         return True
 
-    def _rerun(self, attempt: Attempt, candidate: Candidate) -> Rerun:
+    def _rerun(self, attempt: Attempt, candidate: AgentCandidate) -> Rerun:
         """Reruns for adaptive sampling: both states, the chosen cases, one fresh shared seed.
 
         The k-th rerun of a round is recorded (cases, runs, seed, run ids) before it runs, so a
@@ -398,7 +398,7 @@ class _Optimizer:
 
         return rerun
 
-    def evaluate(self, attempt: Attempt, candidate: Candidate) -> None:
+    def evaluate(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.parent_run_id is not None
         self._put(attempt, candidate, candidate.after)
         result = self._complete(attempt, attempt.run_id)
@@ -434,7 +434,7 @@ class _Optimizer:
         attempt.stage = "deciding"
         self.save()
 
-    def decide(self, attempt: Attempt, candidate: Candidate) -> None:
+    def decide(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if attempt.decision == "accepted":
             self.accept(attempt, candidate)
         else:
@@ -445,7 +445,7 @@ class _Optimizer:
             )
             self.roll_back(attempt, candidate, "rolled_back", why)
 
-    def accept(self, attempt: Attempt, candidate: Candidate) -> None:
+    def accept(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.score is not None
         bench_root = self.ws.benchmarks_dir / self.state.benchmark
         why = f"optimize-agent {self.state.session_id} round {attempt.round}: {candidate.summary}"
@@ -492,7 +492,7 @@ class _Optimizer:
         self.save()
         self.log.emit("published", **self._outcome(attempt, candidate))
 
-    def _record(self, attempt: Attempt, candidate: Candidate) -> ScoreRecord:
+    def _record(self, attempt: Attempt, candidate: AgentCandidate) -> ScoreRecord:
         assert attempt.run_id is not None and attempt.score is not None
         folder = RunFolder(self.ws.runs_dir / attempt.run_id)
         manifest = folder.read_manifest()
@@ -532,7 +532,9 @@ class _Optimizer:
             version=attempt.version_after,
         )
 
-    def roll_back(self, attempt: Attempt, candidate: Candidate, decision: str, why: str) -> None:
+    def roll_back(
+        self, attempt: Attempt, candidate: AgentCandidate, decision: str, why: str
+    ) -> None:
         assert attempt.snapshot is not None
         path = target_path(self.ws, candidate.target)
         live = read_text(path) if path.is_file() else ""
@@ -555,7 +557,7 @@ class _Optimizer:
         self.save()
         self.log.emit("rolled_back", **self._outcome(attempt, candidate))
 
-    def _outcome(self, attempt: Attempt, candidate: Candidate) -> dict[str, Any]:
+    def _outcome(self, attempt: Attempt, candidate: AgentCandidate) -> dict[str, Any]:
         hypothesis = attempt.hypothesis or {}
         return {
             "attempt": attempt.number,
@@ -578,7 +580,7 @@ class _Optimizer:
         }
 
     def advance(self, attempt: Attempt) -> None:
-        candidate = Candidate.from_dict(attempt.candidate)
+        candidate = AgentCandidate.from_dict(attempt.candidate)
         if attempt.stage == "proposed":
             self.snapshot(attempt, candidate)
         if attempt.stage == "snapshotted":
@@ -666,7 +668,7 @@ def run(
     *,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-) -> OptimizeResult:
+) -> AgentOptimizerResult:
     """Run (or resume) an agent Optimizer session on benchmark ``options.bench``.
 
     ``runs`` is the runs per case of every candidate evaluation (default: the benchmark's);
@@ -740,7 +742,7 @@ def run(
         state.status, state.stop_reason = "finished", reason
         optimizer.save()
     version = ws.load_config().version
-    result = OptimizeResult(
+    result = AgentOptimizerResult(
         session_id=state.session_id,
         benchmark=bench_id,
         resumed=found is not None,
@@ -767,7 +769,7 @@ def run(
 
 __all__ = [
     "AgentOptimizerOptions",
-    "OptimizeResult",
+    "AgentOptimizerResult",
     "hypothesis_check",
     "run",
 ]
