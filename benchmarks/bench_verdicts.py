@@ -96,8 +96,9 @@ def interval(k: int, n: int) -> str:
 
 
 # -- the demo's per-case pass probabilities ----------------------------------------------------
-def probe(ws: Workspace, runs: int) -> list[Case]:
-    result = run_evaluation(ws, DEMO_BENCHMARK, runs=runs)
+def probe(ws: Workspace, runs: int, seed: int) -> list[Case]:
+    """Seeded, so two runs of the benchmark start from the same pass probabilities."""
+    result = run_evaluation(ws, DEMO_BENCHMARK, runs=runs, seed=seed)
     by_case: dict[str, list[dict[str, Any]]] = {}
     for row in result.rows:
         if row["variant"] == "skill" and row["pass_fail"] != "invalid":
@@ -428,7 +429,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(copy_demo(Path(tmp) / "probe"))
         started = time.monotonic()
-        cases = probe(ws, args.probe_runs)
+        cases = probe(ws, args.probe_runs, args.seed)
         unsteady = sum(0 < c.p < 1 for c in cases)
         print(
             f"probe: {len(cases)} demo cases × {args.probe_runs} runs in "
