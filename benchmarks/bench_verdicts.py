@@ -11,6 +11,13 @@ Planted candidates go through each decision path and the benchmark counts what t
   lose 50 points (on the holdout path and the queue path: cases just get worse). Its acceptance
   rate is the *false-keep* rate.
 
+The agent Optimizer's path reproduces its default budget: a benchmark the Builder built (8
+cases drawn from the demo's, one run a case) and ``gates.max_extra_runs`` of adaptive reruns; the
+real improvement lifts the 3 of the 8 that fail most by +50 points. Its *skill edit* variant
+draws the two evaluations independently (a new skill text redraws the demo agent's slips); its
+*settings edit* variant draws them from the same seeds (a turn-budget or AGENTS.md change leaves
+the slips as they were), as the demo agent does.
+
 Per-case pass probabilities come from a real evaluation of the bundled noisy demo
 (``--probe-runs`` runs a case); simulated result rows are drawn from them so each path reaches
 hundreds of decisions in seconds. The queue-eval path also runs on real demo evaluations
@@ -45,12 +52,13 @@ from engine.core.config import GatesConfig  # noqa: E402
 from engine.core.store import SkillStore  # noqa: E402
 from engine.core.workspace import Workspace  # noqa: E402
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
-from engine.evaluation.gates.candidate import Outcome  # noqa: E402
+from engine.evaluation.gates.candidate import TaskOutcome  # noqa: E402
 from engine.evaluation.gates.outcome import Guardrail, Holdout, Sampling, Target  # noqa: E402
 from engine.evaluation.gates.queued import evaluate_queued  # noqa: E402
 from engine.evaluation.gates.submission import submit_candidate  # noqa: E402
 from engine.evaluation.runner import run_evaluation  # noqa: E402
 from engine.evaluation.verdict import compare_paired  # noqa: E402
+from engine.loops.agent_optimizer.session import better_on_these_cases  # noqa: E402
 
 Rows = list[dict[str, Any]]
 KINDS = ("no effect", "improvement", "regression")
@@ -260,6 +268,101 @@ def benchmark_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple
     return new, old
 
 
+OPTIMIZER_CASES = 8  # the Builder's default benchmark size (one run a case)
+OPTIMIZER_FIXED = 3
+
+
+def draw_shared(
+    cases: Sequence[Case], before: dict[str, float], after: dict[str, float], rng: random.Random
+) -> tuple[Rows, Rows]:
+    """Both variants from the same seeds: one uniform per (case, run) decides both sides."""
+    b_rows, a_rows = [], []
+    for case in cases:
+        u = rng.random()
+        for probs, out in ((before, b_rows), (after, a_rows)):
+            out.append(
+                {
+                    "case_id": case.id,
+                    "run_index": 0,
+                    "variant": "skill",
+                    "pass_fail": "pass" if u < probs[case.id] else "fail",
+                    "score": 1.0 if u < probs[case.id] else 0.0,
+                }
+            )
+    return b_rows, a_rows
+
+
+def _evaluator(
+    bench: Sequence[Case],
+    before: dict[str, float],
+    after: dict[str, float],
+    rng: random.Random,
+    *,
+    shared: bool,
+) -> Callable[[Sequence[str], int], tuple[Rows, Rows]]:
+    """Evaluations of both variants on some cases: independent draws, or from shared seeds."""
+    by_id = {c.id: c for c in bench}
+
+    def evaluate(ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+        chosen = [by_id[i] for i in ids]
+        if not shared:
+            return draw(chosen, before, runs, rng), draw(chosen, after, runs, rng)
+        before_rows: Rows = []
+        after_rows: Rows = []
+        for i in range(runs):
+            b, a = draw_shared(chosen, before, after, rng)
+            before_rows += [{**r, "run_index": i} for r in b]
+            after_rows += [{**r, "run_index": i} for r in a]
+        return before_rows, after_rows
+
+    return evaluate
+
+
+def optimizer_path(
+    cases: Sequence[Case], n: int, seed: int, runs: int, *, shared: bool
+) -> tuple[Tally, Tally]:
+    """One Optimizer round on a built benchmark at its defaults, by the Optimizer's own judge."""
+    sampling = Sampling(**_sampling())
+    new, old = Tally(), Tally()
+    rng = random.Random(seed)
+    for kind in KINDS:
+        for _ in range(n):
+            bench = rng.sample(list(cases), OPTIMIZER_CASES)
+            parent = {c.id: c.p for c in bench}
+            # the fix lands on the cases that fail most (a lift of a case that nearly always
+            # passes already would be no +50-point fix at all)
+            ranked = sorted(bench, key=lambda c: (c.p, rng.random()))
+            fixed = [c.id for c in ranked[:OPTIMIZER_FIXED]]
+            after_p = dict(parent)
+            if kind == "improvement":
+                after_p.update({c: min(1.0, parent[c] + LIFT) for c in fixed})
+            elif kind == "regression":
+                passing = [c.id for c in bench if c.p >= 0.5] or [c.id for c in bench]
+                for c in rng.sample(passing, min(OPTIMIZER_FIXED, len(passing))):
+                    after_p[c] = max(0.0, parent[c] - LIFT)
+
+            evaluate = _evaluator(bench, parent, after_p, rng, shared=shared)
+            before, after = evaluate([c.id for c in bench], 1)
+            verdict, _, _ = sampling.decide(
+                before, after, better_on_these_cases, lambda v: not v.better, evaluate
+            )
+            new.add(kind, verdict.better, verdict.extra_runs)
+            old.add(kind, mean(after) > mean(before))
+    return new, old
+
+
+def optimizer_skill_path(
+    cases: Sequence[Case], n: int, seed: int, runs: int
+) -> tuple[Tally, Tally]:
+    return optimizer_path(cases, n, seed, runs, shared=False)
+
+
+def optimizer_settings_path(
+    cases: Sequence[Case], n: int, seed: int, runs: int
+) -> tuple[Tally, Tally]:
+    return optimizer_path(cases, n, seed, runs, shared=True)
+
+
 def _sampling() -> dict[str, Any]:
     cfg = GatesConfig()
     return {"alpha": cfg.alpha, "max_extra_runs": cfg.max_extra_runs, "looks": cfg.looks}
@@ -290,7 +393,8 @@ def real_queue_path(base: Path, n: int) -> Tally:
                 parent, text = current, weak
             cand, _ = submit_candidate(
                 ws, DEMO_SKILL, text, source="manual", operation="update",
-                parent_version=parent, summary=f"planted {kind}", outcome=Outcome(status="fail"),
+                parent_version=parent, summary=f"planted {kind}",
+                outcome=TaskOutcome(status="fail"),
             )  # fmt: skip
             done = evaluate_queued(ws, cand.id, bench="mini")
             tally.add(kind, done.status == "pending_approval", done.verdict.extra_runs)
@@ -334,8 +438,18 @@ def main() -> None:
             ("evolve Target + Guardrail (selection)", evolve_path, "old case-status rule"),
             ("evolve Holdout (lower bound > −1 F1 pt)", holdout_path, "old F1-drop rule"),
             (
-                "better on the benchmark (queue eval, Optimizer)",
+                "better on the benchmark (queue eval)",
                 benchmark_path,
+                "strictly higher mean",
+            ),
+            (
+                "agent Optimizer round, skill edit (8 built cases, 1 run)",
+                optimizer_skill_path,
+                "strictly higher mean",
+            ),
+            (
+                "agent Optimizer round, settings edit (8 built cases, 1 run, shared seeds)",
+                optimizer_settings_path,
                 "strictly higher mean",
             ),
         ):

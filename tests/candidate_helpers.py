@@ -1,4 +1,4 @@
-"""Helpers of the candidate-gate and optimiser tests: SKILL.md texts and skills on disk."""
+"""Helpers of the candidate-gate and GEPA optimizer tests: SKILL.md texts and skills on disk."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workspaces for the optimiser tests: a keyword agent whose verdicts the test controls, and a
+"""Workspaces for the GEPA optimizer tests: a keyword agent whose verdicts the test controls, and a
 scripted reflection model served by the local Messages-API server.
 """
 

@@ -14,7 +14,7 @@ from engine.evaluation.demo import copy_demo
 from engine.evaluation.protocol import ProtocolError, data_message
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_PROTOCOL,
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     diff_sha,
     editable_files,
@@ -46,7 +46,7 @@ def _reply(target: str, diff: str, **extra: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
-def _parse(ws: Workspace, reply: str, tried: tuple[str, ...] = ()) -> Candidate | NoneLeft:
+def _parse(ws: Workspace, reply: str, tried: tuple[str, ...] = ()) -> AgentCandidate | NoneLeft:
     return parse_candidate(reply, ws=ws, files=editable_files(ws), case_ids=CASES, tried=tried)
 
 
@@ -60,20 +60,26 @@ def test_a_skill_edit_passes_the_patch_filters(ws: Workspace) -> None:
     text = editable_files(ws)[SKILL] or ""
     diff = file_diff(text, text + THOROUGH_LINE + "\n", SKILL)
     candidate = _parse(ws, _reply(SKILL, diff))
-    assert isinstance(candidate, Candidate)
+    assert isinstance(candidate, AgentCandidate)
     assert candidate.skill == "security-audit" and candidate.after == text + THOROUGH_LINE + "\n"
     assert candidate.before == text and candidate.diff_sha == diff_sha(diff)
-    assert Candidate.from_dict(candidate.to_dict()) == candidate
+    assert AgentCandidate.from_dict(candidate.to_dict()) == candidate
 
 
 def test_agents_md_and_agent_settings_are_editable(ws: Workspace) -> None:
     agents = editable_files(ws)["AGENTS.md"] or ""
     diff = file_diff(agents, agents + EVIDENCE_LINE + "\n", "AGENTS.md")
     assert diff.startswith("--- a/AGENTS.md\n+++ b/AGENTS.md\n")
-    assert isinstance(_parse(ws, _reply("AGENTS.md", diff)), Candidate)
+    assert isinstance(_parse(ws, _reply("AGENTS.md", diff)), AgentCandidate)
     turns = _edit(ws, "skillsmith.yaml", "max_turns: 20", "max_turns: 30")
     candidate = _parse(ws, _reply("skillsmith.yaml", turns))
-    assert isinstance(candidate, Candidate) and "max_turns: 30" in candidate.after
+    assert isinstance(candidate, AgentCandidate) and "max_turns: 30" in candidate.after
+    tools = _edit(
+        ws, "skillsmith.yaml", "max_turns: 20", "max_turns: 20\n  allowed_tools: [Skill, Glob]"
+    )
+    assert isinstance(_parse(ws, _reply("skillsmith.yaml", tools)), AgentCandidate)
+    slower = _edit(ws, "skillsmith.yaml", "timeout_s: 60.0", "timeout_s: 90")
+    assert isinstance(_parse(ws, _reply("skillsmith.yaml", slower)), AgentCandidate)
 
 
 @pytest.mark.parametrize(
@@ -88,6 +94,13 @@ def test_agents_md_and_agent_settings_are_editable(ws: Workspace) -> None:
         ("skillsmith.yaml", "max_turns: 20", "max_turns: 20\n  sandbox: none",
          "may not change agent.sandbox"),
         ("skillsmith.yaml", "max_turns: 20", "max_turns: [", "is invalid"),
+        ("skillsmith.yaml", "noise: 0.3", "noise: 0.0", "may not change agent.noise"),
+        ("skillsmith.yaml", "max_turns: 20", "max_turns: 500",
+         r"agent.max_turns must stay within 1..100 \(limits.agent_max_turns\)"),
+        ("skillsmith.yaml", "timeout_s: 60.0", "timeout_s: 99999",
+         r"agent.timeout_s must stay within \(0, 1800\]"),
+        ("skillsmith.yaml", "max_turns: 20", "max_turns: 20\n  allowed_tools: [Skill, WebFetch]",
+         "allowed_tools must be a non-empty list of .*, not 'WebFetch'"),
         (SKILL, "## Pitfalls", "## Pitfalls\n\n## Extra", "adds a heading"),
         ("AGENTS.md", "# Demo agent", "# Demo agent\nkey: sk-ant-api03-" + "Qm3ZpX7vB1nR4t" * 3,
          "refused by Safety .secret.anthropic_key"),
@@ -151,3 +164,41 @@ def test_the_offline_model_proposes_by_root_cause_and_skips_what_was_tried(ws: W
         tried.append(result.diff_sha)
     # the biggest root cause first, then the next, then the general AGENTS.md line, then none
     assert targets == [SKILL, "skillsmith.yaml", "AGENTS.md", "none"]
+
+
+def _offline(ws: Workspace, files: dict[str, str | None], causes: list[dict[str, Any]]) -> Any:
+    data = {
+        "files": files,
+        "root_causes": causes,
+        "cases": [{"id": "a", "score": 0.0}],
+        "tried": [],
+        "limits": {"max_patch_lines": 80, "agent_max_turns": 25, "agent_max_timeout_s": 80},
+    }
+    reply = optimizer_offline("", [data_message("next", data)])
+    return parse_candidate(reply, ws=ws, files=files, case_ids=CASES, tried=())
+
+
+def test_the_offline_model_tunes_the_budget_the_runs_ran_out_of(ws: Workspace) -> None:
+    files = editable_files(ws)
+    turns = {"rule_id": "budget_exhaustion", "share": 1.0, "case_ids": ["a"],
+             "evidence": [{"case_id": "a", "lines": ["run ended with max_turns"]}]}  # fmt: skip
+    slow = {**turns, "evidence": [{"case_id": "a", "lines": ["invalid: timeout after 60s"]}]}
+    raised = _offline(ws, files, [turns])
+    assert isinstance(raised, AgentCandidate)
+    assert raised.summary == "agent.max_turns 20 → 25"  # capped at the limit
+    assert "  max_turns: 25\n" in raised.after
+    longer = _offline(ws, files, [slow])
+    assert isinstance(longer, AgentCandidate) and longer.summary == "agent.timeout_s 60 → 80"
+    assert "  timeout_s: 80\n" in longer.after
+
+    # a config that leaves the key to its default gets the line added to its agent section
+    config = files["skillsmith.yaml"] or ""
+    bare = "".join(line for line in config.splitlines(True) if "max_turns" not in line)
+    added = _offline(ws, {**files, "skillsmith.yaml": bare}, [turns])
+    assert isinstance(added, AgentCandidate) and added.summary == "agent.max_turns 20 → 25"
+    assert yaml.safe_load(added.after)["agent"]["max_turns"] == 25
+
+    # at the limit already: no settings idea is left, the next kind of edit comes up
+    capped = config.replace("max_turns: 20", "max_turns: 25")
+    other = _offline(ws, {**files, "skillsmith.yaml": capped}, [turns])
+    assert isinstance(other, AgentCandidate) and other.target == "AGENTS.md"

@@ -74,14 +74,14 @@ def test_rounds_are_kept_by_the_paired_verdict_and_the_rest_rolled_back(
 ) -> None:
     ws = clone(base, tmp_path / "ws")
     code, out, err = _cli(
-        "optimize-agent", "-w", str(ws.root), "--bench", BENCH, "--rounds", "2", "--runs", "1",
+        "optimize-agent", "-w", str(ws.root), "--bench", BENCH, "--rounds", "3", "--runs", "1",
         "-j", "2", "--json",
     )  # fmt: skip
     assert code == 0, err
     result = json.loads(out)
-    first, second = result["attempts"]
-    assert result["valid_rounds"] == 2 and result["stop_reason"] == "rounds"
-    for attempt in (first, second):
+    first, second, third = result["attempts"]
+    assert result["valid_rounds"] == 3 and result["stop_reason"] == "rounds"
+    for attempt in (first, second, third):
         verdict = attempt["verdict"]
         assert attempt["decision"] == (
             "accepted" if verdict["decision"] == "better" else "rolled_back"
@@ -94,47 +94,57 @@ def test_rounds_are_kept_by_the_paired_verdict_and_the_rest_rolled_back(
         assert parent == mine and verdict["n_cases"] == len(mine)
         assert verdict["alternative"] == "greater" and verdict["test"] == "mcnemar-exact"
         assert attempt["delta"] == round(attempt["score"] - attempt["parent_score"], 2)
-    assert (first["decision"], second["decision"]) == ("accepted", "rolled_back")
-    # the kept round was better with confidence; the config edit changed no run at all
-    assert first["verdict"]["p_value"] < 0.05 and first["verdict"]["ci_low"] > 0
-    assert second["verdict"]["delta"] == 0 and second["verdict"]["p_value"] == 1.0
-    assert second["reason"].startswith("paired verdict against the parent: score ±0.0 pts")
+    decisions = [a["decision"] for a in (first, second, third)]
+    assert decisions == ["accepted", "accepted", "rolled_back"]
+    # a skill edit and a settings edit (a case of the benchmark runs out of its 20 turns) were
+    # better with confidence; the AGENTS.md line, which the demo agent does not read, changed
+    # no run at all
+    for kept_round in (first, second):
+        assert kept_round["verdict"]["p_value"] < 0.05 and kept_round["verdict"]["ci_low"] > 0
     assert first["candidate"]["target"] == f"skills/{SKILL}/SKILL.md"
-    assert second["candidate"]["target"] == "skillsmith.yaml"
+    assert (second["candidate"]["target"], second["candidate"]["summary"]) == (
+        "skillsmith.yaml",
+        "agent.max_turns 20 → 30",
+    )
+    assert third["candidate"]["target"] == "AGENTS.md"
+    assert third["verdict"]["delta"] == 0 and third["verdict"]["p_value"] == 1.0
+    assert third["reason"].startswith("paired verdict against the parent: score ±0.0 pts")
     assert second["reference_score"] == first["score"] > first["reference_score"]
-    assert result["final_score"] == first["score"]
+    assert result["final_score"] == second["score"]
 
-    # the workspace version moved once, with the kept candidate; the rolled-back one left no trace
+    # the workspace version moved with each kept candidate; the rolled-back one left no trace
     assert (first["version_before"], first["version_after"]) == (0, 1)
-    assert second["version_before"] == 1 and result["version"] == 1
+    assert (second["version_before"], second["version_after"]) == (1, 2)
+    assert third["version_before"] == 2 and result["version"] == 2
     store = SkillStore(ws, SKILL)
     assert store.current() == "v1" and THOROUGH_LINE in store.read("v1")
     assert THOROUGH_LINE in ws.skill_path(SKILL).read_text()
     cfg = ws.load_config()
-    assert (cfg.version, cfg.agent.max_turns) == (1, 20)  # max_turns 30 was rolled back
+    assert (cfg.version, cfg.agent.max_turns) == (2, 30)
+    assert "file:line" not in ws.agents_md.read_text()  # the AGENTS.md line was rolled back
 
     # one snapshot per round, taken before it, at the version the round started from
     snaps = {s.path.relative_to(ws.root).as_posix(): s for s in list_snapshots(ws)}
     session = result["session_id"]
-    for attempt in (first, second):
+    for attempt in (first, second, third):
         snap = snaps[attempt["snapshot"]]
         assert snap.version == attempt["version_before"]
         assert f"optimizer {session} round {attempt['round']} " in snap.note
     rounds = [s for s in snaps.values() if s.note.startswith(f"optimizer {session} round")]
-    assert len(rounds) == 2
+    assert len(rounds) == 3
 
     # the hypothesis is reported apart from the score change
     assert first["hypothesis"]["held"] is True and first["hypothesis"]["improved"]
     assert set(first["hypothesis"]["cases"]) == set(first["candidate"]["targeted_cases"])
     log = events(ws, session)
-    (kept,) = [e for e in log if e["kind"] == "published"]
+    kept, _ = [e for e in log if e["kind"] == "published"]
     (undone,) = [e for e in log if e["kind"] == "rolled_back"]
     assert kept["hypothesis_held"] is True and kept["delta"] == first["delta"] > 0
-    assert kept["verdict"] == first["verdict"] and undone["verdict"] == second["verdict"]
+    assert kept["verdict"] == first["verdict"] and undone["verdict"] == third["verdict"]
     assert undone["hypothesis_held"] is False and undone["delta"] == 0
     (info,) = list_sessions(ws, "agent-optimizer")
     assert (info.label, info.status) == ("Agent Optimizer", "finished")
-    for attempt in (first, second):
+    for attempt in (first, second, third):
         reruns = [r[side] for r in attempt["reruns"] for side in ("before", "after")]
         assert {attempt["parent_run_id"], attempt["run_id"], *reruns} <= set(info.run_ids)
 
@@ -145,9 +155,9 @@ def test_the_scoreboard_numbers_are_the_numbers_of_the_linked_runs(
     ws = clone(base, tmp_path / "ws")
     result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=2, runs=2, jobs=2))
     records = read_records(ws.benchmarks_dir / BENCH)
-    assert [r.kind for r in records] == ["formal_baseline", "accepted"]
+    assert [r.kind for r in records] == ["formal_baseline", "accepted", "accepted"]
     accepted = records[1]
-    (kept,) = [a for a in result.attempts if a["decision"] == "accepted"]
+    kept, _ = [a for a in result.attempts if a["decision"] == "accepted"]
     assert accepted.run_id == kept["run_id"] and accepted.session_id == result.session_id
     assert accepted.version == 1 and accepted.skills == {SKILL: "v1"}
     assert accepted.summary_title.startswith("Round 1 accepted (v1)")

@@ -16,10 +16,10 @@ from engine.core.events import Event, read_event
 from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore, unified_diff
 from engine.core.workspace import Workspace
-from engine.evaluation.patches.proposer import Target, summary_of
+from engine.evaluation.patches.proposer import PatchTarget, summary_of
 from engine.loops.evolve import EvolveResult
 from engine.loops.evolve.checkpoint import RoundRecord
-from engine.loops.gepa import OptimizeResult
+from engine.loops.gepa import GepaResult
 from tests.runner_helpers import command_workspace, mode_benchmark
 from tests.store_helpers import make_skill, run
 
@@ -55,7 +55,7 @@ def test_a_rejected_candidate_is_not_counted_as_queued() -> None:
 def test_optimize_without_an_improvement_gives_advice() -> None:
     # the reason quotes a skill section: rich must print "[evidence]", not take it for a style
     reason = "no accepted candidate improved validation ([evidence] section unchanged)"
-    result = OptimizeResult("opt-1", "experiments/opt-1", "s", "b", "not_submitted", reason)
+    result = GepaResult("opt-1", "experiments/opt-1", "s", "b", "not_submitted", reason)
     console = Console(record=True, width=300)
     console.print(_summary(result))
     text = console.export_text()
@@ -112,7 +112,7 @@ def test_a_candidate_summary_is_stored_whole_and_cut_only_on_a_list_line(
     step = "Before a verdict, follow every tainted value to the sink it reaches: " + "calls " * 12
     base = "---\nname: audit\ndescription: Audits.\n---\n## Steps\n1. read\n"
     patched = base + f"2. {step.strip()}\n"
-    target = Target("premature_conclusion", "FN", ("c1",), 0.5, "stops early", ())
+    target = PatchTarget("premature_conclusion", "FN", ("c1",), 0.5, "stops early", ())
     summary = summary_of(target, unified_diff(base, patched))
     assert summary == f"FN + premature_conclusion: 2. {step.strip()}"  # whole, no "…"
     make_skill(workspace, "audit", base)

@@ -11,7 +11,7 @@ from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.gates import GateResult
 from engine.loops.evolve import Convergence, RoundSignal, round_seed, stagnation
-from engine.loops.evolve.convergence import Standing, best_standing, standings
+from engine.loops.evolve.convergence import VersionHoldout, best_standing, standings
 from tests.candidate_helpers import add_skill, skill_text
 
 
@@ -93,12 +93,12 @@ def test_standings_read_every_version_record_and_prefer_the_session_figures(
     found = standings(store, {"v5": 0.7})
 
     assert found == [
-        Standing("v1", 0.5, "session evolve-a"),
-        Standing("v2", 0.9, "its version record"),
-        Standing("v5", 0.7, "this session"),
+        VersionHoldout("v1", 0.5, "session evolve-a"),
+        VersionHoldout("v2", 0.9, "its version record"),
+        VersionHoldout("v5", 0.7, "this session"),
     ]
-    assert best_standing(found, "v5") == Standing("v2", 0.9, "its version record")
-    assert best_standing(found, "v2") == Standing("v5", 0.7, "this session")
-    tie = [Standing("v1", 0.5, "a"), Standing("v3", 0.5, "b")]
-    assert best_standing(tie, "v9") == Standing("v1", 0.5, "a")  # the older one
-    assert best_standing([Standing("v1", 0.5, "a")], "v1") is None
+    assert best_standing(found, "v5") == VersionHoldout("v2", 0.9, "its version record")
+    assert best_standing(found, "v2") == VersionHoldout("v5", 0.7, "this session")
+    tie = [VersionHoldout("v1", 0.5, "a"), VersionHoldout("v3", 0.5, "b")]
+    assert best_standing(tie, "v9") == VersionHoldout("v1", 0.5, "a")  # the older one
+    assert best_standing([VersionHoldout("v1", 0.5, "a")], "v1") is None

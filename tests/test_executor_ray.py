@@ -25,7 +25,7 @@ from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_SKILL, copy_demo
 from engine.evaluation.executors import LocalExecutor, RayExecutor, make_executor
-from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.runner import run_evaluation
 from tests.runner_helpers import command_workspace, mode_benchmark
@@ -45,14 +45,23 @@ def cluster() -> Iterator[RayExecutor]:
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # as RayExecutor does
     import ray
 
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-        # a loaded machine starts workers slowly: give them far longer than Ray's default
-        _system_config={"worker_register_timeout_seconds": 300},
-    )
+    # Ray waits a fixed 30 s for its raylet to register; a machine loaded by other work can miss
+    # that once, so the cluster gets three tries to start (a real failure still fails).
+    for attempt in range(3):
+        try:
+            ray.init(
+                num_cpus=2,
+                include_dashboard=False,
+                log_to_driver=False,
+                _node_ip_address="127.0.0.1",
+                # workers of a loaded machine register slowly: far longer than Ray's default
+                _system_config={"worker_register_timeout_seconds": 300},
+            )
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
     try:
         executor = make_executor("ray")  # joins the running cluster, as the runner would
         assert isinstance(executor, RayExecutor)
@@ -136,7 +145,7 @@ def test_a_loop_sends_its_evaluations_to_ray_with_executor_on_its_command_line(
         operation="update",
         parent_version=current,
         summary="a step more",
-        outcome=Outcome(status="fail"),  # no proof from the task: parked for queue eval
+        outcome=TaskOutcome(status="fail"),  # no proof from the task: parked for queue eval
     )
     assert decision.status == "pending_eval"
     argv = ["-w", str(ws.root), "queue", "eval", cand.id, "--executor", "ray", "-j", "2"]

@@ -23,8 +23,8 @@ from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import (
     CandidateGates,
     Operation,
-    Outcome,
     StaleCandidate,
+    TaskOutcome,
     count_sibling_of,
     family_key,
     run_candidate_gates,
@@ -158,15 +158,15 @@ def test_count_families(candidate: str, generic: str) -> None:
 @pytest.mark.parametrize(
     ("outcome", "status"),
     [
-        (Outcome(status="success", score=0.8), "pending_approval"),  # exactly at the threshold
-        (Outcome(status="success", score=0.7999), "pending_eval"),
-        (Outcome(status="partial", score=0.9), "pending_approval"),
-        (Outcome(status="fail"), "pending_eval"),
-        (Outcome(status="agent_error", score=1.0), "pending_eval"),
-        (Outcome(score=0.8), "pending_approval"),
+        (TaskOutcome(status="success", score=0.8), "pending_approval"),  # exactly at the threshold
+        (TaskOutcome(status="success", score=0.7999), "pending_eval"),
+        (TaskOutcome(status="partial", score=0.9), "pending_approval"),
+        (TaskOutcome(status="fail"), "pending_eval"),
+        (TaskOutcome(status="agent_error", score=1.0), "pending_eval"),
+        (TaskOutcome(score=0.8), "pending_approval"),
     ],
 )
-def test_effectiveness_threshold(ws: Workspace, outcome: Outcome, status: str) -> None:
+def test_effectiveness_threshold(ws: Workspace, outcome: TaskOutcome, status: str) -> None:
     decision = _update(ws, skill_text("audit"), outcome=outcome, gates=_gates())
     effectiveness = next(r for r in decision.results if r.gate == "effectiveness")
     assert decision.status == status
@@ -186,7 +186,7 @@ def test_no_outcome_passes_but_marks_unproven(ws: Workspace) -> None:
 
 def test_outcome_score_must_be_in_range() -> None:
     with pytest.raises(SkillsmithError, match=r"in \[0, 1\]"):
-        Outcome(score=80.0)
+        TaskOutcome(score=80.0)
 
 
 # -- Human ---------------------------------------------------------------------------------------
@@ -315,7 +315,7 @@ def test_pending_eval_is_never_published(ws: Workspace) -> None:
         operation="update",
         parent_version=parent,
         summary="from a failed task",
-        outcome=Outcome(status="fail", notes="wrong answer"),
+        outcome=TaskOutcome(status="fail", notes="wrong answer"),
         gates=_gates("none"),
     )
     assert cand.status == "pending_eval"
@@ -346,7 +346,7 @@ def test_shadow_mode_records_gates_without_enforcing(ws: Workspace) -> None:
         operation="update",
         parent_version=parent,
         summary="shadowed",
-        outcome=Outcome(status="fail"),
+        outcome=TaskOutcome(status="fail"),
         gates=_gates("always", shadow=True),
     )
     assert decision.shadow and decision.enforced == "rejected"

@@ -11,7 +11,7 @@ import pytest
 from engine.core.safety import RULES_BY_ID
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome, run_candidate_gates
+from engine.evaluation.gates.candidate import TaskOutcome, run_candidate_gates
 from tests.candidate_helpers import skill_text
 
 # Key-shaped strings are assembled at run time so the repository holds none verbatim.
@@ -99,7 +99,7 @@ def _judge(ws: Workspace, line: str):  # type: ignore[no-untyped-def]
         text,
         operation="update",
         parent_version=parent,
-        outcome=Outcome(status="success", score=1.0),
+        outcome=TaskOutcome(status="success", score=1.0),
     )
     safety = next(r for r in decision.results if r.gate == "safety")
     return decision, safety

@@ -20,7 +20,7 @@ ENGINE = ROOT / "engine"
 
 # The engine is headless: a loop, the CLI or a CI job imports it without a terminal UI.
 NOT_IN_ENGINE = ("tui", "themes", "textual")
-# What a quick command must not pay for: the optimiser, the model SDK, the workbench.
+# What a quick command must not pay for: the GEPA optimizer, the model SDK, the workbench.
 NOT_AT_START = ("gepa", "anthropic", "textual", "tui.app")
 
 

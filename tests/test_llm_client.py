@@ -12,7 +12,7 @@ import pytest
 
 from engine.core.config import ModelConfig
 from engine.core.errors import SkillsmithError
-from engine.evaluation.llm import AnthropicLLM, Completion, Usage, cost_usd, price_for
+from engine.evaluation.llm import AnthropicLLM, Completion, TokenUsage, cost_usd, price_for
 from tests.llm_server import (
     MessagesServer,
     Reply,
@@ -319,12 +319,12 @@ def test_usage_and_cost_accounting(messages_server: MessagesServer) -> None:
     first = llm.complete("s", [{"role": "user", "content": "q"}])
     second = llm.complete("s", [{"role": "user", "content": "q"}])
 
-    assert first.usage == Usage(1000, 500, cache_read_tokens=2000)
+    assert first.usage == TokenUsage(1000, 500, cache_read_tokens=2000)
     # sonnet: $3 in, $15 out, cache read 0.1x input, cache write 1.25x input, per MTok
     assert first.cost_usd == pytest.approx((1000 * 3 + 500 * 15 + 2000 * 0.3) / 1e6)
     assert second.cost_usd == pytest.approx((10 * 3 + 20 * 15 + 4000 * 3.75) / 1e6)
     assert llm.calls == 2
-    assert llm.total_usage == Usage(1010, 520, 2000, 4000)
+    assert llm.total_usage == TokenUsage(1010, 520, 2000, 4000)
     assert llm.total_usage.prompt_tokens == 7010
     assert first.cost_usd is not None and second.cost_usd is not None
     assert llm.total_cost_usd == pytest.approx(first.cost_usd + second.cost_usd)
@@ -348,7 +348,7 @@ def test_price_table_matches_dated_ids_and_families() -> None:
     assert price_for("gpt-4o") is None
     assert price_for("claude-sonnet-5-5") is None
     assert price_for("claude-opus-4-20250514") == opus_old
-    assert cost_usd("claude-haiku-4-5", Usage(1_000_000, 1_000_000)) == pytest.approx(6.0)
+    assert cost_usd("claude-haiku-4-5", TokenUsage(1_000_000, 1_000_000)) == pytest.approx(6.0)
 
 
 def test_stable_system_prefix_is_read_from_cache(messages_server: MessagesServer) -> None:

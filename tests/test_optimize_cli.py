@@ -41,7 +41,7 @@ def _optimize(ws: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
 
 
 @pytest.mark.slow
-def test_demo_optimisation_completes_within_its_limits(tmp_path: Path) -> None:
+def test_demo_optimization_completes_within_its_limits(tmp_path: Path) -> None:
     root = copy_demo(tmp_path / "demo")
     code, result, err = _optimize(
         root, "--iterations", "3", "--max-metric-calls", "200", "--seed", "3", *SMALL

@@ -1,5 +1,5 @@
-"""The optimiser's decisions on hand-made score tables: Pareto parent draw, the minibatch screen,
-final pick and its tie rule, holdout promotion (lower bound, minimum gain, critical cases).
+"""The GEPA optimizer's decisions on hand-made score tables: Pareto parent draw, the minibatch
+screen, final pick and its tie rule, holdout promotion (lower bound, minimum gain, critical cases).
 
 The pick and the promotion are paired verdicts now (engine.evaluation.verdict): a gain must hold at
 its

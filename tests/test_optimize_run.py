@@ -1,4 +1,4 @@
-"""Optimisation runs end to end: a real command agent, the real anthropic SDK against the local
+"""Optimization runs end to end: a real command agent, the real anthropic SDK against the local
 Messages-API server as the reflection model, real run folders, the real queue.
 
 The keyword agent answers "vulnerable" for every case once a skill says ``flag all``: the
@@ -112,6 +112,7 @@ def test_a_candidate_regressing_a_critical_case_is_never_submitted(
 
     assert result.status == "not_submitted"
     assert result.reason == "critical holdout case regressed: hol-neg-00"
+    assert result.pool[1]["why"].endswith("; holdout: critical holdout case regressed: hol-neg-00")
     assert result.holdout is not None and result.holdout["candidate_mean"] == 0.8
     assert result.candidate is None
     assert CandidateQueue(ws).list() == []

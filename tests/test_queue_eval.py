@@ -22,7 +22,7 @@ from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_SKILL, copy_demo
-from engine.evaluation.gates.candidate import Effectiveness, Outcome
+from engine.evaluation.gates.candidate import Effectiveness, TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.verdict import compare_paired
 
@@ -51,7 +51,7 @@ def _pending(ws: Workspace, text: str, parent: str) -> str:
         operation="update",
         parent_version=parent,
         summary="planted change",
-        outcome=Outcome(status="fail"),  # the task gave no proof: parked in pending_eval
+        outcome=TaskOutcome(status="fail"),  # the task gave no proof: parked in pending_eval
     )
     assert decision.status == "pending_eval"
     return cand.id
@@ -121,7 +121,7 @@ def test_effectiveness_judged_on_a_paired_verdict() -> None:
     assert result.figures["p_value"] == pytest.approx(0.5**6)
     assert result.reasons == [f"paired evaluation against the parent: {better.line()}"]
     same = compare_paired(before, before, test="runs", alternative="greater")
-    refused = Effectiveness().judge(Outcome(status="success"), operation="update", verdict=same)
+    refused = Effectiveness().judge(TaskOutcome(status="success"), operation="update", verdict=same)
     assert refused.verdict == "fail"  # the paired evidence outranks the task's own word
     assert refused.reasons[0].endswith("better at one-sided p<0.05 wanted")
 

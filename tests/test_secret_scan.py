@@ -17,7 +17,7 @@ from engine.core.snapshots import create_snapshot
 from engine.core.store import SkillStore
 from engine.core.vault import redact, write_secret
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome, run_candidate_gates
+from engine.evaluation.gates.candidate import TaskOutcome, run_candidate_gates
 from tests.candidate_helpers import add_skill, skill_text
 
 _R = "a8Kd92jdLQm3ZpX7vB1nR4tY6uW0eS5cH2gF"
@@ -154,7 +154,7 @@ def _gate_and_snapshot(ws: Workspace, line: str) -> tuple[bool, str | None]:
         text,
         operation="update",
         parent_version=parent,
-        outcome=Outcome(status="success", score=1.0),
+        outcome=TaskOutcome(status="success", score=1.0),
     )
     passed = next(r for r in decision.results if r.gate == "safety").verdict == "pass"
     store.publish(text, why="as a user would, by hand")

@@ -105,7 +105,7 @@ async def test_v_runs_one_evolution_round(tmp_path: Path) -> None:
         assert any(t.startswith("Evolve round 1 on security-audit") for t in toasts(pilot))
 
 
-async def test_o_runs_the_optimiser_which_refuses_a_small_benchmark(tmp_path: Path) -> None:
+async def test_o_runs_the_optimizer_which_refuses_a_small_benchmark(tmp_path: Path) -> None:
     """A full GEPA run takes minutes (the engine's tests run one); here the key reaches the
     engine, which refuses two cases before any agent runs, and the refusal is a dialog."""
     ws = build_workspace(tmp_path / "ws")

@@ -213,3 +213,98 @@ def test_decide_reruns_only_deciding_cases_and_records_extra_runs() -> None:
     # without a budget nothing reruns and the first look keeps the whole alpha
     alone, _, _ = decide(before, after, judge=judge, wants_more=lambda v: True, rerun=rerun)
     assert alone.extra_runs == 0 and alone == first
+
+
+# -- worked cases computed with scipy's distributions, independently of the module ----------------
+def _mixed(up: int, down: int, tied: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One run each of ``up`` cases that went fail → pass, ``down`` pass → fail, ``tied`` same."""
+    before = {f"u{i}": ["fail"] for i in range(up)} | {f"d{i}": ["pass"] for i in range(down)}
+    after = {f"u{i}": ["pass"] for i in range(up)} | {f"d{i}": ["fail"] for i in range(down)}
+    same = {f"t{i}": ["pass" if i % 2 else "fail"] for i in range(tied)}
+    return rows(before | same), rows(after | same)
+
+
+@pytest.mark.parametrize(("up", "down", "tied"), [(9, 2, 9), (7, 7, 6), (3, 0, 17), (1, 5, 4)])
+def test_mcnemar_with_discordant_pairs_both_ways_matches_scipy(
+    up: int, down: int, tied: int
+) -> None:
+    before, after = _mixed(up, down, tied)
+    n, k, alpha = up + down + tied, up, 0.05
+    v = compare_paired(before, after, test="runs", alternative="greater", alpha=alpha)
+    # the exact one-sided tail: P(X ≥ up) for X ~ Binomial(up + down, 1/2)
+    assert v.p_value == pytest.approx(float(stats.binom.sf(k - 1, up + down, 0.5)))
+    # Clopper–Pearson bounds of the share that went up, from the beta distribution
+    low = float(stats.beta.ppf(alpha, k, up + down - k + 1)) if k else 0.0
+    high = float(stats.beta.ppf(1 - alpha, k + 1, up + down - k)) if k < up + down else 1.0
+    assert v.ci_low == pytest.approx((2 * low - 1) * (up + down) / n)
+    assert v.ci_high == pytest.approx((2 * high - 1) * (up + down) / n)
+    assert v.delta == pytest.approx((up - down) / n) and v.n_pairs == n
+    assert v.decision == ("better" if v.ci_low > 0 else "inconclusive")
+    two = compare_paired(before, after, test="runs", alpha=alpha)
+    expected = stats.binomtest(k, up + down, 0.5, alternative="two-sided").pvalue
+    assert two.p_value == pytest.approx(min(1.0, float(expected)))
+
+
+def test_a_one_sided_case_level_test_matches_scipy() -> None:
+    means_b = [0.0, 0.25, 0.5, 0.5, 0.75, 0.25, 0.0, 1.0]
+    means_a = [0.5, 0.25, 0.75, 1.0, 0.75, 0.5, 0.25, 1.0]
+
+    def four_runs(means: list[float]) -> list[dict[str, Any]]:
+        return rows({f"c{i}": ["pass"] * round(4 * m) + ["fail"] * (4 - round(4 * m))
+                     for i, m in enumerate(means)})  # fmt: skip
+
+    v = compare_paired(four_runs(means_b), four_runs(means_a), alternative="greater", alpha=0.05)
+    expected = stats.ttest_rel(means_a, means_b, alternative="greater")
+    assert v.test == "paired-t" and v.p_value == pytest.approx(float(expected.pvalue))
+    diffs = [a - b for a, b in zip(means_a, means_b, strict=True)]
+    mean, se = float(sum(diffs) / 8), float(stats.sem(diffs))
+    # the one-sided bound at alpha: mean − t(1 − alpha, n − 1) · se
+    assert v.ci_low == pytest.approx(mean - float(stats.t.ppf(0.95, 7)) * se)
+    assert v.decision == ("better" if v.ci_low > 0 else "inconclusive")
+    assert v.decision == "better" and float(expected.pvalue) < 0.05
+
+
+def test_graded_scores_on_runs_use_a_paired_t_test_like_scipy() -> None:
+    scores_b = [0.2, 0.4, 0.5, 0.1, 0.3, 0.6]
+    scores_a = [0.5, 0.4, 0.9, 0.2, 0.35, 0.7]
+
+    def graded(scores: list[float]) -> list[dict[str, Any]]:
+        return [
+            {"case_id": "c", "run_index": i, "pass_fail": "fail", "score": s}
+            for i, s in enumerate(scores)
+        ]
+
+    v = compare_paired(graded(scores_b), graded(scores_a), test="runs", measure="score",
+                       alternative="greater")  # fmt: skip
+    expected = stats.ttest_rel(scores_a, scores_b, alternative="greater")
+    assert v.test == "paired-t-runs" and v.p_value == pytest.approx(float(expected.pvalue))
+
+
+def test_one_case_and_only_invalid_runs_leave_the_f1_change_undecided() -> None:
+    one = labelled({"v": ("vuln", ["safe", "safe"])})
+    fixed = labelled({"v": ("vuln", ["vuln", "vuln"])})
+    v = compare_f1(one, fixed, positive_label="vuln", alternative="greater")
+    assert v.delta == 1.0 and (v.ci_low, v.ci_high) == (-1.0, 1.0)  # one case: no spread to use
+    assert v.decision == "inconclusive" and v.n_cases == 1
+    invalid = [{**r, "pass_fail": "invalid"} for r in fixed]
+    nothing = compare_f1(one, invalid, positive_label="vuln")
+    assert (nothing.decision, nothing.n_cases, nothing.p_value) == ("inconclusive", 0, 1.0)
+
+
+def test_decide_does_not_rerun_tied_or_invalid_data() -> None:
+    tied = rows({f"c{i}": ["pass", "pass"] for i in range(4)})
+    invalid = rows({f"c{i}": ["invalid", "invalid"] for i in range(4)})
+    asked: list[Any] = []
+
+    def rerun(cases: Any, runs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        asked.append(cases)
+        return [], []
+
+    def judge(b: Any, a: Any, alpha: float) -> Any:
+        return compare_paired(b, a, test="runs", alternative="greater", alpha=alpha)
+
+    for before, after in ((tied, tied), (invalid, tied), (invalid, invalid)):
+        v, _, _ = decide(before, after, judge=judge, wants_more=lambda v: not v.better,
+                         rerun=rerun, max_extra_runs=24)  # fmt: skip
+        assert v.decision == "inconclusive" and v.extra_runs == 0 and v.looks == 1
+    assert asked == []  # no case whose runs disagree: no rerun can move the verdict

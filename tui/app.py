@@ -919,8 +919,8 @@ class SkillsmithApp(App[None]):
     def action_evolve(self) -> None:
         self._open_loop("evolve")
 
-    def action_optimise(self) -> None:
-        self._open_loop("optimise")
+    def action_optimize(self) -> None:
+        self._open_loop("optimize")
 
     def action_optimize_agent(self) -> None:
         self._open_loop("optimize_agent")

@@ -1,4 +1,4 @@
-"""Long engine jobs (evaluate, evolve, optimise) run off the UI thread with a progress bar.
+"""Long engine jobs (evaluate, evolve, optimize) run off the UI thread with a progress bar.
 
 A job is an engine function called with a Reporter and a CancelToken. It runs in a thread
 worker; its events come back as messages (``post_message`` is thread-safe), so the UI never
@@ -29,7 +29,7 @@ from engine.core.events import (
     Progress,
     Stage,
     Started,
-    Verdict,
+    VerdictReached,
     read_event,
 )
 from tui.activity import Kind, Link
@@ -65,7 +65,7 @@ def status_of(event: AnyLoopEvent) -> str:
         return event.label or f"{event.done}/{event.total}"
     if isinstance(event, ItemFinished):
         return f"{event.item} {event.status}"
-    if isinstance(event, Stage | Verdict | CandidateQueued):
+    if isinstance(event, Stage | VerdictReached | CandidateQueued):
         return event.text.splitlines()[0] if event.text else event.__class__.__name__.lower()
     if isinstance(event, Finished):
         return event.headline

@@ -42,7 +42,7 @@ APP_BINDINGS: list[BindingType] = [
         show=False,
     ),
     Binding("v", "evolve", "Evolve round", id="evolve", tooltip="One outcome-driven round"),
-    Binding("o", "optimise", "Optimise", id="optimise", tooltip="GEPA over the skill's sections"),
+    Binding("o", "optimize", "Optimize", id="optimize", tooltip="GEPA over the skill's sections"),
     Binding(
         "O",
         "optimize_agent",

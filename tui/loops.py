@@ -190,7 +190,7 @@ def _gepa_job(ctx: Context, values: Values) -> Job:
         from engine.loops.gepa.run import run as gepa  # imports gepa and the model SDK: lazily
 
         result = gepa(ctx.ws, options, reporter=reporter, cancel=cancel)
-        text = f"Optimisation of {skill}: {result.status} ({result.reason})"
+        text = f"Optimization of {skill}: {result.status} ({result.reason})"
         if result.candidate:
             return JobOutcome(
                 f"{text}; queued {result.candidate} — press 1, then a.",
@@ -198,7 +198,7 @@ def _gepa_job(ctx: Context, values: Values) -> Job:
             )
         return JobOutcome(text, "warning")
 
-    return _job(f"Optimise {skill} on {bench}", run)
+    return _job(f"Optimize {skill} on {bench}", run)
 
 
 def _agent_fields(ctx: Context) -> list[Field]:
@@ -355,7 +355,7 @@ def _triggers_job(ctx: Context, values: Values) -> Job:
 LAUNCHERS: dict[str, Launcher] = {
     "evaluate": Launcher("Evaluate", ("bench",), _eval_fields, _eval_job),
     "evolve": Launcher("Evolve", ("bench", "skill"), _evolve_fields, _evolve_job),
-    "optimise": Launcher("GEPA optimise", ("bench", "skill"), _gepa_fields, _gepa_job),
+    "optimize": Launcher("GEPA optimize", ("bench", "skill"), _gepa_fields, _gepa_job),
     "optimize_agent": Launcher("Agent Optimizer", ("bench",), _agent_fields, _agent_job),
     "build": Launcher("Build a benchmark", (), _build_fields, _build_job),
     "review": Launcher("Online review", (), _review_fields, _review_job),

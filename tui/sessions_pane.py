@@ -1,4 +1,4 @@
-"""Session event logs (evaluation, evolution, optimiser, builder, reviewer), live-tailed.
+"""Session event logs (evaluation, evolution, optimizer, builder, reviewer), live-tailed.
 
 The left list holds every ``sessions/*.jsonl``; the right table the events of the highlighted
 one. When the watcher reports that a log grew, only the new whole lines are read (from the byte

@@ -22,7 +22,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "diagnose",
         parents=[common],
-        help="trace summaries, rule hits, root causes, ground-truth suspicion",
+        help="outcome and rule-hit counts, root causes, GT suspects (--verbose: per unit)",
     )
     p.add_argument("run", help="run id under runs/ or a path to a run folder")
     p.add_argument("--skill", help="skill whose steps are cross-checked (default: the only one)")

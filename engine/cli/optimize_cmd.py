@@ -19,7 +19,7 @@ from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import LoopProgress
 
 if TYPE_CHECKING:
-    from engine.loops.gepa import OptimizeResult
+    from engine.loops.gepa import GepaResult
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -104,7 +104,7 @@ NO_IMPROVEMENT_ADVICE = (
 )
 
 
-def _summary(result: OptimizeResult) -> Table:
+def _summary(result: GepaResult) -> Table:
     table = Table(title=f"experiment {result.experiment_id}", title_justify="left")
     table.add_column("")
     table.add_column("")

@@ -31,7 +31,7 @@ from engine.core.events import (
     ItemFinished,
     Stage,
     Started,
-    Verdict,
+    VerdictReached,
     read_event,
 )
 from engine.core.events import Progress as Step
@@ -108,7 +108,7 @@ class LoopProgress:
             self.progress.update(self._own, status=f"{escape(typed.item)} {mark}")
         elif isinstance(typed, Stage) and typed.text and not typed.text.startswith("evaluating"):
             self.line(escape(typed.text))
-        elif isinstance(typed, Verdict):
+        elif isinstance(typed, VerdictReached):
             colour = _VERDICT.get(typed.verdict, "yellow")
             self.line(f"  [{colour}]{escape(typed.text)}[/]")
         elif isinstance(typed, CandidateQueued):

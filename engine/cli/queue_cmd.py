@@ -20,7 +20,9 @@ LIST_SUMMARY = 60  # characters of a summary on a list line; `queue show` prints
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        "queue", parents=[common], help="list candidates; approve / reject / evaluate / undo"
+        "queue",
+        parents=[common],
+        help="list candidates; approve / reject / evaluate / repropose / dismiss / undo",
     )
     p.set_defaults(func=_list)
     actions = p.add_subparsers(dest="queue_action", metavar="ACTION")

@@ -31,7 +31,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.set_defaults(func=_snapshot)
 
-    p = sub.add_parser("restore", parents=[common], help="restore the agent state from FILE or vK")
+    p = sub.add_parser(
+        "restore", parents=[common], help="restore the agent state from FILE, a snapshot name or vK"
+    )
     p.add_argument(
         "source",
         help="a .tar.gz file, a snapshot name (snapshot --list) or vK (when one snapshot holds K)",

@@ -30,7 +30,7 @@ RUBRIC_YAML = "rubric.yaml"
 PROMPT_FILE = "prompt.md"
 
 # The two split families of the source designs: the outcome-driven/PenguinHarness gates
-# (selection/holdout/golden) and tRPC-Agent-Go's GEPA optimiser (feedback/validation/holdout).
+# (selection/holdout/golden) and tRPC-Agent-Go's GEPA optimizer (feedback/validation/holdout).
 SPLIT_FAMILIES: tuple[tuple[str, ...], ...] = (
     ("selection", "holdout", "golden"),
     ("feedback", "validation", "holdout"),

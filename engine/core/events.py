@@ -1,6 +1,6 @@
 """Progress events shared by the engine, the CLI and the TUI.
 
-Long work (an evaluation, an evolution round, an optimisation) reports through a ``Reporter``:
+Long work (an evaluation, an evolution round, an optimization) reports through a ``Reporter``:
 the CLI renders the events as rich progress bars, the TUI as widgets, and ``SessionLog`` appends
 them to ``sessions/<id>.jsonl`` so the other view sees the same story from the files.
 """
@@ -196,7 +196,7 @@ class ItemFinished(LoopEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Verdict(LoopEvent):
+class VerdictReached(LoopEvent):
     """A decision with its grounds: a gate's verdict, a publication or a rollback."""
 
     subject: str
@@ -224,7 +224,7 @@ class Failed(LoopEvent):
 
 
 AnyLoopEvent = (
-    Started | Progress | Stage | ItemFinished | Verdict | CandidateQueued | Finished | Failed
+    Started | Progress | Stage | ItemFinished | VerdictReached | CandidateQueued | Finished | Failed
 )
 
 
@@ -333,7 +333,7 @@ def read_event(event: Event) -> AnyLoopEvent:
         )
     if kind in ("gate_verdict", "published", "rolled_back"):
         subject, verdict, text = _verdict_text(kind, data)
-        return Verdict(**base, subject=subject, verdict=verdict, text=text)
+        return VerdictReached(**base, subject=subject, verdict=verdict, text=text)
     if kind == "candidate_queued":
         candidate = _text(data, "candidate", "id")
         what = _text(data, "summary", "reason", "skill")

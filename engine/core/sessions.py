@@ -30,7 +30,7 @@ from engine.core.workspace import Workspace
 KINDS = {
     "eval": "Evaluate",
     "evolve": "Evolve",
-    "gepa": "GEPA optimise",
+    "gepa": "GEPA optimize",
     "agent-optimizer": "Agent Optimizer",
     "build": "Build",
     "review": "Online review",

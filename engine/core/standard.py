@@ -36,7 +36,7 @@ _HEADER = (
 
 
 @dataclass(frozen=True)
-class Rule:
+class StandardRule:
     id: str
     text: str
 
@@ -49,12 +49,12 @@ class Rule:
 @dataclass(frozen=True)
 class Standard:
     goal: str
-    rules: tuple[Rule, ...]
+    rules: tuple[StandardRule, ...]
 
-    def rule(self, rule_id: str) -> Rule | None:
+    def rule(self, rule_id: str) -> StandardRule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
 
-    def rule_of_criteria(self, criteria: str) -> Rule | None:
+    def rule_of_criteria(self, criteria: str) -> StandardRule | None:
         """The rule an llm_judge criteria grades (it must quote the rule exactly)."""
         found = _CRITERIA.match(criteria.strip())
         rule = self.rule(found.group(1)) if found else None
@@ -68,14 +68,14 @@ class Standard:
     @classmethod
     def parse(cls, text: str, path: Path) -> Standard:
         goal = ""
-        rules: list[Rule] = []
+        rules: list[StandardRule] = []
         for number, line in enumerate(text.splitlines(), start=1):
             if found := _GOAL.match(line):
                 goal = found.group(1).strip()
             elif found := _RULE.match(line):
                 if any(r.id == found.group(1) for r in rules):
                     raise FormatError(path, None, f"duplicate rule [{found.group(1)}]", line=number)
-                rules.append(Rule(found.group(1), found.group(2).strip()))
+                rules.append(StandardRule(found.group(1), found.group(2).strip()))
             elif line.startswith("- "):
                 raise FormatError(path, None, "expected a rule line '- [id] text'", line=number)
         if not rules:
@@ -83,13 +83,13 @@ class Standard:
         return cls(goal, tuple(rules))
 
 
-def evidence_rule(positive: str) -> Rule:
+def evidence_rule(positive: str) -> StandardRule:
     """The rule that separates a reasoned verdict from a guess: a positive names its finding.
 
     It is graded on positive cases only, where a bare positive label (the shortcut) passes the
     label check but not this rule, and a wrong label passes neither.
     """
-    return Rule(
+    return StandardRule(
         EVIDENCE,
         f"The answer gives the verdict `{positive}` and cites at least one finding as `file:line`.",
     )

@@ -31,8 +31,8 @@ from engine.evaluation.llm import (
     Completion,
     Messages,
     TextSink,
-    ToolCall,
-    Usage,
+    TokenUsage,
+    ToolUse,
     _Accounted,
     cost_usd,
 )
@@ -151,7 +151,7 @@ class AnthropicLLM(_Accounted):
         return completion
 
     def _completion(self, message: Message, retries: int, started: float) -> Completion:
-        usage = Usage(
+        usage = TokenUsage(
             input_tokens=message.usage.input_tokens,
             output_tokens=message.usage.output_tokens,
             cache_read_tokens=message.usage.cache_read_input_tokens or 0,
@@ -159,7 +159,7 @@ class AnthropicLLM(_Accounted):
         )
         texts = [block.text for block in message.content if block.type == "text"]
         calls = tuple(
-            ToolCall(block.id, block.name, dict(cast("dict[str, Any]", block.input)))
+            ToolUse(block.id, block.name, dict(cast("dict[str, Any]", block.input)))
             for block in message.content
             if block.type == "tool_use"
         )

@@ -1,4 +1,4 @@
-"""The model client: one small interface for judges, proposers, reviewers and optimisers.
+"""The model client: one small interface for judges, proposers, reviewers and optimizers.
 
 Everything that asks a model goes through :class:`LLM` (``complete(system, messages)``), so the
 engine runs unchanged on the real Anthropic API (:class:`AnthropicLLM`) or on the bundled demo
@@ -37,7 +37,7 @@ STREAM_ABOVE_TOKENS = 16_000
 
 
 @dataclass(frozen=True)
-class Usage:
+class TokenUsage:
     """Tokens of one call or a running total; ``input_tokens`` excludes cached tokens."""
 
     input_tokens: int = 0
@@ -45,8 +45,8 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
@@ -60,7 +60,7 @@ class Usage:
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class ToolUse:
     id: str
     name: str
     input: dict[str, Any]
@@ -69,11 +69,11 @@ class ToolCall:
 @dataclass(frozen=True)
 class Completion:
     text: str
-    usage: Usage
+    usage: TokenUsage
     cost_usd: float | None
     model: str
     stop_reason: str | None
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ToolUse, ...] = ()
     retries: int = 0
     duration_ms: int = 0
 
@@ -96,7 +96,7 @@ class LLM(Protocol):
     def calls(self) -> int: ...
 
     @property
-    def total_usage(self) -> Usage: ...
+    def total_usage(self) -> TokenUsage: ...
 
     @property
     def total_cost_usd(self) -> float | None: ...
@@ -118,7 +118,7 @@ class Price:
     def cache_read(self) -> float:
         return self.input * 0.1
 
-    def cost(self, usage: Usage) -> float:
+    def cost(self, usage: TokenUsage) -> float:
         return (
             usage.input_tokens * self.input
             + usage.output_tokens * self.output
@@ -156,7 +156,7 @@ def price_for(model: str) -> Price | None:
     return PRICES.get(model) or (PRICES.get(dated.group(1)) if dated else None)
 
 
-def cost_usd(model: str, usage: Usage) -> float | None:
+def cost_usd(model: str, usage: TokenUsage) -> float | None:
     price = price_for(model)
     return None if price is None else price.cost(usage)
 
@@ -167,7 +167,7 @@ class _Ledger:
     """Per-client totals; a lock because judges may run from several worker threads."""
 
     calls: int = 0
-    usage: Usage = field(default_factory=Usage)
+    usage: TokenUsage = field(default_factory=TokenUsage)
     cost: float | None = 0.0
     retries: int = 0
     guard: threading.Lock = field(default_factory=threading.Lock)
@@ -194,7 +194,7 @@ class _Accounted:
         return self._ledger.calls
 
     @property
-    def total_usage(self) -> Usage:
+    def total_usage(self) -> TokenUsage:
         return self._ledger.usage
 
     @property
@@ -240,7 +240,7 @@ class OfflineLLM(_Accounted):
         prompt = system + "".join(_message_text(m) for m in messages)
         completion = Completion(
             text=text,
-            usage=Usage(estimate_tokens(prompt), estimate_tokens(text)),
+            usage=TokenUsage(estimate_tokens(prompt), estimate_tokens(text)),
             cost_usd=0.0,
             model=self.model,
             stop_reason="end_turn",

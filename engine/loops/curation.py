@@ -75,7 +75,7 @@ class Overlap:
 
 
 @dataclass
-class Proposal:
+class CurationProposal:
     kind: ProposalKind
     skill: str
     reason: str
@@ -93,7 +93,7 @@ class CurationReport:
     unreadable: list[str]
     usage: list[SkillUsage]
     overlaps: list[Overlap]
-    proposals: list[Proposal]
+    proposals: list[CurationProposal]
     session_log: str = ""  # the session's event log, when :func:`run` made the report
 
     @property
@@ -253,7 +253,7 @@ class _Proposer:
         }
 
     def submit(
-        self, proposal: Proposal, skill: str, text: str | None, summary: str, rule: str
+        self, proposal: CurationProposal, skill: str, text: str | None, summary: str, rule: str
     ) -> bool:
         operation: Literal["update", "delete"] = "delete" if text is None else "update"
         if (skill, operation, summary) in self.waiting:
@@ -319,12 +319,12 @@ def curate(
     texts = {s.folder: s.text for s in skills}
     specs = {s.folder: spec_of(SkillDoc.parse_lenient(s.text)[0], s.name) for s in skills}
     pairs = overlaps(specs, cfg.overlap_min)
-    proposals: list[Proposal] = []
+    proposals: list[CurationProposal] = []
     touched: set[str] = set()
     for pair in pairs:
         keep, drop = _umbrella(by_skill[pair.a], by_skill[pair.b], specs)
         reason = f"{pair.a} and {pair.b} overlap ({pair.score:.0%}); merge {drop} into {keep}"
-        proposal = Proposal("merge", keep, reason, absorbed=drop)
+        proposal = CurationProposal("merge", keep, reason, absorbed=drop)
         proposals.append(proposal)
         if by_skill[keep].pinned or by_skill[drop].pinned:
             proposal.skipped = "a pinned skill is never touched by automation"
@@ -339,7 +339,7 @@ def curate(
         if not row.stale or row.skill in touched:
             continue  # a skill in a merge is archived (or kept) by that merge
         reason = f"not loaded or patched for {row.idle_days:g} days (> {cfg.stale_after_days:g})"
-        proposal = Proposal("archive", row.skill, reason)
+        proposal = CurationProposal("archive", row.skill, reason)
         proposals.append(proposal)
         if row.pinned:
             proposal.skipped = "a pinned skill is never touched by automation"
@@ -354,7 +354,7 @@ def curate(
 
 def _merge(
     ws: Workspace,
-    proposal: Proposal,
+    proposal: CurationProposal,
     keep: str,
     drop: str,
     texts: dict[str, str],
@@ -377,9 +377,9 @@ def _merge(
 
 
 __all__ = [
+    "CurationProposal",
     "CurationReport",
     "Overlap",
-    "Proposal",
     "SkillUsage",
     "curate",
     "default_transcripts",

@@ -54,7 +54,7 @@ from engine.evaluation.agents import (
     remove_room,
 )
 from engine.evaluation.agents.isolation import scratch_root
-from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.runner import unit_seed
@@ -610,7 +610,7 @@ def _submit(
             f"tune-description: held-out trigger accuracy {base.test_accuracy:.2f} → "
             f"{best.test_accuracy:.2f}"
         ),
-        outcome=Outcome(status="success", score=best.test_accuracy, evaluator="trigger-tuning"),
+        outcome=TaskOutcome(status="success", score=best.test_accuracy, evaluator="trigger-tuning"),
         approval_required=APPROVAL,
         delta_score=delta,
         metrics={

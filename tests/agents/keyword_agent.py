@@ -1,4 +1,4 @@
-"""A tiny target agent for optimiser tests: its verdict is a pure function of the skill text.
+"""A tiny target agent for optimizer tests: its verdict is a pure function of the skill text.
 
 The case's token is in ``token.txt``. The agent answers ``vulnerable`` when a skill says
 ``flag all`` (and not ``ignore <token>``) or ``flag <token>``, else ``safe`` — so a test can

@@ -257,6 +257,7 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         "max_output_bytes": cfg.max_output_bytes,
         "env_allow": tuple(cfg.env_allow),
         "model": cfg.model,
+        "max_turns": cfg.max_turns,  # every kind stops at it (the demo too: a tool-call budget)
     }
     if cfg.kind == "demo":
         command: tuple[str, ...] = (sys.executable, "-m", "engine.evaluation.demo.agent")
@@ -273,7 +274,6 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         command = _claude_command(ws, cfg)
         extra = {
             "skills_subdir": ".claude/skills",
-            "max_turns": cfg.max_turns,
             "allowed_tools": tuple(cfg.allowed_tools),
             "secret_env": _claude_env(ws),
         }

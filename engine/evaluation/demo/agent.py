@@ -40,7 +40,7 @@ from typing import Any, TextIO
 
 from engine.core.skill import SkillDoc
 from engine.evaluation.demo.noise import Slips, clarity
-from engine.evaluation.demo.tools import Hit, Outcome, RunDir, clip, tool_of
+from engine.evaluation.demo.tools import Hit, RunDir, ToolResult, clip, tool_of
 
 ENV_PROMPT = "SKILLSMITH_PROMPT_FILE"
 ENV_SKILLS = "SKILLSMITH_SKILLS_DIR"
@@ -113,12 +113,12 @@ class PlannedStep:
 
 
 @dataclass(frozen=True)
-class Finding:
+class DemoFinding:
     hit: Hit
     step: int
 
 
-class Transcript:
+class SessionWriter:
     """Writes the session JSONL and keeps the books: call ids, the budget, token estimates."""
 
     def __init__(self, out: TextIO, max_calls: int) -> None:
@@ -138,7 +138,7 @@ class Transcript:
         self.context += len(text)
         self._emit({"type": "user", "content": text})
 
-    def call(self, name: str, args: str, note: str, run: Callable[[], Outcome]) -> Outcome:
+    def call(self, name: str, args: str, note: str, run: Callable[[], ToolResult]) -> ToolResult:
         """One assistant turn with one tool call, then its result."""
         if self.calls >= self.max_calls:
             raise BudgetExhausted
@@ -250,21 +250,22 @@ def plan(doc: SkillDoc) -> list[PlannedStep]:
     return planned
 
 
-Rule = list[list[str]]  # every group must match; a group matches when any of its patterns does
+# every group must match; a group matches when any of its patterns does
+DiscardRule = list[list[str]]
 
 
-def discard_rules(doc: SkillDoc) -> list[Rule]:
+def discard_rules(doc: SkillDoc) -> list[DiscardRule]:
     """The Pitfalls items that say a hit is "not a finding", as patterns a hit's line must hold.
 
     Patterns joined by "or" are alternatives ("`shlex.quote(` or `escapeshellarg(`"); otherwise
     all are required ("`sendFile` with a `{ root:` option" needs both).
     """
-    rules: list[Rule] = []
+    rules: list[DiscardRule] = []
     for item in re.split(r"\n(?=\s*[-*+] )", doc.section("pitfalls") or ""):
         if not _DISCARD.search(_SPAN.sub(" ", item)):
             continue
         parts = _SPAN.split(item)  # prose, pattern, prose, pattern, …
-        rule: Rule = []
+        rule: DiscardRule = []
         for index in range(1, len(parts), 2):
             pattern = parts[index]
             if tool_of(pattern):
@@ -278,7 +279,7 @@ def discard_rules(doc: SkillDoc) -> list[Rule]:
     return rules
 
 
-def ruled_out(text: str, rules: list[Rule]) -> bool:
+def ruled_out(text: str, rules: list[DiscardRule]) -> bool:
     return any(all(any(p in text for p in group) for group in rule) for rule in rules)
 
 
@@ -309,7 +310,7 @@ def _coin(seed_text: str, run_index: int, one_in: int) -> bool:
 # -- the agent --------------------------------------------------------------------------------
 
 
-class Agent:
+class DemoAgent:
     def __init__(
         self,
         run_dir: RunDir,
@@ -329,7 +330,7 @@ class Agent:
         self.noise = noise
         self.seed = seed
         self.slips = Slips.of(0.0, seed, "", "", 0.0)
-        self.t = Transcript(out, max_calls)
+        self.t = SessionWriter(out, max_calls)
         self.labels = labels_of(prompt)
         self.target = target_file(prompt, run_dir)
 
@@ -341,7 +342,7 @@ class Agent:
                 "Skill",
                 skill.name,
                 f"The task matches the {skill.name} skill; loading it.",
-                lambda: Outcome(skill.text),
+                lambda: ToolResult(skill.text),
             )
         snippet = next(iter(_FENCE.findall(self.prompt)), None)
         if snippet is not None and _code_lines(snippet) <= EYEBALL_MAX_LINES:
@@ -373,7 +374,7 @@ class Agent:
         else:
             hasty = not thorough and _coin(case_text, self.run_index, PREMATURE_ONE_IN)
         claimed: list[int] = []
-        findings: dict[tuple[str, int], Finding] = {}
+        findings: dict[tuple[str, int], DemoFinding] = {}
         stop: str | None = None
         try:
             for position, step in enumerate(steps):
@@ -396,11 +397,11 @@ class Agent:
         self._answer(notes, claimed, verdict, reason="max_turns" if stop == "max_turns" else None)
 
     def _review(
-        self, findings: list[Finding], rules: list[Rule]
-    ) -> tuple[list[Finding], list[Finding]]:
+        self, findings: list[DemoFinding], rules: list[DiscardRule]
+    ) -> tuple[list[DemoFinding], list[DemoFinding]]:
         """The findings kept and those the Pitfalls rule out — as the agent reads them this run."""
-        kept: list[Finding] = []
-        dropped: list[Finding] = []
+        kept: list[DemoFinding] = []
+        dropped: list[DemoFinding] = []
         for f in findings:
             where = (f.hit.path, f.hit.line)
             if ruled_out(f.hit.text, rules):
@@ -409,7 +410,7 @@ class Agent:
                 kept.append(f)
         return kept, dropped
 
-    def _do_step(self, step: PlannedStep, findings: dict[tuple[str, int], Finding]) -> bool:
+    def _do_step(self, step: PlannedStep, findings: dict[tuple[str, int], DemoFinding]) -> bool:
         """Carry out one step; True when the agent counts it as done (rightly or not)."""
         command = step.command
         if command is None:
@@ -440,10 +441,10 @@ class Agent:
                 outcome = self._call(tool, args, note, concrete)
             if step.flags:
                 for hit in outcome.hits:
-                    findings.setdefault((hit.path, hit.line), Finding(hit, step.number))
+                    findings.setdefault((hit.path, hit.line), DemoFinding(hit, step.number))
         return True
 
-    def _call(self, tool: str, args: str, note: str, concrete: str) -> Outcome:
+    def _call(self, tool: str, args: str, note: str, concrete: str) -> ToolResult:
         return self.t.call(tool, args, note, lambda: self.dir.run(concrete))
 
     def _case_text(self) -> str:
@@ -460,7 +461,7 @@ class Agent:
         self.t.finish("\n".join(lines), reason=reason)
 
 
-def _listing(title: str, findings: list[Finding]) -> list[str]:
+def _listing(title: str, findings: list[DemoFinding]) -> list[str]:
     if not findings:
         return []
     rows = [f"- {f.hit.path}:{f.hit.line} (step {f.step}): {f.hit.text.strip()}" for f in findings]
@@ -492,7 +493,7 @@ def main() -> int:
         sys.stderr.write(f"demo agent: {prompt_path}: no prompt file\n")
         return 1
     skills_dir = root / os.environ.get(ENV_SKILLS, "skills")
-    agent = Agent(
+    agent = DemoAgent(
         RunDir(root),
         prompt_path.read_text(encoding="utf-8", errors="replace"),
         load_skills(skills_dir) if skills_dir.is_dir() else [],

@@ -32,7 +32,7 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ToolResult:
     """What one tool call returned, as logged in the session and used by the agent."""
 
     output: str
@@ -72,12 +72,12 @@ class RunDir:
             return [operand] if (self.root / operand).is_file() else []
         return sorted(glob.glob(operand, root_dir=self.root))
 
-    def run(self, command: str) -> Outcome:
+    def run(self, command: str) -> ToolResult:
         """Run one concrete command (placeholders already filled in)."""
         try:
             argv = shlex.split(command)
         except ValueError as exc:
-            return Outcome(f"cannot parse command: {exc}", is_error=True)
+            return ToolResult(f"cannot parse command: {exc}", is_error=True)
         tool = argv[0] if argv else ""
         if tool == "grep":
             return self._grep(argv[1:])
@@ -85,37 +85,39 @@ class RunDir:
             return self._read(argv[1:])
         if tool == "list":
             return self._list()
-        return Outcome(f"{tool or command}: unknown tool (use grep, read or list)", is_error=True)
+        return ToolResult(
+            f"{tool or command}: unknown tool (use grep, read or list)", is_error=True
+        )
 
     # -- tools --------------------------------------------------------------------------------
 
-    def _list(self) -> Outcome:
+    def _list(self) -> ToolResult:
         entries = sorted(p for p in self.root.iterdir() if not p.name.startswith("."))
-        return Outcome("\n".join(p.name + ("/" if p.is_dir() else "") for p in entries))
+        return ToolResult("\n".join(p.name + ("/" if p.is_dir() else "") for p in entries))
 
-    def _read(self, args: list[str]) -> Outcome:
+    def _read(self, args: list[str]) -> ToolResult:
         numbered = bool(args) and args[0] == "-n"
         names = args[1:] if numbered else args
         if len(names) != 1:
-            return Outcome("read: expected one file: read [-n] FILE", is_error=True)
+            return ToolResult("read: expected one file: read [-n] FILE", is_error=True)
         path = self.inside(names[0])
         if path is None:
-            return Outcome(f"read: {names[0]}: outside the working directory", is_error=True)
+            return ToolResult(f"read: {names[0]}: outside the working directory", is_error=True)
         if not path.is_file():
-            return Outcome(f"read: {names[0]}: No such file or directory", is_error=True)
+            return ToolResult(f"read: {names[0]}: No such file or directory", is_error=True)
         text = path.read_text(encoding="utf-8", errors="replace")
         if numbered:
             text = "\n".join(f"{n:4}  {line}" for n, line in enumerate(text.splitlines(), 1))
-        return Outcome(text)
+        return ToolResult(text)
 
-    def _grep(self, args: list[str]) -> Outcome:
+    def _grep(self, args: list[str]) -> ToolResult:
         parsed = parse_grep(args)
         if isinstance(parsed, str):
-            return Outcome(parsed, is_error=True)
+            return ToolResult(parsed, is_error=True)
         files = [name for operand in parsed.operands for name in self.expand(operand)]
         if not files:
             missing = parsed.operands[0] if parsed.operands else "(no file given)"
-            return Outcome(f"grep: {missing}: No such file or directory", is_error=True)
+            return ToolResult(f"grep: {missing}: No such file or directory", is_error=True)
         try:
             proc = subprocess.run(
                 ["grep", *parsed.flags, "-H", "-n", "-e", parsed.pattern, "--", *files],
@@ -127,13 +129,13 @@ class RunDir:
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
             )
         except subprocess.TimeoutExpired:
-            return Outcome(f"grep: timed out after {GREP_TIMEOUT_S:g}s", is_error=True)
+            return ToolResult(f"grep: timed out after {GREP_TIMEOUT_S:g}s", is_error=True)
         except OSError as exc:
-            return Outcome(f"grep: cannot run: {exc.strerror or exc}", is_error=True)
+            return ToolResult(f"grep: cannot run: {exc.strerror or exc}", is_error=True)
         if proc.returncode > 1:
-            return Outcome((proc.stderr or proc.stdout).strip() or "grep failed", is_error=True)
+            return ToolResult((proc.stderr or proc.stdout).strip() or "grep failed", is_error=True)
         hits = tuple(_hit(line) for line in proc.stdout.splitlines())
-        return Outcome(proc.stdout.rstrip("\n") or "(no matches)", hits=hits)
+        return ToolResult(proc.stdout.rstrip("\n") or "(no matches)", hits=hits)
 
     def applies(self, command: str) -> bool:
         """False when a grep searches only file globs that match nothing here: a step written

@@ -1,17 +1,17 @@
 """The candidate gates (Spec, Safety, Effectiveness, Human) and the decision they reach.
 
-Every candidate SKILL.md — from the evolution loop, the offline optimiser or the online reviewer —
-passes the same four questions (tRPC-Agent-Go Evolution): is it a complete, executable method
-(Spec), does it carry credentials, destructive commands or path traversal (Safety), did the task
-that produced it succeed (Effectiveness), and does this kind of change still need a person
-(Human)? A structural or safety failure rejects; a failed or low-scoring task parks the candidate
-in ``pending_eval`` (no proof yet, never published); a hold parks it in ``pending_approval``.
-Without an outcome the Effectiveness gate passes but marks the candidate *unproven*: no evidence
-of failure is not evidence of success.
+Every candidate SKILL.md — from the evolution loop, the offline GEPA optimizer or the online
+reviewer — passes the same four questions (tRPC-Agent-Go Evolution): is it a complete, executable
+method (Spec), does it carry credentials, destructive commands or path traversal (Safety), did the
+task that produced it succeed (Effectiveness), and does this kind of change still need a person
+(Human)? A structural or safety failure rejects; a failed or low-scoring task parks the candidate in
+``pending_eval`` (no proof yet, never published); a hold parks it in ``pending_approval``. Without
+an outcome the Effectiveness gate passes but marks the candidate *unproven*: no evidence of failure
+is not evidence of success.
 
 Shadow mode runs and records the automatic gates without letting them block, so a team can watch
 what the gates would do before enforcing them; the Human gate is a policy, not a check, and still
-applies. Candidates evaluated offline (the optimiser) always wait for approval and are never
+applies. Candidates evaluated offline (the GEPA optimizer) always wait for approval and are never
 shadowed. An update whose parent is no longer the active version is refused outright: it was
 reviewed against text that is gone.
 
@@ -61,10 +61,10 @@ class StaleCandidate(SkillsmithError):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class TaskOutcome:
     """What the task behind a candidate achieved, as the application reports it.
 
-    ``score`` is in [0, 1]; ``None`` fields were not reported. No Outcome at all means the
+    ``score`` is in [0, 1]; ``None`` fields were not reported. No TaskOutcome at all means the
     candidate has only the proposer's word for it.
     """
 
@@ -252,7 +252,7 @@ class Effectiveness:
     name: str = "effectiveness"
 
     def judge(
-        self, outcome: Outcome | None, *, operation: Operation, verdict: Verdict | None = None
+        self, outcome: TaskOutcome | None, *, operation: Operation, verdict: Verdict | None = None
     ) -> GateResult:
         if verdict is not None:
             line = verdict.line()
@@ -418,7 +418,7 @@ def run_candidate_gates(
     *,
     operation: Operation,
     parent_version: str | None,
-    outcome: Outcome | None = None,
+    outcome: TaskOutcome | None = None,
     gates: CandidateGates | None = None,
     evidence: Sequence[GateResult] = (),
     approval_required: str | None = None,
@@ -482,10 +482,10 @@ __all__ = [
     "Effectiveness",
     "GateDecision",
     "Human",
-    "Outcome",
     "Safety",
     "Spec",
     "StaleCandidate",
+    "TaskOutcome",
     "canonical_name",
     "count_sibling_of",
     "existing_skill_names",

@@ -1,10 +1,10 @@
 """The one door into the queue: every candidate, from every loop, is gated and queued here.
 
-Evolution, the optimiser, online review, curation and description tuning all hand their candidate
-to :func:`submit_candidate`, which runs Spec and Safety (with the workspace's vault values, so what
-passes can always be snapshotted), Effectiveness and Human with the evidence the loop brings,
-queues the candidate whatever the verdict (a rejected one with its reason: the queue is the
-record of everything proposed), writes each status step to the skill's timeline, and publishes
+Evolution, the GEPA optimizer, online review, curation and description tuning all hand their
+candidate to :func:`submit_candidate`, which runs Spec and Safety (with the workspace's vault
+values, so what passes can always be snapshotted), Effectiveness and Human with the evidence the
+loop brings, queues the candidate whatever the verdict (a rejected one with its reason: the queue is
+the record of everything proposed), writes each status step to the skill's timeline, and publishes
 it when nothing holds it. Nothing else calls ``CandidateQueue.submit``.
 """
 
@@ -19,7 +19,7 @@ from engine.evaluation.gates.candidate import (
     CandidateGates,
     GateDecision,
     Operation,
-    Outcome,
+    TaskOutcome,
     run_candidate_gates,
 )
 from engine.evaluation.gates.expiry import sweep_expired
@@ -53,7 +53,7 @@ def submit_candidate(
     parent_version: str | None,
     summary: str,
     patch: str | None = None,
-    outcome: Outcome | None = None,
+    outcome: TaskOutcome | None = None,
     evidence: Sequence[GateResult] = (),
     approval_required: str | None = None,
     shadow: bool | None = None,

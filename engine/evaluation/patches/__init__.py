@@ -16,10 +16,10 @@ from engine.evaluation.patches.filters import (
 from engine.evaluation.patches.offline_proposer import OfflineProposer
 from engine.evaluation.patches.proposer import (
     NO_VALID_PATCH,
+    PatchTarget,
     Proposal,
     ProposalContext,
     Proposer,
-    Target,
     make_proposer,
 )
 from engine.evaluation.patches.signature import signature, split_taboo_rule, taboo_rule
@@ -32,10 +32,10 @@ __all__ = [
     "FilterReport",
     "OfflineProposer",
     "PatchError",
+    "PatchTarget",
     "Proposal",
     "ProposalContext",
     "Proposer",
-    "Target",
     "TextRules",
     "apply_patch",
     "concrete_token",

@@ -10,15 +10,15 @@ slogan…) is sent back with the reason, a bounded number of times, after which 
 from __future__ import annotations
 
 from engine.core.config import LimitsConfig
-from engine.evaluation.llm import LLM, Usage
+from engine.evaluation.llm import LLM, TokenUsage
 from engine.evaluation.patches.apply import PatchError
 from engine.evaluation.patches.filters import FilterReport
 from engine.evaluation.patches.prompts import build_prompt, extract_diff, retry_message
 from engine.evaluation.patches.proposer import (
     NO_VALID_PATCH,
+    PatchTarget,
     Proposal,
     ProposalContext,
-    Target,
     summary_of,
 )
 from engine.evaluation.patches.signature import blocking_entry
@@ -67,10 +67,10 @@ class AnthropicProposer:
             case_ids=first.case_ids,
         )
 
-    def _ask(self, ctx: ProposalContext, target: Target) -> Proposal:
+    def _ask(self, ctx: ProposalContext, target: PatchTarget) -> Proposal:
         system, user = build_prompt(ctx, target, self.limits, self.rules)
         messages: list[dict[str, object]] = [{"role": "user", "content": user}]
-        usage = Usage()
+        usage = TokenUsage()
         cost: float | None = 0.0
         model = self.llm.model
         problem = ""

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from engine.core.skill import SkillDoc
-from engine.evaluation.patches.proposer import Target
+from engine.evaluation.patches.proposer import PatchTarget
 from engine.evaluation.traces import step_commands
 
 # Root causes about the skill being found, not followed, are fixed in what the agent reads first.
@@ -52,7 +52,7 @@ def _parts(doc: SkillDoc) -> list[_Part]:
     return parts
 
 
-def _scored(doc: SkillDoc, target: Target, parts: list[_Part]) -> list[_Part]:
+def _scored(doc: SkillDoc, target: PatchTarget, parts: list[_Part]) -> list[_Part]:
     """Each part with how strongly the root cause points at it (0: not at all)."""
     evidence = [target.explanation, *target.evidence]
     commands = {c for text in evidence for c in step_commands(text)}
@@ -88,7 +88,7 @@ def encoded_size(*texts: str) -> int:
 _size = encoded_size
 
 
-def focused_view(doc: SkillDoc, target: Target, budget: int) -> str:
+def focused_view(doc: SkillDoc, target: PatchTarget, budget: int) -> str:
     """The skill's relevant parts and an outline of the rest, in at most ``budget`` bytes.
 
     The parts come first (a diff needs them); whatever room they leave goes to the outline.

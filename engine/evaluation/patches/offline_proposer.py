@@ -62,9 +62,9 @@ from engine.evaluation.patches.mining import (
 )
 from engine.evaluation.patches.proposer import (
     NO_VALID_PATCH,
+    PatchTarget,
     Proposal,
     ProposalContext,
-    Target,
     summary_of,
 )
 from engine.evaluation.patches.textrules import TextRules, default_rules, load_text_rules
@@ -83,7 +83,7 @@ _ALL_STEPS = re.compile(r"\b(every|all)\s+(the\s+)?steps?\b[^.\n]*\bbefore\b", r
 
 
 @dataclass(frozen=True)
-class Candidate:
+class DraftPatch:
     text: str  # the patched SKILL.md
     case_ids: tuple[str, ...]  # failing cases it should fix
     how: str
@@ -163,8 +163,8 @@ class OfflineProposer:
         )
 
     def _candidates(
-        self, doc: SkillDoc, target: Target, material: Material, fragile: frozenset[str]
-    ) -> Iterator[Candidate]:
+        self, doc: SkillDoc, target: PatchTarget, material: Material, fragile: frozenset[str]
+    ) -> Iterator[DraftPatch]:
         if target.rule_id in LOOP_RULES:
             yield from _unloop(doc, target)
         if target.rule_id in HASTE_RULES:
@@ -186,10 +186,10 @@ class OfflineProposer:
     def _flag_steps(
         self,
         doc: SkillDoc,
-        target: Target,
+        target: PatchTarget,
         material: Material,
         fragile: frozenset[str] = frozenset(),
-    ) -> Iterator[Candidate]:
+    ) -> Iterator[DraftPatch]:
         failing = material.failing("FN", target.case_ids)
         if not failing:
             return
@@ -257,7 +257,7 @@ class OfflineProposer:
                 how = f"new flag step for {', '.join(fixed)}{_doubt(material, failing)}"
                 if exceptions:
                     how += f", with Pitfalls for {', '.join(exceptions)}"
-                yield Candidate(text, tuple(fixed), how)
+                yield DraftPatch(text, tuple(fixed), how)
 
     def _guards(
         self, lines: Sequence[str], positives: Sequence[str], sinks: Sequence[re.Pattern[str]]
@@ -285,7 +285,9 @@ class OfflineProposer:
 
     # -- the description: tasks that never loaded the skill -----------------------------------
 
-    def _triggers(self, doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+    def _triggers(
+        self, doc: SkillDoc, target: PatchTarget, material: Material
+    ) -> Iterator[DraftPatch]:
         """Words of the tasks that did not load the skill, added to its description."""
         description = doc.description
         if not description or not doc.has_frontmatter:
@@ -311,11 +313,13 @@ class OfflineProposer:
             except FormatError:
                 return
             fixed = sorted(set().union(*(found[w] for w in words)))
-            yield Candidate(text, tuple(fixed), f"description triggers on {said}")
+            yield DraftPatch(text, tuple(fixed), f"description triggers on {said}")
 
     # -- FP: Pitfalls items ---------------------------------------------------------------------
 
-    def _pitfalls(self, doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+    def _pitfalls(
+        self, doc: SkillDoc, target: PatchTarget, material: Material
+    ) -> Iterator[DraftPatch]:
         matchers = flag_matchers(doc)
         rules = discard_rules(doc)
         positives = [ln.text for c in material.labelled(material.positive) for ln in c.lines]
@@ -354,12 +358,12 @@ class OfflineProposer:
             how = f"Pitfalls for {', '.join(fixed)}{_doubt(material, failing)}"
             text = with_pitfalls(doc, items)
             if text is not None:
-                yield Candidate(text, tuple(fixed), how)
+                yield DraftPatch(text, tuple(fixed), how)
             # an agent that concludes at its first hit never reads these items: the same items
             # with the every-step item, for when each alone fixed nothing
             text = with_pitfalls(doc, [*items, every_step]) if every_step else None
             if text is not None:
-                yield Candidate(text, tuple(fixed), how + ", and run every step before concluding")
+                yield DraftPatch(text, tuple(fixed), how + ", and run every step before concluding")
 
 
 # -- candidate building blocks --------------------------------------------------------------------
@@ -416,7 +420,7 @@ def _line_key(line: CodeLine) -> tuple[str, int]:
     return (line.path, line.number)
 
 
-def _unloop(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
+def _unloop(doc: SkillDoc, target: PatchTarget) -> Iterator[DraftPatch]:
     """A "repeat until no new matches" step loops on a file that always matches: run it once."""
     for step in doc.steps:
         if not _LOOPS.search(step.text):
@@ -425,7 +429,7 @@ def _unloop(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
             line = doc.lines[index].text
             if _LOOP_CLAUSE.search(line):
                 fixed = _LOOP_CLAUSE.sub(" once", line, count=1)
-                yield Candidate(
+                yield DraftPatch(
                     splice(doc, index, index + 1, [fixed]),
                     target.case_ids,
                     f"step {step.number} runs its command once instead of looping",
@@ -446,15 +450,15 @@ def _every_step_item(doc: SkillDoc) -> str | None:
     )
 
 
-def _thorough(doc: SkillDoc, target: Target) -> Iterator[Candidate]:
+def _thorough(doc: SkillDoc, target: PatchTarget) -> Iterator[DraftPatch]:
     """The agent concluded at its first hit and skipped the Pitfalls: ask for every step."""
     item = _every_step_item(doc)
     text = with_pitfalls(doc, [item]) if item else None
     if text is not None:
-        yield Candidate(text, target.case_ids, "run every step before concluding")
+        yield DraftPatch(text, target.case_ids, "run every step before concluding")
 
 
-def _widen_globs(doc: SkillDoc, target: Target, material: Material) -> Iterator[Candidate]:
+def _widen_globs(doc: SkillDoc, target: PatchTarget, material: Material) -> Iterator[DraftPatch]:
     """Flag steps skipped because their globs miss the failing cases' languages get them."""
     suffixes = sorted(
         {
@@ -489,4 +493,4 @@ def _widen_globs(doc: SkillDoc, target: Target, material: Material) -> Iterator[
         edited = SkillDoc.parse_lenient(splice(edited, index, index + 1, [wider]))[0]
         changed = True
     if changed:
-        yield Candidate(edited.render(), target.case_ids, f"flag steps also search {suffixes}")
+        yield DraftPatch(edited.render(), target.case_ids, f"flag steps also search {suffixes}")

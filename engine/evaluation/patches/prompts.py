@@ -20,7 +20,7 @@ from engine.core.taboo import TabooEntry
 from engine.core.vault import redact
 from engine.evaluation.patches.apply import PatchError
 from engine.evaluation.patches.focus import encoded_size, focused_view
-from engine.evaluation.patches.proposer import ProposalContext, Target
+from engine.evaluation.patches.proposer import PatchTarget, ProposalContext
 from engine.evaluation.patches.textrules import TextRules
 
 PROMPT_BUDGET = 10_000  # bytes of the request body (system + user text, JSON-encoded, + envelope)
@@ -80,7 +80,7 @@ def _clip(text: str, budget: int) -> str:
 _size = encoded_size
 
 
-def attribution_summary(diagnosis: Mapping[str, Any], target: Target, budget: int) -> str:
+def attribution_summary(diagnosis: Mapping[str, Any], target: PatchTarget, budget: int) -> str:
     """The target root cause with its evidence first, then the others in one line each."""
     failing = diagnosis.get("failing_cases") or len(diagnosis.get("failing_case_ids") or ())
     lines = [
@@ -143,7 +143,7 @@ def system_prompt(
 
 
 def build_prompt(
-    ctx: ProposalContext, target: Target, limits: LimitsConfig, rules: TextRules
+    ctx: ProposalContext, target: PatchTarget, limits: LimitsConfig, rules: TextRules
 ) -> tuple[str, str]:
     """``(system, user)``, redacted, whose request body stays within :data:`PROMPT_BUDGET`.
 

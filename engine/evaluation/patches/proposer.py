@@ -18,7 +18,7 @@ from engine.core.errors import UsageError
 from engine.core.taboo import TabooEntry
 from engine.core.workspace import Workspace
 from engine.evaluation.diagnosis import Diagnosis
-from engine.evaluation.llm import Usage, make_llm
+from engine.evaluation.llm import TokenUsage, make_llm
 from engine.evaluation.patches.apply import parse_diff
 from engine.evaluation.patches.filters import FilterReport, run_filters
 from engine.evaluation.patches.signature import signature, taboo_rule
@@ -28,7 +28,7 @@ NO_VALID_PATCH = "no valid patch"
 
 
 @dataclass(frozen=True)
-class Target:
+class PatchTarget:
     """The root cause a patch is written for (one entry of the diagnosis' root causes)."""
 
     rule_id: str
@@ -43,7 +43,7 @@ class Target:
         return f"{self.direction} + {self.rule_id}"
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Target:
+    def from_dict(cls, data: Mapping[str, Any]) -> PatchTarget:
         return cls(
             rule_id=str(data.get("rule_id", "")),
             direction=str(data.get("direction", "")),
@@ -85,15 +85,15 @@ class ProposalContext:
         return self.diagnosis.to_dict() if isinstance(self.diagnosis, Diagnosis) else self.diagnosis
 
     @property
-    def root_causes(self) -> list[Target]:
-        return [Target.from_dict(rc) for rc in self.diagnosis_dict.get("root_causes") or ()]
+    def root_causes(self) -> list[PatchTarget]:
+        return [PatchTarget.from_dict(rc) for rc in self.diagnosis_dict.get("root_causes") or ()]
 
-    def targets(self) -> list[Target]:
+    def targets(self) -> list[PatchTarget]:
         """The root causes to patch, in order: the named one, else every actionable one."""
         causes = self.diagnosis_dict.get("root_causes") or ()
         if self.target is not None:
-            return [Target.from_dict(rc) for rc in causes if _cause_id(rc) == self.target]
-        return [Target.from_dict(rc) for rc in causes if rc.get("worth_patch")]
+            return [PatchTarget.from_dict(rc) for rc in causes if _cause_id(rc) == self.target]
+        return [PatchTarget.from_dict(rc) for rc in causes if rc.get("worth_patch")]
 
     @property
     def flagged_case_ids(self) -> list[str]:
@@ -107,7 +107,7 @@ class ProposalContext:
         return ids
 
     def check(
-        self, diff: str, target: Target, limits: LimitsConfig, rules: TextRules | None
+        self, diff: str, target: PatchTarget, limits: LimitsConfig, rules: TextRules | None
     ) -> FilterReport:
         return run_filters(
             diff,
@@ -135,7 +135,7 @@ class Proposal:
     direction: str
     reason: str
     attempts: int
-    usage: Usage = field(default_factory=Usage)
+    usage: TokenUsage = field(default_factory=TokenUsage)
     model: str = ""
     cost_usd: float | None = 0.0
     summary: str = ""  # one line for candidate.yaml
@@ -178,7 +178,7 @@ class Proposal:
         }
 
 
-def summary_of(target: Target, diff: str) -> str:
+def summary_of(target: PatchTarget, diff: str) -> str:
     """What a candidate says it does: its target and its first added line, whole — a list that
     is short of room cuts it when it shows it, so ``queue show`` can still give it in full."""
     parsed = parse_diff(diff)

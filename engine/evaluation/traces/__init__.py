@@ -20,7 +20,7 @@ from engine.core.transcripts import (
     normalise,
 )
 from engine.evaluation.traces.crosscheck import (
-    Progress,
+    ProgressCheck,
     StepLike,
     claimed_steps,
     progress,
@@ -31,7 +31,7 @@ from engine.evaluation.traces.summary import TraceSummary, skeleton, summarise
 
 __all__ = [
     "BenignErrors",
-    "Progress",
+    "ProgressCheck",
     "StageStats",
     "StepLike",
     "Tokens",

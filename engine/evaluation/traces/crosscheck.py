@@ -67,7 +67,7 @@ def _evidences(command: str, tool: str, args: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Progress:
+class ProgressCheck:
     steps_known: bool
     claimed: list[int]
     evidenced: list[int]
@@ -77,10 +77,10 @@ class Progress:
     evidence: dict[int, int]  # step → index of the first call that evidences it
 
 
-def progress(trace: Trace, steps: Sequence[StepLike] | None) -> Progress:
+def progress(trace: Trace, steps: Sequence[StepLike] | None) -> ProgressCheck:
     claimed = claimed_steps(trace.texts)
     if not steps:
-        return Progress(False, claimed, [], [], [], [], {})
+        return ProgressCheck(False, claimed, [], [], [], [], {})
     args = [normalise(c.args) for c in trace.calls]
     names = [c.name.casefold() for c in trace.calls]
     evidence: dict[int, int] = {}
@@ -96,7 +96,7 @@ def progress(trace: Trace, steps: Sequence[StepLike] | None) -> Progress:
                 break
     checkable = [s.number for s in steps if s.number not in unverifiable]
     evidenced = sorted(evidence)
-    return Progress(
+    return ProgressCheck(
         steps_known=True,
         claimed=claimed,
         evidenced=evidenced,

@@ -17,7 +17,7 @@ from engine.core.transcripts.content import clip, normalise
 from engine.core.transcripts.detect import TraceFormat
 from engine.core.transcripts.trace import ToolCall, Trace
 from engine.evaluation.grading import extract_verdict
-from engine.evaluation.traces.crosscheck import Progress, StepLike, progress
+from engine.evaluation.traces.crosscheck import ProgressCheck, StepLike, progress
 from engine.evaluation.traces.stats import BenignErrors, StageStats, stage_stats
 
 
@@ -29,7 +29,7 @@ class TraceSummary:
     skeleton: list[str]
     elided_calls: int
     stats: StageStats
-    progress: Progress
+    progress: ProgressCheck
     conclusion: str | None
     final_excerpt: str
 

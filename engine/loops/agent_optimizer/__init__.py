@@ -8,7 +8,7 @@ otherwise.
 """
 
 from engine.loops.agent_optimizer.candidate import (
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     editable_files,
     parse_candidate,
@@ -16,18 +16,18 @@ from engine.loops.agent_optimizer.candidate import (
 from engine.loops.agent_optimizer.offline import optimizer_offline
 from engine.loops.agent_optimizer.session import (
     AgentOptimizerOptions,
-    OptimizeResult,
+    AgentOptimizerResult,
     hypothesis_check,
     run,
 )
 from engine.loops.agent_optimizer.state import Attempt, OptimizerState, Reference, find_unfinished
 
 __all__ = [
+    "AgentCandidate",
     "AgentOptimizerOptions",
+    "AgentOptimizerResult",
     "Attempt",
-    "Candidate",
     "NoneLeft",
-    "OptimizeResult",
     "OptimizerState",
     "Reference",
     "editable_files",

@@ -84,7 +84,7 @@ class NoneLeft:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class AgentCandidate:
     target: str  # AGENTS.md | skillsmith.yaml | skills/<name>/SKILL.md
     rule: str
     summary: str
@@ -110,7 +110,7 @@ class Candidate:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentCandidate:
         return cls(
             target=str(data["target"]),
             rule=str(data["rule"]),
@@ -239,7 +239,7 @@ def parse_candidate(
     files: Mapping[str, str | None],
     case_ids: Collection[str],
     tried: Collection[str],
-) -> Candidate | NoneLeft:
+) -> AgentCandidate | NoneLeft:
     """Validate a candidate reply against the workspace's editable state; the candidate (or the
     model's "none left") or a ProtocolError saying what to change."""
     data = load_reply(text, CANDIDATE_PROTOCOL)
@@ -278,7 +278,7 @@ def parse_candidate(
             _check_config(before, after, limits)
         elif len(after.encode("utf-8")) > limits.max_skill_bytes:
             raise ProtocolError(f"reply.diff: {AGENTS} would exceed {limits.max_skill_bytes} bytes")
-    candidate = Candidate(
+    candidate = AgentCandidate(
         target=target,
         rule=rule,
         summary=text_field(data, "summary", "reply", one_line=True),
@@ -303,7 +303,7 @@ __all__ = [
     "CANDIDATE_SYSTEM",
     "LOCAL_TOOLS",
     "TUNABLE_AGENT_KEYS",
-    "Candidate",
+    "AgentCandidate",
     "NoneLeft",
     "diff_sha",
     "editable_files",

@@ -64,7 +64,7 @@ from engine.evaluation.runner import SKILL, RunResult, agent_runtime, fresh_seed
 from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_SYSTEM,
-    Candidate,
+    AgentCandidate,
     NoneLeft,
     editable_files,
     parse_candidate,
@@ -85,7 +85,7 @@ EVIDENCE_PER_CAUSE = 3
 
 
 @dataclass
-class OptimizeResult:
+class AgentOptimizerResult:
     session_id: str
     benchmark: str
     resumed: bool
@@ -155,7 +155,7 @@ def _skill_rows(rows: Any) -> list[dict[str, Any]]:
     return [dict(r) for r in rows if r.get("variant", SKILL) == SKILL]
 
 
-def _better(before: Rows, after: Rows, alpha: float) -> Verdict:
+def better_on_these_cases(before: Rows, after: Rows, alpha: float) -> Verdict:
     """Is the candidate better on these very cases? The exact run-level test, one-sided, on the
     graded score the scoreboard shows."""
     return compare_paired(
@@ -191,7 +191,7 @@ class _Optimizer:
     def _proposal_rerequested(self, problem: str, number: int) -> None:
         self.log.emit("message", stage="proposal_rerequest", problem=problem, request=number)
 
-    def propose(self) -> Candidate | NoneLeft:
+    def propose(self) -> AgentCandidate | NoneLeft:
         ref = self.state.reference
         cfg = self.ws.load_config()
         bench_root = self.ws.benchmarks_dir / self.state.benchmark
@@ -233,11 +233,11 @@ class _Optimizer:
             ),
             on_rerequest=self._proposal_rerequested,
         )
-        proposal: Candidate | NoneLeft = exchange.value
+        proposal: AgentCandidate | NoneLeft = exchange.value
         return proposal
 
     # -- the stages of one attempt ---------------------------------------------------------------
-    def snapshot(self, attempt: Attempt, candidate: Candidate) -> None:
+    def snapshot(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if candidate.skill is not None:
             SkillStore(self.ws, candidate.skill).ensure_adopted()  # v0 = the text before
         note = (
@@ -250,17 +250,8 @@ class _Optimizer:
         self.save()
         self.log.emit("message", stage="snapshot", attempt=attempt.number, file=attempt.snapshot)
 
-    def apply(self, attempt: Attempt, candidate: Candidate) -> None:
-        path = target_path(self.ws, candidate.target)
-        with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
-            live = read_text(path) if path.is_file() else ""
-            if live not in (candidate.before, candidate.after):
-                raise SkillsmithError(
-                    f"{path}: changed since the candidate was proposed; restore "
-                    f"{attempt.snapshot} or start a new optimizer session"
-                )
-            if live != candidate.after:
-                atomic_write_text(path, candidate.after)
+    def apply(self, attempt: Attempt, candidate: AgentCandidate) -> None:
+        self._put(attempt, candidate, candidate.after)
         attempt.run_id = attempt.run_id or new_id("run")
         attempt.stage = "applied"
         self.save()
@@ -326,26 +317,27 @@ class _Optimizer:
             self.save()
         return result
 
-    def _put(self, candidate: Candidate, text: str) -> None:
+    def _put(self, attempt: Attempt, candidate: AgentCandidate, text: str) -> None:
         """Make ``text`` the live content of the candidate's file (the parent's or the
-        candidate's), so the next evaluation measures that state."""
+        candidate's), so the next evaluation measures that state; refuse when someone else
+        changed the file meanwhile."""
         path = target_path(self.ws, candidate.target)
         with self.ws.lock(f"optimize-agent {self.state.benchmark}"):
             live = read_text(path) if path.is_file() else ""
             if live not in (candidate.before, candidate.after):
                 raise SkillsmithError(
-                    f"{path}: changed while the optimizer evaluated it; start a new "
-                    "optimizer session"
+                    f"{path}: changed since the candidate was proposed; restore "
+                    f"{attempt.snapshot} or start a new optimizer session"
                 )
             if live != text:
                 atomic_write_text(path, text)
 
-    def measure_parent(self, attempt: Attempt, candidate: Candidate) -> bool:
+    def measure_parent(self, attempt: Attempt, candidate: AgentCandidate) -> bool:
         """The fresh evaluation of the state before the candidate; False when it stayed invalid.
 
         The candidate is compared with this run, not with the reference record: that record
         was drawn with other seeds (and, for the first round, with other runs per case)."""
-        self._put(candidate, candidate.before)
+        self._put(attempt, candidate, candidate.before)
         if attempt.seed is None or attempt.parent_run_id is None:
             attempt.seed = fresh_seed() if attempt.seed is None else attempt.seed
             attempt.parent_run_id = attempt.parent_run_id or new_id("run")
@@ -359,7 +351,7 @@ class _Optimizer:
         self.save()
         return True
 
-    def _rerun(self, attempt: Attempt, candidate: Candidate) -> Rerun:
+    def _rerun(self, attempt: Attempt, candidate: AgentCandidate) -> Rerun:
         """Reruns for adaptive sampling: both states, the chosen cases, one fresh shared seed.
 
         The k-th rerun of a round is recorded (cases, runs, seed, run ids) before it runs, so a
@@ -383,7 +375,9 @@ class _Optimizer:
             plan = attempt.reruns[index]
             sides: list[Rows] = []
             for side in ("before", "after"):
-                self._put(candidate, candidate.before if side == "before" else candidate.after)
+                self._put(
+                    attempt, candidate, candidate.before if side == "before" else candidate.after
+                )
                 result = self._evaluate_once(
                     plan[side], int(plan["seed"]), plan["cases"], plan["runs"]
                 )
@@ -404,9 +398,9 @@ class _Optimizer:
 
         return rerun
 
-    def evaluate(self, attempt: Attempt, candidate: Candidate) -> None:
+    def evaluate(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.parent_run_id is not None
-        self._put(candidate, candidate.after)
+        self._put(attempt, candidate, candidate.after)
         result = self._complete(attempt, attempt.run_id)
         if result.status != "finished":
             self.roll_back(attempt, candidate, "invalid", "units still failed to run after repairs")
@@ -420,9 +414,13 @@ class _Optimizer:
             alpha=gates.alpha, max_extra_runs=gates.max_extra_runs, looks=gates.looks
         )
         verdict, _, _ = sampling.decide(
-            parent, rows, _better, lambda v: not v.better, self._rerun(attempt, candidate)
+            parent,
+            rows,
+            better_on_these_cases,
+            lambda v: not v.better,
+            self._rerun(attempt, candidate),
         )
-        self._put(candidate, candidate.after)
+        self._put(attempt, candidate, candidate.after)
         record = figures(rows)
         attempt.score = record.score
         attempt.delta = round(record.score - float(attempt.parent_score or 0.0), 2)
@@ -436,7 +434,7 @@ class _Optimizer:
         attempt.stage = "deciding"
         self.save()
 
-    def decide(self, attempt: Attempt, candidate: Candidate) -> None:
+    def decide(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if attempt.decision == "accepted":
             self.accept(attempt, candidate)
         else:
@@ -447,7 +445,7 @@ class _Optimizer:
             )
             self.roll_back(attempt, candidate, "rolled_back", why)
 
-    def accept(self, attempt: Attempt, candidate: Candidate) -> None:
+    def accept(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.score is not None
         bench_root = self.ws.benchmarks_dir / self.state.benchmark
         why = f"optimize-agent {self.state.session_id} round {attempt.round}: {candidate.summary}"
@@ -494,7 +492,7 @@ class _Optimizer:
         self.save()
         self.log.emit("published", **self._outcome(attempt, candidate))
 
-    def _record(self, attempt: Attempt, candidate: Candidate) -> ScoreRecord:
+    def _record(self, attempt: Attempt, candidate: AgentCandidate) -> ScoreRecord:
         assert attempt.run_id is not None and attempt.score is not None
         folder = RunFolder(self.ws.runs_dir / attempt.run_id)
         manifest = folder.read_manifest()
@@ -534,7 +532,9 @@ class _Optimizer:
             version=attempt.version_after,
         )
 
-    def roll_back(self, attempt: Attempt, candidate: Candidate, decision: str, why: str) -> None:
+    def roll_back(
+        self, attempt: Attempt, candidate: AgentCandidate, decision: str, why: str
+    ) -> None:
         assert attempt.snapshot is not None
         path = target_path(self.ws, candidate.target)
         live = read_text(path) if path.is_file() else ""
@@ -557,7 +557,7 @@ class _Optimizer:
         self.save()
         self.log.emit("rolled_back", **self._outcome(attempt, candidate))
 
-    def _outcome(self, attempt: Attempt, candidate: Candidate) -> dict[str, Any]:
+    def _outcome(self, attempt: Attempt, candidate: AgentCandidate) -> dict[str, Any]:
         hypothesis = attempt.hypothesis or {}
         return {
             "attempt": attempt.number,
@@ -580,7 +580,7 @@ class _Optimizer:
         }
 
     def advance(self, attempt: Attempt) -> None:
-        candidate = Candidate.from_dict(attempt.candidate)
+        candidate = AgentCandidate.from_dict(attempt.candidate)
         if attempt.stage == "proposed":
             self.snapshot(attempt, candidate)
         if attempt.stage == "snapshotted":
@@ -668,7 +668,7 @@ def run(
     *,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-) -> OptimizeResult:
+) -> AgentOptimizerResult:
     """Run (or resume) an agent Optimizer session on benchmark ``options.bench``.
 
     ``runs`` is the runs per case of every candidate evaluation (default: the benchmark's);
@@ -742,7 +742,7 @@ def run(
         state.status, state.stop_reason = "finished", reason
         optimizer.save()
     version = ws.load_config().version
-    result = OptimizeResult(
+    result = AgentOptimizerResult(
         session_id=state.session_id,
         benchmark=bench_id,
         resumed=found is not None,
@@ -769,7 +769,7 @@ def run(
 
 __all__ = [
     "AgentOptimizerOptions",
-    "OptimizeResult",
+    "AgentOptimizerResult",
     "hypothesis_check",
     "run",
 ]

@@ -1,6 +1,6 @@
 """The Formal Baseline: the frozen benchmark's first complete record, and the check of it.
 
-Agent optimisation needs a baseline — "没有基线，就没有可比较的提升" — so the Optimizer starts
+Agent optimization needs a baseline — "没有基线，就没有可比较的提升" — so the Optimizer starts
 by proving one: the scoreboard holds a ``formal_baseline`` record covering every case, its run
 folder holds exactly the rows it reports, and the benchmark has not changed since that run (the
 run's fingerprint of statements, rubrics and the private standard still matches). A benchmark

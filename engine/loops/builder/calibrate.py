@@ -50,7 +50,7 @@ why: <one line>}}
 
 
 @dataclass(frozen=True)
-class Change:
+class CaseRevision:
     case_id: str
     action: Literal["add_check", "replace"]
     why: str
@@ -112,14 +112,14 @@ def parse_calibration(
     standard: Standard | None,
     pool: Pool | None,
     max_changes: int,
-) -> list[Change]:
+) -> list[CaseRevision]:
     data = load_reply(text, CALIBRATE_PROTOCOL)
     check_keys(data, "reply", ("protocol", "changes"))
     items = data["changes"]
     if not isinstance(items, list) or len(items) > max_changes:
         raise ProtocolError(f"reply.changes: expected a list of at most {max_changes} changes")
     known = {c.id for c in bench.cases}
-    changes: list[Change] = []
+    changes: list[CaseRevision] = []
     touched: set[str] = set()
     new_ids: set[str] = set()
     for i, item in enumerate(items):
@@ -140,14 +140,16 @@ def parse_calibration(
             weight = item["weight"]
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
                 raise ProtocolError(f"{where}.weight: expected a number > 0")
-            changes.append(Change(case_id, "add_check", why, rule=rule_id, weight=float(weight)))
+            changes.append(
+                CaseRevision(case_id, "add_check", why, rule=rule_id, weight=float(weight))
+            )
         elif action == "replace":
             check_keys(item, where, ("case", "action", "with", "why"))
             spec = parse_case(item["with"], f"{where}.with", pool=pool, labels=bench.labels)
             if (spec.id in known and spec.id != case_id) or spec.id in new_ids:
                 raise ProtocolError(f"{where}.with.id: {spec.id!r} is already a case")
             new_ids.add(spec.id)
-            changes.append(Change(case_id, "replace", why, replacement=spec))
+            changes.append(CaseRevision(case_id, "replace", why, replacement=spec))
         else:
             raise ProtocolError(f"{where}.action: expected add_check or replace, got {action!r}")
     return changes
@@ -157,7 +159,7 @@ def apply_changes(
     bench_root: Path,
     bench: Benchmark,
     standard: Standard | None,
-    changes: Sequence[Change],
+    changes: Sequence[CaseRevision],
     pool: Pool | None,
 ) -> list[str]:
     """Carry the changes out; returns the ids of the cases that are new or changed."""
@@ -181,7 +183,7 @@ def apply_changes(
 __all__ = [
     "CALIBRATE_PROTOCOL",
     "CALIBRATE_SYSTEM",
-    "Change",
+    "CaseRevision",
     "apply_changes",
     "calibration_messages",
     "parse_calibration",

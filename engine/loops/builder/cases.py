@@ -32,7 +32,7 @@ from engine.core.benchmark import (
 from engine.core.errors import SkillsmithError
 from engine.core.fsutil import atomic_write_bytes, atomic_write_text, fsync_dir, iter_files
 from engine.core.schema import load_yaml
-from engine.core.standard import Rule
+from engine.core.standard import StandardRule
 from engine.core.workspace import Workspace
 from engine.evaluation.protocol import (
     ProtocolError,
@@ -81,7 +81,7 @@ class CaseSpec:
 @dataclass(frozen=True)
 class Draft:
     labels: list[str] | None
-    standard: list[Rule] | None
+    standard: list[StandardRule] | None
     cases: list[CaseSpec]
 
 
@@ -149,7 +149,7 @@ def _labels(data: Mapping[str, Any], have: list[str] | None) -> list[str] | None
     return [str(label_text(v)) for v in labels]
 
 
-def _standard(data: Mapping[str, Any], has_standard: bool) -> list[Rule] | None:
+def _standard(data: Mapping[str, Any], has_standard: bool) -> list[StandardRule] | None:
     if "standard" not in data:
         if not has_standard:
             raise ProtocolError("reply: missing key 'standard' (the benchmark has none yet)")
@@ -159,7 +159,7 @@ def _standard(data: Mapping[str, Any], has_standard: bool) -> list[Rule] | None:
     items = data["standard"]
     if not isinstance(items, list) or not items:
         raise ProtocolError("reply.standard: expected a list of rules")
-    rules: list[Rule] = []
+    rules: list[StandardRule] = []
     for i, item in enumerate(items):
         where = f"reply.standard[{i}]"
         if not isinstance(item, dict):
@@ -168,7 +168,7 @@ def _standard(data: Mapping[str, Any], has_standard: bool) -> list[Rule] | None:
         rule_id = str(item["id"])
         if not _RULE_ID.match(rule_id) or any(r.id == rule_id for r in rules):
             raise ProtocolError(f"{where}.id: expected a new lowercase id, got {rule_id!r}")
-        rules.append(Rule(rule_id, text_field(item, "text", where, one_line=True)))
+        rules.append(StandardRule(rule_id, text_field(item, "text", where, one_line=True)))
     return rules
 
 
@@ -295,7 +295,7 @@ def remove_case(bench_root: Path, case_id: str) -> None:
         shutil.rmtree(gone)
 
 
-def add_rule_check(case: Case, rule: Rule, weight: float) -> None:
+def add_rule_check(case: Case, rule: StandardRule, weight: float) -> None:
     """Grade ``rule`` in a case's rubric (an ``llm_judge`` check quoting the rule)."""
     data = load_yaml(case.rubric_path) or {}
     checks = list(data.get("checks") or [{"kind": "label", "weight": 1}])

@@ -65,7 +65,7 @@ from engine.loops.builder.baseline import (
 )
 from engine.loops.builder.calibrate import (
     CALIBRATE_SYSTEM,
-    Change,
+    CaseRevision,
     apply_changes,
     calibration_messages,
     parse_calibration,
@@ -395,7 +395,7 @@ class _Build:
         standard: Standard | None,
         observed: dict[str, Any],
         predictions: list[Prediction],
-    ) -> list[Change]:
+    ) -> list[CaseRevision]:
         limit = max(1, len(bench.cases))
         exchange = ask(
             self.model,
@@ -405,7 +405,7 @@ class _Build:
                 text, bench=bench, standard=standard, pool=self.pool, max_changes=limit
             ),
         )
-        changes: list[Change] = exchange.value
+        changes: list[CaseRevision] = exchange.value
         return changes
 
     # -- the whole build -------------------------------------------------------------------------

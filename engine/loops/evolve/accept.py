@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from engine.core.errors import SkillsmithError
 from engine.core.queue import Candidate, CandidateQueue, content_hash
 from engine.core.store import SkillStore
-from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.outcome import quality, verify_calibration
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.submission import submit_candidate
@@ -68,7 +68,7 @@ def submit(evo: Evolution, results: list[GateResult], golden: Rows) -> Candidate
         parent_version=evo.pending.parent_version,
         summary=cand.summary,
         patch=cand.diff,
-        outcome=Outcome(
+        outcome=TaskOutcome(
             status="success",
             notes=f"selection {selection['parent_value']:.3f} → {selection['value']:.3f}",
             evaluator=f"evolve:{evo.pending.session_id} round {evo.pending.round}",

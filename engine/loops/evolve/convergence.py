@@ -115,7 +115,7 @@ class Convergence:
 
 
 @dataclass(frozen=True)
-class Standing:
+class VersionHoldout:
     """A version of the skill, the holdout figure recorded for it, and where that was recorded."""
 
     version: str
@@ -123,24 +123,24 @@ class Standing:
     source: str  # "this session", "session <id>" or "its version record"
 
 
-def standings(store: SkillStore, session: Mapping[str, float]) -> list[Standing]:
+def standings(store: SkillStore, session: Mapping[str, float]) -> list[VersionHoldout]:
     """Every version on the store's branch with a holdout figure, oldest first.
 
     ``session`` holds this session's own figures (version → holdout), which win over a version
     record's: they were measured under this session's conditions. A version record without a
-    numeric ``holdout.value`` (a hand publish, an optimiser submission scored by mean) has no
+    numeric ``holdout.value`` (a hand publish, a GEPA optimizer submission scored by mean) has no
     figure to compare and is left out.
     """
-    found: list[Standing] = []
+    found: list[VersionHoldout] = []
     for info in store.versions():
         if info.version in session:
-            found.append(Standing(info.version, session[info.version], "this session"))
+            found.append(VersionHoldout(info.version, session[info.version], "this session"))
             continue
         recorded = _recorded_holdout(info.path / "metrics.json")
         if recorded is not None:
             value, session_id = recorded
             where = f"session {session_id}" if session_id else "its version record"
-            found.append(Standing(info.version, value, where))
+            found.append(VersionHoldout(info.version, value, where))
     return found
 
 
@@ -162,7 +162,7 @@ def _recorded_holdout(path: Path) -> tuple[float, str | None] | None:
     return float(value), session_id if isinstance(session_id, str) else None
 
 
-def best_standing(found: Sequence[Standing], current: str) -> Standing | None:
+def best_standing(found: Sequence[VersionHoldout], current: str) -> VersionHoldout | None:
     """The best holdout figure other than ``current``'s; the older version wins a tie (fewer
     changes to carry)."""
     others = [s for s in found if s.version != current]
@@ -176,7 +176,7 @@ __all__ = [
     "TARGET_WEIGHT",
     "Convergence",
     "RoundSignal",
-    "Standing",
+    "VersionHoldout",
     "best_standing",
     "stagnation",
     "standings",

@@ -39,7 +39,7 @@ from engine.loops.evolve.checkpoint import (
     VersionRecord,
     text_sha,
 )
-from engine.loops.evolve.convergence import Standing, best_standing, standings
+from engine.loops.evolve.convergence import VersionHoldout, best_standing, standings
 from engine.loops.evolve.stages import Evolution
 
 REQUIRED_SPLITS = ("selection", "holdout", "golden")
@@ -315,7 +315,7 @@ def _final(evo: Evolution) -> None:
     _holdout(evo, current, rows["holdout"])
 
 
-def _roll_back(evo: Evolution, current: str, now: float, best: Standing) -> str:
+def _roll_back(evo: Evolution, current: str, now: float, best: VersionHoldout) -> str:
     """Go back to ``best`` if, measured again on this session's holdout beside ``current`` (same
     cases, same unit seeds), the paired change favours it; returns the version now current.
 

@@ -1,4 +1,4 @@
-"""Offline optimisation of a skill's sections with GEPA (``skillsmith optimize``).
+"""Offline optimization of a skill's sections with GEPA (``skillsmith optimize``).
 
 See :mod:`engine.loops.gepa.run` for the run, :mod:`engine.loops.gepa.pareto` for the decisions,
 :mod:`engine.loops.gepa.adapter` for how the ``gepa`` library is driven.
@@ -6,11 +6,11 @@ See :mod:`engine.loops.gepa.run` for the run, :mod:`engine.loops.gepa.pareto` fo
 
 from engine.loops.gepa.run import (
     GepaOptions,
+    GepaResult,
     OptimizeFailed,
     OptimizeOptions,
-    OptimizeResult,
     optimize,
     run,
 )
 
-__all__ = ["GepaOptions", "OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize", "run"]
+__all__ = ["GepaOptions", "GepaResult", "OptimizeFailed", "OptimizeOptions", "optimize", "run"]

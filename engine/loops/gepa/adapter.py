@@ -1,4 +1,4 @@
-"""The optimiser's side of the ``gepa`` library: evaluation, reflection, decisions, limits.
+"""The GEPA optimizer's side of the ``gepa`` library: evaluation, reflection, decisions, limits.
 
 ``gepa.optimize`` runs the loop (minibatches from Feedback, one section per round in turn,
 children evaluated on the parent's minibatch, survivors on all of Validation, the pool and its
@@ -156,7 +156,7 @@ class Evaluator:
 
         Every evaluation of the run uses the run's seed, so a case gets the same unit seed
         whichever candidate runs it: the seed and a candidate pair on it, and the same
-        ``--seed`` repeats the whole optimisation.
+        ``--seed`` repeats the whole optimization.
         """
         self.clock.check()
         text = render(self.seed_text, sections)
@@ -245,7 +245,7 @@ class Reflector:
 
 
 class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
-    """The skill under optimisation as a gepa program, and the recorder of gepa's decisions."""
+    """The skill under optimization as a gepa program, and the recorder of gepa's decisions."""
 
     def __init__(
         self,
@@ -499,7 +499,7 @@ class Limits:
 
 
 class GepaLog:
-    """gepa's log lines go to the optimiser's session log (redacted), never to stdout."""
+    """gepa's log lines go to the GEPA optimizer's session log (redacted), never to stdout."""
 
     def __init__(self, log: SessionLog) -> None:
         self.session = log

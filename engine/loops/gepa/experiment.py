@@ -1,6 +1,6 @@
-"""The record of one optimisation: ``experiments/<id>/``.
+"""The record of one optimization: ``experiments/<id>/``.
 
-Everything an optimisation decided can be checked by hand from here: the settings and splits
+Everything an optimization decided can be checked by hand from here: the settings and splits
 (``experiment.json``), every candidate with its parent, edited section and rationale
 (``candidates/<id>.json``), every evaluation with its per-case scores, feedback and the run it
 came from (``evaluations/<seq>-<phase>-<candidate>.json``), every decision in order

@@ -1,4 +1,4 @@
-"""The offline reflection model: a deterministic answerer so the demo optimises with no network.
+"""The offline reflection model: a deterministic answerer so the demo optimizes with no network.
 
 It reads the reflection prompt like a model would — the section to rewrite, the skill's
 sections, the evaluation records — and answers with the same JSON a model returns. The edit is
@@ -20,7 +20,7 @@ mined from the records with the offline patch proposer's own machinery
   task's own words are added, so the skill is picked for tasks phrased like it.
 
 When the records support no edit of the selected section it returns the section unchanged,
-which the optimiser records as a rejected reflection — exactly what it does with a real model
+which the GEPA optimizer records as a rejected reflection — exactly what it does with a real model
 that finds nothing to improve.
 """
 
@@ -38,8 +38,8 @@ from engine.evaluation.demo.agent import discard_rules, labels_of, plan, ruled_o
 from engine.evaluation.demo.tools import tool_of
 from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material, grep_matcher
 from engine.evaluation.patches.mining import GLOB, flag_matchers, split_command, token_class
-from engine.evaluation.patches.offline_proposer import Candidate, OfflineProposer, _widen_globs
-from engine.evaluation.patches.proposer import Target
+from engine.evaluation.patches.offline_proposer import DraftPatch, OfflineProposer, _widen_globs
+from engine.evaluation.patches.proposer import PatchTarget
 from engine.loops.gepa.reflection import RECORDS_CLOSE, RECORDS_OPEN
 
 MAX_NEW_WORDS = 4  # task words one trigger edit adds
@@ -163,7 +163,7 @@ def _material(records: Sequence[Mapping[str, Any]]) -> tuple[Material, dict[str,
     return Material(positive, negative, cases, frozenset()), outcomes
 
 
-def _first(candidates: Iterator[Candidate], section: str, current: str) -> tuple[str, str] | None:
+def _first(candidates: Iterator[DraftPatch], section: str, current: str) -> tuple[str, str] | None:
     for candidate in candidates:
         text = SkillDoc.parse(candidate.text).section(section) or ""
         if text.strip() and text.strip() != current.strip():
@@ -185,7 +185,7 @@ def _propose(
     failing = tuple(c for c, o in outcomes.items() if o == direction)
     if direction is None or not failing:
         return None
-    target = Target("reflection", direction, failing, 1.0, "", ())
+    target = PatchTarget("reflection", direction, failing, 1.0, "", ())
     proposer = OfflineProposer(None, seed=0)
     doc = _skill_doc(sections)
     if direction == "FP":
@@ -209,7 +209,7 @@ def _propose(
     return _first(better, section, sections[section])
 
 
-def _api_shaped(candidate: Candidate, doc: SkillDoc) -> bool:
+def _api_shaped(candidate: DraftPatch, doc: SkillDoc) -> bool:
     """Every pattern a candidate's new Pitfalls items rule out is a call or an API name.
 
     From a handful of records a plain word (``name``) can look like the guard of a false alarm;
@@ -220,7 +220,7 @@ def _api_shaped(candidate: Candidate, doc: SkillDoc) -> bool:
     return all(token_class(token) <= 1 for group in added for token in group)
 
 
-def _flags_sources(candidate: Candidate, doc: SkillDoc, sources: set[str]) -> bool:
+def _flags_sources(candidate: DraftPatch, doc: SkillDoc, sources: set[str]) -> bool:
     """A new flag step that matches where user input is read flags every file that reads any.
 
     Reading ``request.args`` is not a vulnerability: the near-miss negatives read it too. The

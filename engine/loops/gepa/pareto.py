@@ -1,4 +1,4 @@
-"""The decisions of the optimiser as pure functions over score tables.
+"""The decisions of the GEPA optimizer as pure functions over score tables.
 
 A score table has one row per pool candidate (in the order they joined the pool, the seed skill
 first) mapping each validation case to its score. Everything that decides which skill survives —
@@ -14,7 +14,7 @@ whether it may be submitted — is here, free of I/O, so each rule is tested on 
   strict test can ever pass); a child let through by chance only costs a validation evaluation.
 - The final pick is the highest validation mean — but only if it is better than the seed with
   confidence (paired over the validation cases at ``alpha``); otherwise the seed stays, so an
-  optimisation that found only noise changes nothing.
+  optimization that found only noise changes nothing.
 - Promotion needs the holdout change's lower bound (paired over cases, at ``alpha``) above a
   configurable minimum gain, and no case marked critical may score lower than it did with the
   seed — a hard limit, whatever the statistics say.
@@ -156,7 +156,7 @@ def validated_pick(
 
 
 @dataclass(frozen=True)
-class Standing:
+class PoolStanding:
     """One pool member after the search: the cases it leads on, and why it was (not) picked."""
 
     wins: tuple[str, ...]
@@ -165,7 +165,7 @@ class Standing:
 
 def pool_standings(
     table: Table, cases: Sequence[str], picked: int, verdict: Verdict | None
-) -> list[Standing]:
+) -> list[PoolStanding]:
     """Each candidate's wins — the validation cases on whose front it sits while some other
     candidate does not — and the reason it was or was not picked, so a run that submits nothing
     says, per candidate, which rule stopped it."""
@@ -174,7 +174,7 @@ def pool_standings(
     means = [mean_score(row, cases) for row in table]
     best = best_candidate(table, cases)
     seed = means[0]
-    found: list[Standing] = []
+    found: list[PoolStanding] = []
     for index, value in enumerate(means):
         wins = tuple(c for c in cases if index in fronts[c] and fronts[c] != everyone)
         if index == picked:
@@ -199,7 +199,7 @@ def pool_standings(
                 f"validation mean {value:.4f} beats the seed's {seed:.4f}, but a candidate "
                 f"has a higher one ({means[best]:.4f})"
             )
-        found.append(Standing(wins, why))
+        found.append(PoolStanding(wins, why))
     return found
 
 
@@ -266,9 +266,9 @@ def assess_promotion(
 
 
 __all__ = [
+    "PoolStanding",
     "Promotion",
     "Scores",
-    "Standing",
     "Table",
     "assess_promotion",
     "best_candidate",

@@ -1,4 +1,4 @@
-"""One offline optimisation of a skill's sections against a benchmark (``skillsmith optimize``).
+"""One offline optimization of a skill's sections against a benchmark (``skillsmith optimize``).
 
 The run: choose Feedback / Validation / Holdout, evaluate the active version (the seed) on
 Validation, let GEPA search (one section per round, children kept only when they beat their
@@ -32,7 +32,7 @@ from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter, 
 from engine.core.sessions import hold, start_session
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome, StaleCandidate
+from engine.evaluation.gates.candidate import StaleCandidate, TaskOutcome
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import make_llm
@@ -90,7 +90,7 @@ class OptimizeOptions:
 
 
 @dataclass
-class OptimizeResult:
+class GepaResult:
     """What the run did; ``result.json`` of the experiment holds the same."""
 
     experiment_id: str
@@ -123,14 +123,14 @@ class OptimizeResult:
 class OptimizeFailed(SkillsmithError):
     """The run stopped without a result it could stand by (time limit, model failure)."""
 
-    def __init__(self, result: OptimizeResult) -> None:
-        super().__init__(f"{result.experiment_dir}: optimisation failed: {result.reason}")
+    def __init__(self, result: GepaResult) -> None:
+        super().__init__(f"{result.experiment_dir}: optimization failed: {result.reason}")
         self.result = result
 
 
 @dataclass(frozen=True)
 class GepaOptions:
-    """What a GEPA run optimises (``skill`` on ``bench``) and the limits of its search."""
+    """What a GEPA run optimizes (``skill`` on ``bench``) and the limits of its search."""
 
     skill: str
     bench: str
@@ -143,7 +143,7 @@ def run(
     *,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-) -> OptimizeResult:
+) -> GepaResult:
     """The GEPA loop in the shape of every loop (see :func:`optimize`)."""
     return optimize(
         ws, options.skill, options.bench, options.search, reporter=reporter, cancel=cancel
@@ -158,8 +158,8 @@ def optimize(
     *,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
-) -> OptimizeResult:
-    """Optimise ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure.
+) -> GepaResult:
+    """Optimize ``skill`` on ``bench_id``; raises OptimizeFailed (with the result) on failure.
 
     Everything that can be refused is refused before the first agent runs (UsageError).
     """
@@ -168,7 +168,7 @@ def optimize(
     store = SkillStore(ws, skill)
     parent = store.ensure_adopted()
     if parent is None:
-        raise SkillsmithError(f"{ws.skills_dir / skill}: no such skill to optimise")
+        raise SkillsmithError(f"{ws.skills_dir / skill}: no such skill to optimize")
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     seed = bench.seed if opts.seed is None else opts.seed
     splits = choose_splits(bench, opts.splits, seed)
@@ -198,7 +198,7 @@ def _check_plan(bench: Benchmark, splits: Splits, opts: OptimizeOptions) -> None
 
 
 class _Run:
-    """One optimisation's moving parts, wired once; :meth:`execute` runs and records it."""
+    """One optimization's moving parts, wired once; :meth:`execute` runs and records it."""
 
     def __init__(
         self,
@@ -250,7 +250,7 @@ class _Run:
             reserve=2 * len(splits.holdout),
             clock=self.clock,
         )
-        self.result = OptimizeResult(
+        self.result = GepaResult(
             experiment_id=self.experiment.id,
             experiment_dir=str(self.experiment.dir),
             skill=skill,
@@ -261,7 +261,7 @@ class _Run:
         )
         self.picked = 0  # the pool index of the pick, once the search has made one
 
-    def execute(self) -> OptimizeResult:
+    def execute(self) -> GepaResult:
         result, clock = self.result, self.clock
         self._record_start()
         try:
@@ -428,13 +428,13 @@ class _Run:
                 operation="update",
                 parent_version=self.parent,
                 summary=f"optimize {result.experiment_id}: {notes}",
-                outcome=Outcome(
+                outcome=TaskOutcome(
                     status="success",
                     notes=notes,
                     evaluator=f"optimize/gepa:{result.experiment_id}",
                 ),
                 evidence=[evidence],
-                approval_required="offline-optimised candidates wait for a person",
+                approval_required="offline-optimized candidates wait for a person",
                 shadow=False,
                 delta_score=float(holdout["delta"]),
                 metrics={"experiment": result.experiment_id, "holdout": holdout},
@@ -508,4 +508,4 @@ class _Run:
             self.log.emit("finished", status=status, reason=reason, headline=result.headline)
 
 
-__all__ = ["GepaOptions", "OptimizeFailed", "OptimizeOptions", "OptimizeResult", "optimize", "run"]
+__all__ = ["GepaOptions", "GepaResult", "OptimizeFailed", "OptimizeOptions", "optimize", "run"]

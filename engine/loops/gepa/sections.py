@@ -1,4 +1,4 @@
-"""A skill as the optimiser sees it: four editable sections over an untouched SKILL.md.
+"""A skill as the GEPA optimizer sees it: four editable sections over an untouched SKILL.md.
 
 GEPA evolves a mapping of named texts; here the names are the SKILL.md sections a round may
 rewrite. A candidate is rendered by splicing its changed sections into the seed document, so

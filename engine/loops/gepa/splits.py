@@ -1,4 +1,4 @@
-"""Feedback / Validation / Holdout: the three case sets an optimisation keeps apart.
+"""Feedback / Validation / Holdout: the three case sets an optimization keeps apart.
 
 Feedback cases are the only ones whose runs the reflection model reads; Validation only ranks
 versions by score; Holdout is looked at once, after the search, to decide whether the chosen

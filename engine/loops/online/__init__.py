@@ -8,7 +8,7 @@ review policy (policy) → review cursor (cursor) → reviewer (reviewer, spec) 
 from engine.loops.online.cursor import Cursor, CursorStore
 from engine.loops.online.pipeline import OnlineLearner, ReviewResult, run_outcome
 from engine.loops.online.policy import ReviewPolicy, Signals, scan
-from engine.loops.online.reconciler import Change, ReconcileEvent, reconcile
+from engine.loops.online.reconciler import ReconcileEvent, SkillChange, reconcile
 from engine.loops.online.reviewer import (
     ModelReviewer,
     OfflineReviewer,
@@ -22,7 +22,6 @@ from engine.loops.online.worker import BoundedWorkers
 
 __all__ = [
     "BoundedWorkers",
-    "Change",
     "Cursor",
     "CursorStore",
     "ModelReviewer",
@@ -36,6 +35,7 @@ __all__ = [
     "Reviewer",
     "ReviewerError",
     "Signals",
+    "SkillChange",
     "SkillSpec",
     "make_reviewer",
     "parse_decision",

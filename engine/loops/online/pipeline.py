@@ -36,12 +36,12 @@ from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore
 from engine.core.transcripts import NotATranscript, Transcript, read_transcript
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome, OutcomeStatus
+from engine.evaluation.gates.candidate import OutcomeStatus, TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.loops.online.cursor import CursorStore
 from engine.loops.online.library import ExistingSkill, existing_skills, open_ideas
 from engine.loops.online.policy import ReviewPolicy, scan
-from engine.loops.online.reconciler import Change, fold, reconcile
+from engine.loops.online.reconciler import SkillChange, fold, reconcile
 from engine.loops.online.reviewer import Reviewer, ReviewRequest, make_reviewer
 from engine.loops.online.spec import render_new, render_update
 
@@ -82,7 +82,7 @@ class ReviewResult:
         }
 
 
-def run_outcome(path: Path) -> Outcome | None:
+def run_outcome(path: Path) -> TaskOutcome | None:
     """The graded outcome of a session that belongs to a run folder (``runs/<id>/sessions/``).
 
     The Effectiveness gate needs to know whether the task behind a candidate succeeded; for a
@@ -99,7 +99,7 @@ def run_outcome(path: Path) -> Outcome | None:
             continue
         score = row.get("score")
         fair = isinstance(score, (int, float)) and 0 <= score <= 1
-        return Outcome(
+        return TaskOutcome(
             status=_OUTCOME_OF.get(str(row.get("pass_fail"))),
             score=float(score) if fair and score is not None else None,
             notes=str(row.get("invalid_reason") or ""),
@@ -134,7 +134,7 @@ class OnlineLearner:
         with self._guard:
             return self._locks.setdefault(self.cursors.path_for(path), threading.Lock())
 
-    def review(self, path: Path | str, outcome: Outcome | None = None) -> ReviewResult:
+    def review(self, path: Path | str, outcome: TaskOutcome | None = None) -> ReviewResult:
         """Review whatever ``path`` gained since its last review (see the module docstring)."""
         path = Path(path)
         with self._lock(path):
@@ -142,7 +142,7 @@ class OnlineLearner:
         self._emit(result)
         return result
 
-    def _review(self, path: Path, outcome: Outcome | None) -> ReviewResult:
+    def _review(self, path: Path, outcome: TaskOutcome | None) -> ReviewResult:
         source = str(path)
         try:
             transcript = read_transcript(path)
@@ -204,10 +204,10 @@ class OnlineLearner:
 
     def _submit(
         self,
-        change: Change,
+        change: SkillChange,
         existing: dict[str, ExistingSkill],
         request: ReviewRequest,
-        outcome: Outcome | None,
+        outcome: TaskOutcome | None,
     ) -> dict[str, Any]:
         where = f"{request.source}:{request.first_line}-{request.last_line}"
         row: dict[str, Any] = {"skill": change.skill, "operation": change.operation}
@@ -256,7 +256,7 @@ class OnlineLearner:
             "superseded": self._supersede(change, cand.id) if cand.status != "rejected" else [],
         }
 
-    def _supersede(self, change: Change, by: str) -> list[str]:
+    def _supersede(self, change: SkillChange, by: str) -> list[str]:
         """Retire the candidates ``by`` absorbed; one decided meanwhile (by a person) stays."""
         queue = CandidateQueue(self.ws)
         done: list[str] = []

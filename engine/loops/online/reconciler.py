@@ -56,7 +56,7 @@ _STOP_WORDS = frozenset(
 
 
 @dataclass(frozen=True)
-class Change:
+class SkillChange:
     """One write to propose: ``skill`` is the folder; ``spec`` is None for a delete."""
 
     operation: Operation
@@ -175,12 +175,12 @@ class _Index:
 
 def reconcile(
     decision: ReviewDecision, existing: Sequence[ExistingSkill]
-) -> tuple[list[Change], list[ReconcileEvent]]:
+) -> tuple[list[SkillChange], list[ReconcileEvent]]:
     """The writes a decision amounts to, after the four rules; plus what the rules did."""
     index = _Index(existing)
     events: list[ReconcileEvent] = []
-    deletes: list[Change] = []
-    updates: list[Change] = []
+    deletes: list[SkillChange] = []
+    updates: list[SkillChange] = []
     for name in decision.deletions:
         target = index.resolve(name)
         if target is None:
@@ -188,7 +188,7 @@ def reconcile(
         elif target.pinned:
             events.append(ReconcileEvent("skip_pinned", name, target.folder, "pinned skill"))
         else:
-            deletes.append(Change("delete", target.folder, None, "reviewer: obsolete skill"))
+            deletes.append(SkillChange("delete", target.folder, None, "reviewer: obsolete skill"))
     for update in decision.updates:
         target = index.resolve(update.name)
         if target is None:
@@ -199,10 +199,10 @@ def reconcile(
             events.append(ReconcileEvent("drop_duplicate_update", update.name, target.folder, ""))
         else:
             spec = _as(update.spec, target.name)
-            updates.append(Change("update", target.folder, spec, update.reason or "reviewer"))
+            updates.append(SkillChange("update", target.folder, spec, update.reason or "reviewer"))
     deleted = {c.skill for c in deletes}
     claimed = {c.skill for c in updates}
-    creates: list[Change] = []
+    creates: list[SkillChange] = []
     seen_names: set[str] = set()
     seen_shapes: set[str] = set()
     for spec in decision.creates:
@@ -217,12 +217,12 @@ def reconcile(
             seen_shapes.add(shape)
         parent, rule, why = _parent(index, spec.name)
         if parent is None:
-            creates.append(Change("create", folder_for(spec.name), spec, "new method"))
+            creates.append(SkillChange("create", folder_for(spec.name), spec, "new method"))
             continue
         reason = f"auto-merged by reconciler: {spec.name!r} {why} {parent.name!r}"
         if parent.folder in deleted:
             replaces = "replaces a deleted skill"
-            creates.append(Change("create", folder_for(spec.name), spec, replaces))
+            creates.append(SkillChange("create", folder_for(spec.name), spec, replaces))
         elif parent.pinned:
             events.append(ReconcileEvent("skip_pinned", spec.name, parent.folder, reason))
         elif parent.folder in claimed:
@@ -233,7 +233,7 @@ def reconcile(
         else:
             claimed.add(parent.folder)
             updates.append(
-                Change("update", parent.folder, _as(spec, parent.name), reason, spec.name)
+                SkillChange("update", parent.folder, _as(spec, parent.name), reason, spec.name)
             )
             events.append(ReconcileEvent(rule, spec.name, parent.folder, reason))
     return deletes + updates + creates, events
@@ -258,8 +258,8 @@ def _as(spec: SkillSpec, name: str) -> SkillSpec:
 
 
 def fold(
-    changes: Sequence[Change], ideas: Sequence[QueuedIdea], existing: Sequence[ExistingSkill]
-) -> tuple[list[Change], list[ReconcileEvent]]:
+    changes: Sequence[SkillChange], ideas: Sequence[QueuedIdea], existing: Sequence[ExistingSkill]
+) -> tuple[list[SkillChange], list[ReconcileEvent]]:
     """``changes`` with each open candidate of the same skill and section folded in.
 
     An update is about the sections it rewrites in the current skill; it absorbs every open
@@ -268,7 +268,7 @@ def fold(
     takes the older folder and name, so the idea keeps one identity).
     """
     texts = {s.folder: s.text for s in existing}
-    out: list[Change] = []
+    out: list[SkillChange] = []
     events: list[ReconcileEvent] = []
     taken: set[str] = set()
     for change in changes:

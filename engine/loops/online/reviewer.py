@@ -31,7 +31,7 @@ from engine.core.skill import SkillDoc
 from engine.core.transcripts import Message
 from engine.core.vault import MASK, redact
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.llm import LLM, make_llm
 from engine.loops.online.library import ExistingSkill, concerned_skill
 from engine.loops.online.policy import looks_like_correction, looks_like_error
@@ -112,7 +112,7 @@ class ReviewRequest:
     existing: Sequence[ExistingSkill]
     first_line: int
     last_line: int
-    outcome: Outcome | None = None
+    outcome: TaskOutcome | None = None
 
 
 class Reviewer(Protocol):

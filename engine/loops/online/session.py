@@ -17,7 +17,7 @@ from engine.core.errors import UsageError
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.sessions import loop_session
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import Outcome, OutcomeStatus
+from engine.evaluation.gates.candidate import OutcomeStatus, TaskOutcome
 from engine.loops.online.pipeline import OnlineLearner, ReviewResult
 from engine.loops.online.watch import session_files, watch_folder
 from engine.loops.online.worker import BoundedWorkers
@@ -113,7 +113,7 @@ def run(
         raise UsageError("review: name at least one SESSION file or folder, or --watch DIR")
     cfg = ws.load_config()
     outcome = (
-        Outcome(status=options.outcome, score=options.score)
+        TaskOutcome(status=options.outcome, score=options.score)
         if options.outcome is not None or options.score is not None
         else None
     )
