@@ -47,8 +47,10 @@ def first_run(ws: Workspace, text: str, split: str) -> str:
 
 
 @pytest.mark.xfail(
-    reason="not yet measured to hold: the offline proposer mined raw tokens of the selection "
-    "cases (holdout 0.59 -> 0.57 on the noisy demo before its constructs-only rules)",
+    reason="not yet shown to hold over a whole session: before the constructs-only rules the "
+    "noisy demo went holdout 0.590 -> 0.571, golden 0.593 -> 0.571 (seed 7); after them, seed 7 "
+    "stopped at round 7 of 10 had golden 0.593 -> 0.706 and holdout +9.3 points since the start "
+    "at the round-5 gate",
     strict=False,
 )
 def test_offline_evolution_on_the_noisy_demo_lifts_holdout_and_golden_f1(tmp_path: Path) -> None:
