@@ -233,6 +233,37 @@ def _more(
     return None if extra > MAX_MORE else max(1, extra)
 
 
+def _judged(
+    delta: float,
+    low: float,
+    high: float,
+    p_value: float,
+    *,
+    threshold: float,
+    side: float,
+    n_cases: int,
+    n_runs: int,
+    **figures: Any,
+) -> Verdict:
+    """A verdict from an interval: the decision and the runs that would settle it follow from
+    the bounds alone, so every test reports them the same way."""
+    decision = _decision(low, high, threshold)
+    return Verdict(
+        decision=decision,
+        delta=delta,
+        ci_low=low,
+        ci_high=high,
+        p_value=p_value,
+        n_cases=n_cases,
+        n_runs=n_runs,
+        more=None
+        if decision != "inconclusive"
+        else _more(delta, low, high, threshold, side, n_runs),
+        threshold=threshold,
+        **figures,
+    )
+
+
 def _no_data(
     measure: str, test: str, alternative: Alternative, threshold: float, alpha: float
 ) -> Verdict:
@@ -291,23 +322,19 @@ def _exact_runs(
         high = (2 * float(ci.high) - 1) * discordant / n * size
         p_greater = float(stats.binomtest(up, discordant, 0.5, alternative="greater").pvalue)
         p_less = float(stats.binomtest(up, discordant, 0.5, alternative="less").pvalue)
-    decision = _decision(low, high, threshold)
-    return Verdict(
-        decision=decision,
-        delta=delta,
-        ci_low=low,
-        ci_high=high,
-        p_value=_p_from_one_sided(p_greater, p_less, alternative),
+    return _judged(
+        delta,
+        low,
+        high,
+        _p_from_one_sided(p_greater, p_less, alternative),
+        threshold=threshold,
+        side=side,
         n_cases=len(paired.cases),
         n_runs=paired.n_runs,
-        more=None
-        if decision != "inconclusive"
-        else _more(delta, low, high, threshold, side, paired.n_runs),
         n_pairs=n,
         test="mcnemar-exact",
         measure=measure,
         alternative=alternative,
-        threshold=threshold,
         alpha=alpha,
         before=float(np.mean([b for b, _ in pairs])),
         after=float(np.mean([a for _, a in pairs])),
@@ -331,23 +358,19 @@ def _t_test(
     ci = stats.ttest_1samp(values, 0.0).confidence_interval(confidence_level=1 - 2 * side)
     # a change of a 0–1 figure lies in [−1, 1], whatever a few cases' t-interval says
     low, high = max(-1.0, float(ci.low)), min(1.0, float(ci.high))
-    decision = _decision(low, high, threshold)
-    return Verdict(
-        decision=decision,
-        delta=delta,
-        ci_low=low,
-        ci_high=high,
-        p_value=float(result.pvalue),
+    return _judged(
+        delta,
+        low,
+        high,
+        float(result.pvalue),
+        threshold=threshold,
+        side=side,
         n_cases=len(paired.cases),
         n_runs=paired.n_runs,
-        more=None
-        if decision != "inconclusive"
-        else _more(delta, low, high, threshold, side, paired.n_runs),
         n_pairs=sum(len(p) for p in paired.runs.values()),
         test=test,
         measure=measure,
         alternative=alternative,
-        threshold=threshold,
         alpha=alpha,
         before=float(np.mean(list(paired.before_means.values()))),
         after=float(np.mean(list(paired.after_means.values()))),
@@ -461,23 +484,19 @@ def compare_f1(
             low = high = delta
         p_greater = float((np.sum(boot <= threshold) + 1) / (boot.size + 1))
         p_less = float((np.sum(boot >= threshold) + 1) / (boot.size + 1))
-    decision = _decision(low, high, threshold)
-    return Verdict(
-        decision=decision,
-        delta=delta,
-        ci_low=low,
-        ci_high=high,
-        p_value=_p_from_one_sided(p_greater, p_less, alternative),
+    return _judged(
+        delta,
+        low,
+        high,
+        _p_from_one_sided(p_greater, p_less, alternative),
+        threshold=threshold,
+        side=side,
         n_cases=len(common),
         n_runs=n_runs,
-        more=None
-        if decision != "inconclusive"
-        else _more(delta, low, high, threshold, side, n_runs),
         n_pairs=sum(min(len(before[c]), len(after[c])) for c in common),
         test="bootstrap-f1",
         measure="f1",
         alternative=alternative,
-        threshold=threshold,
         alpha=alpha,
         before=f1_b,
         after=f1_a,
