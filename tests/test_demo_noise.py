@@ -155,11 +155,15 @@ def test_re_evaluating_the_bundled_demo_changes_a_tenth_of_the_case_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ws = demo(tmp_path)  # as shipped: noise on, a fresh seed per evaluation
-    one, two = (eval_json(ws, capsys) for _ in range(2))
-    assert one["seed"] != two["seed"]
-    a, b = outcomes(Path(one["run_dir"])), outcomes(Path(two["run_dir"]))
-    assert a.keys() == b.keys()
-    changed = sum(a[k] != b[k] for k in a) / len(a)
+    one, two, three = (eval_json(ws, capsys) for _ in range(3))
+    assert len({one["seed"], two["seed"], three["seed"]}) == 3
+    a, b, c = (outcomes(Path(e["run_dir"])) for e in (one, two, three))
+    assert a.keys() == b.keys() == c.keys()
+    # The shipped level changes about 12 % of case runs between two evaluations, with a spread of
+    # about 1.5 points from pair to pair; the mean over the three pairs is the rate a user meets,
+    # measured closely enough that one unlucky pair does not decide the test.
+    pairs = ((a, b), (a, c), (b, c))
+    changed = sum(sum(x[k] != y[k] for k in x) / len(x) for x, y in pairs) / len(pairs)
     assert changed >= 0.10
     repeat = eval_json(ws, capsys, "--seed", str(one["seed"]))
     assert outcomes(Path(repeat["run_dir"])) == a
