@@ -67,6 +67,26 @@ def command(ws_root: Path) -> str:
     return shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *argv, "-w", str(ws_root)])
 
 
+def open_terminal(
+    session: str, ws_root: Path, config_home: Path, size: tuple[int, int]
+) -> tuple[Callable[[], str], Callable[..., None]]:
+    """Start the workbench in a detached tmux window; return what reads and what types there."""
+    tmux(
+        "new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]),
+        "-e", f"XDG_CONFIG_HOME={config_home}", "-c", str(ROOT), command(ws_root),
+    )  # fmt: skip
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", session)
+
+    def keys(*presses: str) -> None:
+        for key in presses:
+            tmux("send-keys", "-t", session, key)
+            time.sleep(0.3)
+
+    return screen, keys
+
+
 def test_a_approves_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> None:
     ws = build_workspace(tmp_path / "ws", candidates=1)
     queue = CandidateQueue(ws)
@@ -75,13 +95,7 @@ def test_a_approves_in_a_real_terminal(tmp_path: Path, tmux_session: str) -> Non
             queue.reject(candidate.id, why="not part of this test")
     (target,) = [c for c in queue.list() if c.status == "pending_approval"]
     config_home = tmp_path / "xdg"
-    tmux(
-        "new-session", "-d", "-s", tmux_session, "-x", "120", "-y", "40",
-        "-e", f"XDG_CONFIG_HOME={config_home}", "-c", str(ROOT), command(ws.root),
-    )  # fmt: skip
-
-    def screen() -> str:
-        return tmux("capture-pane", "-p", "-t", tmux_session)
+    screen, _ = open_terminal(tmux_session, ws.root, config_home, (120, 40))
 
     wait_for(
         lambda: all(part in screen() for part in (target.id, "pending_approval", "press 1")),
@@ -123,18 +137,7 @@ def test_a_day_on_the_demo_in_a_real_terminal(tmp_path: Path, tmux_session: str)
     queue = CandidateQueue(ws)
     for candidate in queue.list():
         queue.reject(candidate.id, why="not part of this test")
-    tmux(
-        "new-session", "-d", "-s", tmux_session, "-x", "140", "-y", "45",
-        "-e", f"XDG_CONFIG_HOME={tmp_path / 'xdg'}", "-c", str(ROOT), command(ws.root),
-    )  # fmt: skip
-
-    def screen() -> str:
-        return tmux("capture-pane", "-p", "-t", tmux_session)
-
-    def keys(*presses: str) -> None:
-        for key in presses:
-            tmux("send-keys", "-t", tmux_session, key)
-            time.sleep(0.3)
+    screen, keys = open_terminal(tmux_session, ws.root, tmp_path / "xdg", (140, 45))
 
     wait_for(
         lambda: all(p in screen() for p in (SKILL, BENCH, "no evaluation yet — press e")),
@@ -196,18 +199,7 @@ def test_build_and_review_in_a_real_terminal(tmp_path: Path, tmux_session: str) 
     add_weather_skill(ws)
     exports = tmp_path / "exports"
     copy_session(CLAUDE, exports)
-    tmux(
-        "new-session", "-d", "-s", tmux_session, "-x", "160", "-y", "50",
-        "-e", f"XDG_CONFIG_HOME={tmp_path / 'xdg'}", "-c", str(ROOT), command(ws.root),
-    )  # fmt: skip
-
-    def screen() -> str:
-        return tmux("capture-pane", "-p", "-t", tmux_session)
-
-    def keys(*presses: str) -> None:
-        for key in presses:
-            tmux("send-keys", "-t", tmux_session, key)
-            time.sleep(0.3)
+    screen, keys = open_terminal(tmux_session, ws.root, tmp_path / "xdg", (160, 50))
 
     def text(value: str) -> None:
         for start in range(0, len(value), 8):  # a few keys at a time, as a person types
