@@ -112,6 +112,53 @@ def test_a_regression_is_rejected_onto_the_taboo_list(ws: Workspace) -> None:
         CandidateQueue(ws).record_evaluation(cand_id, {"gate": "x"}, passed=True, why="again")
 
 
+def test_a_candidate_naming_its_targets_is_judged_on_them_and_on_the_rest(ws: Workspace) -> None:
+    """Like evolve's gates: better on the cases it names, and not worse on the others."""
+    cfg = ws.load_config()
+    cfg.agent.noise = 0  # deterministic runs: each outcome below is exact, not a likely one
+    ws.save_config(cfg)
+    store = SkillStore(ws, DEMO_SKILL)
+    good = store.read(str(store.ensure_adopted()))
+    sqli = ["sqli-js-concat", "sqli-py-format"]
+
+    def queued(parent_text: str, targets: list[str]) -> str:
+        parent = store.publish(parent_text, why="planted parent")
+        cand, _ = submit_candidate(
+            ws, DEMO_SKILL, good, source="manual", operation="update", parent_version=parent,
+            summary="planted fix", outcome=TaskOutcome(status="fail"),
+            provenance={"targeted_cases": [*targets, "no-such-case"]},
+        )  # fmt: skip
+        return cand.id
+
+    # the parent lost the SQL step: the candidate fixes the two SQL cases and leaves the rest
+    fix = queued("".join(x for x in good.splitlines(True) if not x.startswith("3. ")), sqli)
+    code, out, err = _cli("queue", "eval", fix, "-w", str(ws.root), "--bench", MINI, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["status"] == "pending_approval" and data["targets"] == sqli
+    assert (data["verdict"]["decision"], data["verdict"]["n_cases"]) == ("better", 2)
+    assert data["verdict"]["extra_runs"] > 0  # 4 pairs at the first look decide nothing yet
+    assert (data["guardrail"]["decision"], data["guardrail"]["n_cases"]) == ("inconclusive", 16)
+    (gate,) = [g for g in CandidateQueue(ws).get(fix).gates() if g["gate"] == "effectiveness"]
+    assert gate["figures"]["targets"] == sqli and gate["figures"]["guardrail"]["n_cases"] == 16
+
+    # every flagging step restored at once fixes the vulnerable cases it names, but flags the
+    # safe ones the parent (which flagged nothing) passed: the guardrail rejects it
+    mini = ws.benchmarks_dir / MINI
+    vulnerable = sorted(
+        c.name for c in mini.iterdir()
+        if c.is_dir() and "expected: vulnerable" in (c / "rubric" / "rubric.yaml").read_text()
+    )  # fmt: skip
+    broad = queued(_without_flags(good) + "\n", vulnerable)
+    code, out, err = _cli("queue", "eval", broad, "-w", str(ws.root), "--bench", MINI)
+    assert code == 0, err
+    assert out.rstrip().endswith("→ rejected")
+    assert f"{len(vulnerable)} targeted: +" in out and " better " in out.split("; others")[0]
+    assert " worse (" in out.split("; others: ")[1]
+    cand = CandidateQueue(ws).get(broad)
+    assert cand.status == "rejected" and "(worse at one-sided p<0.05)" in (cand.reason or "")
+
+
 def test_effectiveness_judged_on_a_paired_verdict() -> None:
     before = [{"case_id": f"c{i}", "run_index": 0, "pass_fail": "fail"} for i in range(6)]
     after = [{**r, "pass_fail": "pass"} for r in before]

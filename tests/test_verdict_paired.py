@@ -7,9 +7,9 @@ a sum of binomial coefficients over 2^n) or from scipy's independent two-sample-
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -20,6 +20,7 @@ from engine.evaluation.verdict import (
     deciding_cases,
     look_alphas,
     pair,
+    spent,
 )
 
 
@@ -175,10 +176,35 @@ def test_f1_change_matches_the_confusion_counts() -> None:
     assert reproducible == compare_f1(before, after, positive_label="vuln", seed=3)
 
 
-def test_look_alphas_never_spend_more_than_alpha() -> None:
-    assert look_alphas(0.05, 1) == [0.05]
-    spent = look_alphas(0.05, 4)
-    assert spent[0] == 0.025 and math.isclose(sum(spent), 0.05)
+def test_look_levels_match_the_textbook_obrien_fleming_boundaries() -> None:
+    """Lan–DeMets O'Brien–Fleming-type spending, three equally spaced looks, one-sided 0.025:
+    the boundaries every group-sequential table gives (Jennison & Turnbull; R's gsDesign
+    ``sfLDOF``) are z = 3.7103, 2.5114, 1.9930."""
+    levels = look_alphas(0.025, [1 / 3, 2 / 3, 1])
+    bounds = [float(stats.norm.isf(level)) for level in levels]
+    assert bounds == pytest.approx([3.7103, 2.5114, 1.9930], abs=5e-3)
+    assert look_alphas(0.05, [1.0]) == [0.05]  # one look keeps the whole alpha
+    assert spent(0.05, 1.0) == 0.05 and spent(0.05, 0.0) == 0.0
+
+
+def test_look_levels_keep_the_chance_of_any_lucky_look_at_alpha() -> None:
+    """Simulated independently of the module: a statistic that sees a share t of the data is a
+    Brownian motion at time t over √t; under no effect, crossing any look's level happens with
+    chance alpha overall and α(t_k) − α(t_{k−1}) first at look k."""
+    fractions = [0.25, 0.625, 1.0]
+    levels = look_alphas(0.05, fractions)
+    rng = np.random.default_rng(1)
+    steps = np.diff([0.0, *fractions])
+    walk = np.cumsum(rng.normal(size=(400_000, 3)) * np.sqrt(steps), axis=1)
+    z = walk / np.sqrt(fractions)
+    crossed = z >= np.array([stats.norm.isf(level) for level in levels])
+    first = np.argmax(crossed, axis=1)[crossed.any(axis=1)]
+    assert crossed.any(axis=1).mean() == pytest.approx(0.05, abs=2e-3)
+    per_look = [float(np.mean(first == k)) * crossed.any(axis=1).mean() for k in range(3)]
+    wanted = [spent(0.05, 0.25), spent(0.05, 0.625) - spent(0.05, 0.25), 0.05 - spent(0.05, 0.625)]
+    assert per_look == pytest.approx(wanted, abs=2e-3)
+    # the last look is judged far above a plain split: it reuses the earlier looks' data
+    assert levels[-1] > 0.04 and sum(levels) > 0.05
 
 
 def test_decide_reruns_only_deciding_cases_and_records_extra_runs() -> None:

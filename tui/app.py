@@ -912,7 +912,7 @@ class SkillsmithApp(App[None]):
             )
 
             done = evaluate_queued(self.workspace, c.id, reporter=reporter, cancel=cancel)
-            return f"{c.id}: {done.verdict.line()} → {done.status}"
+            return f"{c.id}: {done.line()} → {done.status}"
 
         self.start_job(Job(f"Evaluate {c.id}", settle))
 

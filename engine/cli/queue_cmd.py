@@ -168,10 +168,12 @@ def _evaluate(args: argparse.Namespace) -> int:
                 "bench": done.bench,
                 "run_ids": done.run_ids,
                 "verdict": done.verdict.to_dict(),
+                "targets": done.targets,
+                "guardrail": None if done.guardrail is None else done.guardrail.to_dict(),
             }
         )
     else:
-        print(f"{args.id}: {done.verdict.line()} → {done.status}")
+        print(f"{args.id}: {done.line()} → {done.status}")
     return 0
 
 

@@ -21,13 +21,15 @@ scipy supplies the distributions (binomial test, Clopper–Pearson, Student t, b
 the textbook versions, tested far beyond what a hand-written copy here would be.
 
 :func:`decide` adds adaptive sampling: an inconclusive comparison reruns only the cases that can
-change it, up to a fixed budget, and spends the error rate across the looks (a union bound: look
-one gets half of ``alpha``, the extra looks share the other half), so looking again never raises
-the false-accept rate above ``alpha``.
+change it, up to a fixed budget, and spends the error rate across the looks by a group-sequential
+design (O'Brien–Fleming-type spending by the share of the planned runs each look has seen, levels
+from the looks' joint distribution; :func:`look_alphas`), so looking again does not raise the
+false-accept rate above ``alpha``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from engine.evaluation.metrics import outcome
 
@@ -508,15 +510,80 @@ Judge = Callable[[Rows, Rows, float], Verdict]  # before, after, alpha of this l
 Rerun = Callable[[Sequence[str], int], tuple[Rows, Rows]]  # cases, runs each → (before, after)
 
 
-def look_alphas(alpha: float, looks: int) -> list[float]:
-    """The error rate each look may spend; they sum to ``alpha`` (the union bound).
+def spent(alpha: float, fraction: float) -> float:
+    """The Lan–DeMets O'Brien–Fleming-type spending function α(t) = 2 − 2Φ(z₁₋α/₂ / √t): the
+    error rate spent by the time a share ``fraction`` of the planned runs has been seen."""
+    if fraction <= 0:
+        return 0.0
+    if fraction >= 1:
+        return alpha
+    z = float(stats.norm.ppf(1 - alpha / 2))
+    return 2 * float(stats.norm.sf(z / math.sqrt(fraction)))
 
-    With no extra look the first look gets all of it; otherwise half, and the extra looks share
-    the rest, so the first answer stays nearly as sharp as a single look's.
+
+def _below(bounds: Sequence[float], cov: Any) -> float:
+    """P(Z₁ < c₁, …, Z_k < c_k) for standard normals with correlation ``cov``."""
+    if len(bounds) == 1:
+        return float(stats.norm.cdf(bounds[0]))
+    # Genz's algorithm is quasi-Monte Carlo: a fixed generator makes every level reproducible
+    return float(
+        stats.multivariate_normal.cdf(
+            np.asarray(bounds),
+            mean=np.zeros(len(bounds)),
+            cov=cov,
+            abseps=1e-6,
+            releps=1e-6,
+            rng=np.random.default_rng(0),
+        )
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _nominal(alpha: float, fractions: tuple[float, ...]) -> tuple[float, ...]:
+    z_bounds: list[float] = []
+    levels: list[float] = []
+    t = np.maximum(np.asarray(fractions, dtype=float), 1e-9)  # a look with no data yet
+    corr = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
+    for k, fraction in enumerate(fractions):
+        budget = spent(alpha, fraction) - (spent(alpha, fractions[k - 1]) if k else 0.0)
+        if budget <= 1e-12:
+            z_bounds.append(math.inf)
+            levels.append(0.0)
+            continue
+        if k == 0 or all(math.isinf(b) for b in z_bounds):
+            z_bounds.append(float(stats.norm.isf(budget)))
+            levels.append(budget)
+            continue
+        earlier = _below(z_bounds, corr[:k, :k])
+
+        def excess(c: float, k: int = k, earlier: float = earlier, budget: float = budget) -> float:
+            # P(no earlier look crossed, this one does) − what this look may spend
+            return earlier - _below([*z_bounds, c], corr[: k + 1, : k + 1]) - budget
+
+        bound = float(optimize.brentq(excess, -2.0, 12.0, xtol=1e-4))
+        z_bounds.append(bound)
+        levels.append(float(stats.norm.sf(bound)))
+    return tuple(levels)
+
+
+def look_alphas(alpha: float, fractions: Sequence[float]) -> list[float]:
+    """The one-sided level each look is judged at, so that all looks together err at ``alpha``.
+
+    ``fractions`` is the share of the planned runs each look will have seen (the last is 1).
+    The error rate is spent by the Lan–DeMets O'Brien–Fleming-type function (:func:`spent`):
+    a look that has seen little gets little, the look that has seen everything nearly all of
+    ``alpha``. Each look's level follows from the joint distribution of the looks' statistics
+    — the classical group-sequential computation (Jennison & Turnbull, ch. 7): the statistic
+    of a look that has seen a share s of the data is correlated √(s/t) with one that has seen
+    t, so the chance of crossing a boundary for the first time at look k is a multivariate
+    normal probability (scipy's). Because later looks reuse the earlier data, each level is
+    far above a plain split of ``alpha`` (a union bound): half and half gives the last look of
+    a three-look decision an eighth of ``alpha``, this about four fifths.
     """
-    if looks <= 1:
+    if len(fractions) <= 1:
         return [alpha]
-    return [alpha / 2] + [alpha / (2 * (looks - 1))] * (looks - 1)
+    rounded = tuple(round(min(1.0, max(0.0, f)), 3) for f in fractions)
+    return list(_nominal(alpha, (*rounded[:-1], 1.0)))
 
 
 def deciding_cases(
@@ -564,20 +631,24 @@ def decide(
 ) -> tuple[Verdict, list[dict[str, Any]], list[dict[str, Any]]]:
     """Judge, and while ``wants_more`` and budget remain, rerun the deciding cases and judge again.
 
-    The schedule is fixed before any data: ``max_extra_runs`` case-runs per variant split evenly
-    over ``looks − 1`` extra looks, each look judged at its share of ``alpha``
-    (:func:`look_alphas`). Returns the last verdict (its ``extra_runs`` and ``looks`` filled in)
-    and the accumulated before/after rows.
+    The schedule is fixed before any outcome is seen: ``max_extra_runs`` case-runs per variant
+    split evenly over ``looks − 1`` extra looks, each look judged at its share of ``alpha``
+    (:func:`look_alphas`, by the share of the planned runs it has seen). Returns the last
+    verdict (its ``extra_runs`` and ``looks`` filled in) and the accumulated before/after rows.
     """
     before = [dict(r) for r in before_rows]
     after = [dict(r) for r in after_rows]
+    wanted = None if cases is None else list(cases)
     planned = looks if rerun is not None and max_extra_runs > 0 and looks > 1 else 1
-    alphas = look_alphas(alpha, planned)
     per_look = max_extra_runs // (planned - 1) if planned > 1 else 0
+    # the information each look will have, fixed before any outcome is seen: the run pairs
+    # measured so far plus the reruns scheduled up to that look
+    first = sum(len(p) for p in pair(before, after, cases=wanted).runs.values())
+    whole = max(1, first + per_look * (planned - 1))
+    alphas = look_alphas(alpha, [(first + per_look * k) / whole for k in range(planned)])
     verdict = judge(before, after, alphas[0])
     extra = 0
     done = 1
-    wanted = None if cases is None else list(cases)
     while rerun is not None and done < planned and wants_more(verdict) and per_look > 0:
         candidates = deciding_cases(before, after, wanted)
         if not candidates:
@@ -620,4 +691,5 @@ __all__ = [
     "pair",
     "reindex",
     "run_seed",
+    "spent",
 ]

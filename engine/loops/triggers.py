@@ -16,7 +16,11 @@ context and can mislead. The loop (Anthropic's skill-creator ``run_loop``):
    (query, run) is judged right or wrong, paired with the current description's run of the same
    query and seed, and the exact run-level test must say "better" at ``gates.alpha`` split over
    the descriptions compared (Bonferroni), so trying more descriptions does not raise the chance
-   of keeping one that only got lucky. Among those, the highest held-out accuracy wins.
+   of keeping one that only got lucky. An inconclusive comparison reruns the held-out queries
+   that can still decide it, both descriptions on the same fresh seeds, within
+   ``gates.max_extra_runs`` (``engine.evaluation.verdict.decide``): one run a query is rarely
+   enough to tell a fix from a lucky run. Among the better ones, the highest held-out accuracy
+   wins.
 
 An improvement is queued as a candidate (source ``optimize``) that waits for a person, with the
 per-query evidence under ``experiments/<id>/`` (transcripts included).
@@ -30,9 +34,9 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -55,11 +59,12 @@ from engine.evaluation.agents import (
 )
 from engine.evaluation.agents.isolation import scratch_root
 from engine.evaluation.gates.candidate import TaskOutcome
+from engine.evaluation.gates.outcome import Sampling
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.runner import unit_seed
 from engine.evaluation.traces import load_trace
-from engine.evaluation.verdict import Verdict, compare_paired
+from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.online.library import is_skill_load
 
@@ -162,23 +167,27 @@ class DescriptionScore:
     test_accuracy: float
     results: list[QueryResult]
     verdict: dict[str, Any] | None = None  # held-out, against the current description
+    reruns: list[QueryResult] = field(default_factory=list)  # extra held-out runs of a verdict
 
     def failures(self, split: Split) -> list[QueryResult]:
         return [r for r in self.results if r.split == split and not r.correct]
 
     def rows(self, split: Split) -> list[dict[str, Any]]:
         """Each run as a result row (pass = it loaded exactly when it should), for the verdict."""
-        return [
-            {
-                "case_id": r.query,
-                "run_index": run,
-                "seed": r.seeds[run] if run < len(r.seeds) else None,
-                "pass_fail": "pass" if loaded == r.should_trigger else "fail",
-            }
-            for r in self.results
-            if r.split == split
-            for run, loaded in enumerate(r.loaded)
-        ]
+        return result_rows([r for r in self.results if r.split == split])
+
+
+def result_rows(results: Sequence[QueryResult]) -> list[dict[str, Any]]:
+    return [
+        {
+            "case_id": r.query,
+            "run_index": run,
+            "seed": r.seeds[run] if run < len(r.seeds) else None,
+            "pass_fail": "pass" if loaded == r.should_trigger else "fail",
+        }
+        for r in results
+        for run, loaded in enumerate(r.loaded)
+    ]
 
 
 def with_description(text: str, description: str) -> str:
@@ -227,29 +236,47 @@ class TriggerBench:
         self.cancel = cancel or CancelToken()
 
     def measure(
-        self, index: int, description: str, queries: Sequence[tuple[TriggerQuery, Split]]
+        self,
+        index: int,
+        description: str,
+        queries: Sequence[tuple[TriggerQuery, Split]],
+        *,
+        runs: int | None = None,
+        first_run: int = 0,
+        positions: Sequence[int] | None = None,
     ) -> list[QueryResult]:
+        """Runs ``first_run`` … of each query (``runs``, default the bench's): run n draws the
+        same seed for every description, so two descriptions' runs pair on it. ``positions``
+        number the queries in the experiment's list (for the transcripts' names)."""
+        count = self.runs if runs is None else runs
+        numbers = range(first_run, first_run + count)
+        labels = list(range(len(queries)) if positions is None else positions)
         text = with_description(self.text, description)
-        units = [(q, n, run) for n, (q, _s) in enumerate(queries) for run in range(self.runs)]
+        units = [(q, n, run) for n, (q, _s) in enumerate(queries) for run in numbers]
         statement = Path(tempfile.mkdtemp(prefix="triggers-", dir=scratch_root(self.ws.root)))
+
+        def one(unit: tuple[TriggerQuery, int, int]) -> tuple[bool, str | None, str | None]:
+            query, n, run = unit
+            return self._run(index, text, statement, query, labels[n], run)
+
         try:
             with ThreadPoolExecutor(self.jobs) as pool:
-                found = list(pool.map(lambda u: self._run(index, text, statement, *u), units))
+                found = list(pool.map(one, units))
         finally:
             shutil.rmtree(statement, ignore_errors=True)
         results: list[QueryResult] = []
         for n, (query, split) in enumerate(queries):
             mine = [f for (_q, m, _r), f in zip(units, found, strict=True) if m == n]
             loads = sum(1 for loaded, _path, _bad in mine if loaded)
-            seeds = [unit_seed(self.seed, query.query, run) for run in range(self.runs)]
-            rate = loads / self.runs
+            seeds = [unit_seed(self.seed, query.query, run) for run in numbers]
+            rate = loads / count
             triggered = rate >= self.threshold
             results.append(
                 QueryResult(
                     query=query.query,
                     should_trigger=query.should_trigger,
                     split=split,
-                    runs=self.runs,
+                    runs=count,
                     loads=loads,
                     rate=round(rate, 3),
                     triggered=triggered,
@@ -535,7 +562,33 @@ def tune_description(
             break
         evaluate(proposed, "proposed")
     base = scores[0]
-    best, verdict = _held_out_choice(scores, ws.load_config().gates.alpha)
+    gates = ws.load_config().gates
+    sampling = Sampling(alpha=gates.alpha, max_extra_runs=gates.max_extra_runs, looks=gates.looks)
+    next_run = [runs_per_query]  # reruns draw run numbers (so seeds) no run has used yet
+
+    def rerun_for(score: DescriptionScore) -> Rerun:
+        def rerun(ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+            wanted = set(ids)
+            positions = [n for n, (q, _s) in enumerate(tagged) if q.query in wanted]
+            chosen = [tagged[n] for n in positions]
+            first, next_run[0] = next_run[0], next_run[0] + runs
+            sides = []
+            for measured in (base, score):
+                found = bench.measure(
+                    measured.index,
+                    measured.description,
+                    chosen,
+                    runs=runs,
+                    first_run=first,
+                    positions=positions,
+                )
+                measured.reruns += found
+                sides.append(result_rows(found))
+            return sides[0], sides[1]
+
+        return rerun
+
+    best, verdict = _held_out_choice(scores, sampling, rerun_for)
     improved = best.index != 0
     if improved:
         reason = (
@@ -571,18 +624,29 @@ def tune_description(
 
 
 def _held_out_choice(
-    scores: Sequence[DescriptionScore], alpha: float
+    scores: Sequence[DescriptionScore],
+    sampling: Sampling,
+    rerun_for: Callable[[DescriptionScore], Rerun] | None = None,
 ) -> tuple[DescriptionScore, Verdict | None]:
     """The description to keep: the current one unless another is better on the held-out
-    queries by the paired verdict at ``alpha`` shared among all tried (each gets alpha / k)."""
+    queries by the paired verdict at ``sampling.alpha`` shared among all tried (each gets
+    alpha / k), rerunning the queries that can still decide an inconclusive comparison."""
     base, tried = scores[0], list(scores[1:])
-    share = alpha / max(1, len(tried))
+    share = replace(sampling, alpha=sampling.alpha / max(1, len(tried)))
     better: list[tuple[DescriptionScore, Verdict]] = []
+
+    def judge(before: Rows, after: Rows, alpha: float) -> Verdict:
+        return compare_paired(before, after, alpha=alpha, test="runs", alternative="greater")
+
     for score in tried:
-        verdict = compare_paired(
-            base.rows("test"), score.rows("test"), alpha=share, test="runs", alternative="greater"
+        verdict, _, _ = share.decide(
+            base.rows("test"),
+            score.rows("test"),
+            judge,
+            lambda v: not v.better,
+            None if rerun_for is None else rerun_for(score),
         )
-        score.verdict = {**verdict.to_dict(), "alpha_family": alpha}
+        score.verdict = {**verdict.to_dict(), "alpha_family": sampling.alpha}
         if verdict.better:
             better.append((score, verdict))
     if not better:

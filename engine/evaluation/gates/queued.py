@@ -6,11 +6,20 @@ A candidate lands in ``pending_eval`` when the task behind it gave no proof (it 
 low). The only proof that counts is the one every other decision uses: a paired evaluation of the
 candidate against its parent on a benchmark — one run of the matrix with the candidate as the
 skill variant and the parent version as the baseline variant, so both share every case and seed —
-judged by ``engine.evaluation.verdict`` at the workspace's ``gates.alpha``. The question is about
-the
-benchmark's own cases ("is it better on these?"), so the exact run-level test decides, and
-inconclusive comparisons rerun the cases that can still change it. Better with confidence moves
-it to ``pending_approval`` (a person still decides); anything else rejects it with the figures.
+judged by ``engine.evaluation.verdict`` at the workspace's ``gates.alpha``. What is asked depends
+on what the candidate claims:
+
+* a candidate that names the cases it aims at (``targeted_cases`` in its provenance.json, as
+  evolve's candidates do) is judged as evolve judges it: better on those cases with confidence
+  (the Target gate) and not worse on the others (the Guardrail gate). A fix of five cases is a
+  few points on a whole benchmark — lost in the noise of a hundred others — but a clear change
+  on the five;
+* a candidate that names no targets (or none the benchmark has) claims nothing narrower than
+  "better", so it is judged on the whole benchmark's cases (the exact run-level test).
+
+Inconclusive comparisons rerun the cases that can still change them (``gates.max_extra_runs``).
+Better with confidence moves the candidate to ``pending_approval`` (a person still decides);
+anything else rejects it with the figures.
 """
 
 from __future__ import annotations
@@ -21,12 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core.benchmark import benchmark_ids
-from engine.core.errors import UsageError
+from engine.core.errors import FormatError, UsageError
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import Effectiveness
-from engine.evaluation.gates.outcome import Sampling
+from engine.evaluation.gates.outcome import Guardrail, Sampling, Target
+from engine.evaluation.gates.result import GateResult
 from engine.evaluation.runner import BASELINE, SKILL, run_evaluation
 from engine.evaluation.verdict import Rows, Verdict, compare_paired
 
@@ -38,8 +48,18 @@ class QueuedEvaluation:
     candidate: Candidate
     bench: str
     run_ids: list[str]
-    verdict: Verdict
+    verdict: Verdict  # on the targets when the candidate names them, else on every case
     status: str
+    targets: list[str] = dataclasses.field(default_factory=list)
+    guardrail: Verdict | None = None  # on the other cases, when there are targets
+
+    def line(self) -> str:
+        """The verdict as a person reads it, the guardrail's beside it when there is one."""
+        if self.guardrail is None:
+            return self.verdict.line()
+        return (
+            f"{len(self.targets)} targeted: {self.verdict.line()}; others: {self.guardrail.line()}"
+        )
 
 
 def default_bench(ws: Workspace, cand: Candidate) -> str:
@@ -54,8 +74,20 @@ def default_bench(ws: Workspace, cand: Candidate) -> str:
     raise UsageError(f"{ws.benchmarks_dir}: pick a benchmark with --bench (found: {listed})")
 
 
+def recorded_targets(cand: Candidate) -> list[str]:
+    """The case ids the candidate says it aims at (provenance.json ``targeted_cases``)."""
+    named = cand.evidence("provenance.json").get("targeted_cases")
+    if named is None:
+        return []
+    if not isinstance(named, list) or not all(isinstance(c, str) for c in named):
+        raise FormatError(cand.dir / "provenance.json", "targeted_cases", "a list of case ids")
+    return sorted(set(named))
+
+
 def _split(rows: Rows) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    before = [dict(r) for r in rows if r.get("variant") == BASELINE]
+    """(parent's rows, candidate's rows), both as the skill under test — as evolve's two
+    evaluations are, so the outcome gates read them alike."""
+    before = [{**r, "variant": SKILL} for r in rows if r.get("variant") == BASELINE]
     after = [dict(r) for r in rows if r.get("variant") == SKILL]
     return before, after
 
@@ -101,23 +133,50 @@ def evaluate_queued(
         run_ids.append(result.run_id)
         return _split(result.rows)
 
-    def judge(before: Rows, after: Rows, alpha: float) -> Verdict:
-        return compare_paired(before, after, alpha=alpha, test="runs", alternative="greater")
-
     before, after = evaluate(None, runs)
-    verdict, _, _ = sampling.decide(before, after, judge, lambda v: not v.better, evaluate)
-    passed = verdict.better
+    measured = {str(r["case_id"]) for r in [*before, *after]}
+    targets = [c for c in recorded_targets(cand) if c in measured]
     against = f"parent {baseline}" if cand.parent_version else "no skill"
-    why = f"paired evaluation on {bench_id} against {against}: {verdict.line()}"
-    judged = Effectiveness().judge(None, operation=cand.operation, verdict=verdict)
+    guardrail: Verdict | None = None
+    if targets:
+        aimed = Target(sampling).judge(before, after, targets, rerun=evaluate)
+        guarded = Guardrail(sampling).judge(before, after, targeted=targets, rerun=evaluate)
+        verdict = Verdict.from_dict(aimed.figures)
+        guardrail = Verdict.from_dict(guarded.figures)
+        passed = aimed.passed and guarded.passed
+        why = f"paired evaluation on {bench_id} against {against}: " + "; ".join(
+            aimed.reasons + guarded.reasons
+        )
+        judged = GateResult(
+            gate=GATE,
+            verdict="pass" if passed else "fail",
+            figures={
+                "unproven": False,
+                "targets": targets,
+                **verdict.to_dict(),
+                "guardrail": guardrail.to_dict(),
+            },
+            reasons=[why],
+        )
+    else:
+
+        def judge(before: Rows, after: Rows, alpha: float) -> Verdict:
+            return compare_paired(before, after, alpha=alpha, test="runs", alternative="greater")
+
+        verdict, _, _ = sampling.decide(before, after, judge, lambda v: not v.better, evaluate)
+        passed = verdict.better
+        why = f"paired evaluation on {bench_id} against {against}: {verdict.line()}"
+        if not passed:
+            why += f"; better at one-sided p<{cfg.alpha:g} wanted"
+        judged = Effectiveness().judge(None, operation=cand.operation, verdict=verdict)
     result = dataclasses.replace(
         judged,
         figures={"bench": bench_id, "against": baseline, "runs": run_ids, **judged.figures},
-        reasons=[why if passed else f"{why}; better at one-sided p<{cfg.alpha:g} wanted"],
+        reasons=[why],
     )
     queue.record_evaluation(candidate_id, result.to_json(), passed=passed, why=why)
     moved = queue.get(candidate_id)
-    return QueuedEvaluation(moved, bench_id, run_ids, verdict, moved.status)
+    return QueuedEvaluation(moved, bench_id, run_ids, verdict, moved.status, targets, guardrail)
 
 
-__all__ = ["GATE", "QueuedEvaluation", "default_bench", "evaluate_queued"]
+__all__ = ["GATE", "QueuedEvaluation", "default_bench", "evaluate_queued", "recorded_targets"]
