@@ -8,23 +8,36 @@ Planted candidates go through each decision path and the benchmark counts what t
   the holdout path: on a third of the holdout cases it still fails). Its acceptance rate is the
   *power* (goal ≥ 80 %).
 * **known regression** — the targets improve as before but six other cases that used to pass
-  lose 50 points (on the holdout path and the queue path: cases just get worse). Its acceptance
-  rate is the *false-keep* rate.
+  lose 50 points (on the holdout path: cases just get worse). Its acceptance rate is the
+  *false-keep* rate.
 
-The agent Optimizer's path reproduces its default budget: a benchmark the Builder built (8
-cases drawn from the demo's, one run a case) and ``gates.max_extra_runs`` of adaptive reruns; the
-real improvement lifts the 3 of the 8 that fail most by +50 points. Its *skill edit* variant
-draws the two evaluations independently (a new skill text redraws the demo agent's slips); its
-*settings edit* variant draws them from the same seeds (a turn-budget or AGENTS.md change leaves
-the slips as they were), as the demo agent does.
+Every path runs at the product's defaults (``GatesConfig``: ``alpha`` 0.05,
+``max_extra_runs`` 48, ``looks`` 3; two runs a case as the demo benchmark sets).
+
+* **queue eval** has two paths. A candidate that names its 5 targets (as evolve's do) is judged
+  like evolve (Target + Guardrail), planted like evolve's. A candidate that names none is judged
+  on the whole benchmark; its planted changes are measured ones: the improvement restores the
+  SQL flagging step to a parent without it, the regression removes it, each case at the pass
+  probability probed for that text.
+* **agent Optimizer** reproduces its default budget: a benchmark the Builder built (8 cases drawn
+  from the demo's, at least 3 of them passing at most half the time, one run a case); the real
+  improvement lifts the 3 that fail most by +50 points. Its *skill edit* variant draws the two
+  evaluations independently (a new skill text redraws the demo agent's slips); its *settings
+  edit* variant draws them from the same seeds (a turn-budget or AGENTS.md change leaves the
+  slips as they were), as the demo agent does.
+* **tune-description** chooses among the current description and 3 tries on 8 held-out queries
+  of a 20-query set, one run a query (its defaults); each query's chance of a right answer is
+  drawn from the demo's per-case pass probabilities, the improvement is a try that lifts the 2
+  held-out queries the current one gets right least by +50 points, the regression one that drops
+  2 it gets right by 50. Its extra runs are summed over the 3 comparisons.
 
 Per-case pass probabilities come from a real evaluation of the bundled noisy demo
-(``--probe-runs`` runs a case); simulated result rows are drawn from them so each path reaches
-hundreds of decisions in seconds. The queue-eval path also runs on real demo evaluations
-(``--real N`` planted candidates of each kind, on every sixth demo case). Each rate is printed
-with its count and a 95 % Clopper–Pearson interval; the rule the decision used before paired
-verdicts (deterministic case statuses for evolve, "strictly higher mean" elsewhere) is measured
-in the same run, on the same draws, as the baseline.
+(``--probe-runs`` runs a case; ``--cache DIR`` keeps the probes for the next run); simulated
+result rows are drawn from them so each path reaches hundreds of decisions in minutes. Queue eval
+also runs on real demo evaluations (``--real N`` planted candidates of each kind, on every sixth
+demo case). Each rate is printed with its count and a 95 % Clopper–Pearson interval; the rule the
+decision used before paired verdicts (deterministic case statuses for evolve, "strictly higher
+mean" elsewhere) is measured in the same run, on the same draws, as the baseline.
 
 Usage: ``uv run python benchmarks/bench_verdicts.py [--decisions N] [--probe-runs R] [--real N]``
 """
@@ -32,6 +45,7 @@ Usage: ``uv run python benchmarks/bench_verdicts.py [--decisions N] [--probe-run
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import shutil
@@ -49,16 +63,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.core.config import GatesConfig  # noqa: E402
+from engine.core.fsutil import atomic_write_text  # noqa: E402
 from engine.core.store import SkillStore  # noqa: E402
 from engine.core.workspace import Workspace  # noqa: E402
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
 from engine.evaluation.gates.candidate import TaskOutcome  # noqa: E402
 from engine.evaluation.gates.outcome import Guardrail, Holdout, Sampling, Target  # noqa: E402
-from engine.evaluation.gates.queued import evaluate_queued  # noqa: E402
+from engine.evaluation.gates.queued import evaluate_queued, judge_queued  # noqa: E402
 from engine.evaluation.gates.submission import submit_candidate  # noqa: E402
 from engine.evaluation.runner import run_evaluation  # noqa: E402
-from engine.evaluation.verdict import compare_paired  # noqa: E402
 from engine.loops.agent_optimizer.session import better_on_these_cases  # noqa: E402
+from engine.loops.triggers import (  # noqa: E402
+    DescriptionScore,
+    Origin,
+    QueryResult,
+    TriggerQuery,
+    held_out_choice,
+    result_rows,
+    split_queries,
+)
 
 Rows = list[dict[str, Any]]
 KINDS = ("no effect", "improvement", "regression")
@@ -96,9 +119,13 @@ def interval(k: int, n: int) -> str:
 
 
 # -- the demo's per-case pass probabilities ----------------------------------------------------
-def probe(ws: Workspace, runs: int, seed: int) -> list[Case]:
-    """Seeded, so two runs of the benchmark start from the same pass probabilities."""
-    result = run_evaluation(ws, DEMO_BENCHMARK, runs=runs, seed=seed)
+def probe(ws: Workspace, runs: int, seed: int, text: str | None = None) -> list[Case]:
+    """Seeded, so two runs of the benchmark start from the same pass probabilities.
+
+    ``text``: the SKILL.md to probe instead of the shipped one.
+    """
+    skills = None if text is None else {DEMO_SKILL: text}
+    result = run_evaluation(ws, DEMO_BENCHMARK, runs=runs, seed=seed, skills=skills)
     by_case: dict[str, list[dict[str, Any]]] = {}
     for row in result.rows:
         if row["variant"] == "skill" and row["pass_fail"] != "invalid":
@@ -110,6 +137,25 @@ def probe(ws: Workspace, runs: int, seed: int) -> list[Case]:
             Case(case_id, str(rows[0]["split"]), str(rows[0]["ground_truth"]), passes / len(rows))
         )
     return cases
+
+
+def cached_probe(
+    cache: Path | None, name: str, ws: Workspace, runs: int, seed: int, text: str | None = None
+) -> list[Case]:
+    """A probe read back from ``cache`` when an earlier run with the same settings wrote it."""
+    path = None if cache is None else cache / f"probe-{name}-{runs}x-seed{seed}.json"
+    if path is not None and path.is_file():
+        return [Case(**c) for c in json.loads(path.read_text(encoding="utf-8"))]
+    cases = probe(ws, runs, seed, text)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps([c.__dict__ for c in cases]))
+    return cases
+
+
+def without_sql_step(text: str) -> str:
+    """The shipped skill without its SQL flagging step (step 3): a real, narrow weakening."""
+    return "".join(line for line in text.splitlines(True) if not line.startswith("3. "))
 
 
 def draw(cases: Sequence[Case], probs: dict[str, float], runs: int, rng: random.Random) -> Rows:
@@ -174,7 +220,7 @@ def old_evolve(diagnosed: Rows, after: Rows, targeted: Sequence[str]) -> bool:
 
 
 def mean(rows: Rows) -> float:
-    return sum(r["pass_fail"] == "pass" for r in rows) / max(1, len(rows))
+    return float(sum(r["pass_fail"] == "pass" for r in rows)) / max(1, len(rows))
 
 
 # -- the paths ---------------------------------------------------------------------------------
@@ -243,28 +289,53 @@ def _f1(rows: Rows) -> float:
     return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
-def benchmark_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
-    """Better on a benchmark's cases (queue eval, Optimizer): exact run-level, reruns allowed."""
+def queue_targets_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
+    """queue eval of a candidate naming its 5 targets, on the whole demo benchmark: Target on
+    them and Guardrail on the rest, as evolve judges (old rule: strictly higher mean)."""
     sampling = Sampling(**_sampling())
     new, old = Tally(), Tally()
     rng = random.Random(seed)
     parent = {c.id: c.p for c in cases}
+    failing = [c.id for c in cases if c.p < 1.0]
     for kind in KINDS:
         for _ in range(n):
-            failing = [c.id for c in cases if c.p < 1.0] or [c.id for c in cases]
             targeted = rng.sample(failing, min(TARGETED, len(failing)))
-            after_p = plant(kind, cases, targeted if kind == "improvement" else [], rng)
-            if kind == "regression":
-                after_p = plant("regression", cases, [], rng)
+            after_p = plant(kind, cases, targeted, rng)
             before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
-
-            def judge(b: Any, a: Any, alpha: float) -> Any:
-                return compare_paired(b, a, alpha=alpha, test="runs", alternative="greater")
-
-            verdict, _, _ = sampling.decide(
-                before, after, judge, lambda v: not v.better, rerunner(cases, parent, after_p, rng)
+            found = judge_queued(
+                before, after, targeted, sampling, rerunner(cases, parent, after_p, rng)
             )
-            new.add(kind, verdict.better, verdict.extra_runs)
+            extra = found.verdict.extra_runs + (found.guardrail or found.verdict).extra_runs
+            new.add(kind, found.passed, extra)
+            old.add(kind, mean(after) > mean(before))
+    return new, old
+
+
+def queue_whole_path(
+    cases: Sequence[Case], weaker: Sequence[Case], n: int, seed: int, runs: int
+) -> tuple[Tally, Tally]:
+    """queue eval of a candidate naming no targets: better on the whole benchmark.
+
+    The planted changes are measured ones: the improvement restores the SQL step to a parent
+    without it (each case at its probed pass probability under either text), the regression
+    removes it, and the no-effect candidate is the parent with a comment added.
+    """
+    sampling = Sampling(**_sampling())
+    new, old = Tally(), Tally()
+    rng = random.Random(seed)
+    shipped = {c.id: c.p for c in cases}
+    without = {c.id: c.p for c in weaker}
+    plans = {
+        "no effect": (without, without),
+        "improvement": (without, shipped),
+        "regression": (shipped, without),
+    }
+    for kind in KINDS:
+        parent, after_p = plans[kind]
+        for _ in range(n):
+            before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
+            found = judge_queued(before, after, [], sampling, rerunner(cases, parent, after_p, rng))
+            new.add(kind, found.passed, found.verdict.extra_runs)
             old.add(kind, mean(after) > mean(before))
     return new, old
 
@@ -277,7 +348,8 @@ def draw_shared(
     cases: Sequence[Case], before: dict[str, float], after: dict[str, float], rng: random.Random
 ) -> tuple[Rows, Rows]:
     """Both variants from the same seeds: one uniform per (case, run) decides both sides."""
-    b_rows, a_rows = [], []
+    b_rows: Rows = []
+    a_rows: Rows = []
     for case in cases:
         u = rng.random()
         for probs, out in ((before, b_rows), (after, a_rows)):
@@ -319,6 +391,20 @@ def _evaluator(
     return evaluate
 
 
+def built_benchmark(cases: Sequence[Case], rng: random.Random) -> list[Case]:
+    """8 demo cases, at least 3 of them passing at most half the time.
+
+    A Builder builds its benchmark where the skill is weak; a draw with fewer than three cases
+    that can gain 50 points has no room for the planted +50-point fix of three cases (a
+    capped lift of a case that nearly always passes is a few points, not a fix), so it is
+    drawn again — for every kind alike, so the three kinds face the same benchmarks.
+    """
+    while True:
+        bench = rng.sample(list(cases), OPTIMIZER_CASES)
+        if sum(c.p <= 1 - LIFT for c in bench) >= OPTIMIZER_FIXED:
+            return bench
+
+
 def optimizer_path(
     cases: Sequence[Case], n: int, seed: int, runs: int, *, shared: bool
 ) -> tuple[Tally, Tally]:
@@ -328,10 +414,9 @@ def optimizer_path(
     rng = random.Random(seed)
     for kind in KINDS:
         for _ in range(n):
-            bench = rng.sample(list(cases), OPTIMIZER_CASES)
+            bench = built_benchmark(cases, rng)
             parent = {c.id: c.p for c in bench}
-            # the fix lands on the cases that fail most (a lift of a case that nearly always
-            # passes already would be no +50-point fix at all)
+            # the fix lands on the cases that fail most, each able to gain the full 50 points
             ranked = sorted(bench, key=lambda c: (c.p, rng.random()))
             fixed = [c.id for c in ranked[:OPTIMIZER_FIXED]]
             after_p = dict(parent)
@@ -362,6 +447,84 @@ def optimizer_settings_path(
     cases: Sequence[Case], n: int, seed: int, runs: int
 ) -> tuple[Tally, Tally]:
     return optimizer_path(cases, n, seed, runs, shared=True)
+
+
+TRIGGER_QUERIES = 20  # a skill-creator eval set: half should trigger, half should not
+TRIGGER_TRIES = 3  # tune-description's default iterations
+TRIGGER_FIXED = 2
+
+
+def _query_results(
+    probs: dict[str, float], truth: dict[str, bool], runs: int, rng: random.Random
+) -> list[QueryResult]:
+    """Held-out results of one description: each run gets its query right with its chance."""
+    results = []
+    for query, p in probs.items():
+        loaded = [truth[query] == (rng.random() < p) for _ in range(runs)]
+        right = sum(load == truth[query] for load in loaded)
+        results.append(
+            QueryResult(
+                query=query, should_trigger=truth[query], split="test", runs=runs,
+                loads=sum(loaded), rate=sum(loaded) / runs, triggered=sum(loaded) / runs >= 0.5,
+                correct=right / runs >= 0.5, loaded=loaded,
+            )
+        )  # fmt: skip
+    return results
+
+
+def trigger_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
+    """tune-description's held-out choice among the current description and 3 tries.
+
+    Each held-out query gets the current description right with a chance drawn from the demo's
+    per-case pass probabilities (its spread of run-to-run reliability); one run a query, as
+    tune-description's default. The real improvement is a try that lifts the 2 held-out
+    queries the current one gets right least by +50 points, the regression one that drops 2
+    it gets right by 50; the other tries change nothing. Old rule: the highest held-out
+    accuracy, if strictly above the current one's.
+    """
+    sampling = Sampling(**_sampling())
+    new, old = Tally(), Tally()
+    rng = random.Random(seed)
+    queries = [TriggerQuery(f"query {i}", i < TRIGGER_QUERIES // 2) for i in range(TRIGGER_QUERIES)]
+    _train, test = split_queries(queries)
+    truth = {q.query: q.should_trigger for q in test}
+    for kind in KINDS:
+        for _ in range(n):
+            current = {q.query: rng.choice(list(cases)).p for q in test}
+            tries = [dict(current) for _ in range(TRIGGER_TRIES)]
+            ranked = sorted(current, key=lambda q: (current[q], rng.random()))
+            if kind == "improvement":
+                for q in ranked[:TRIGGER_FIXED]:
+                    tries[0][q] = min(1.0, current[q] + LIFT)
+            elif kind == "regression":
+                for q in ranked[-TRIGGER_FIXED:]:
+                    tries[0][q] = max(0.0, current[q] - LIFT)
+            probs = [current, *tries]
+            scores = []
+            for index, p in enumerate(probs):
+                results = _query_results(p, truth, 1, rng)
+                accuracy = sum(r.correct for r in results) / len(results)
+                origin: Origin = "current" if index == 0 else "proposed"
+                scores.append(DescriptionScore(index, f"d{index}", origin, 0.0, accuracy, results))
+
+            def rerun_for(
+                score: DescriptionScore, probs: list[dict[str, float]] = probs
+            ) -> Callable[..., tuple[Rows, Rows]]:
+                def rerun(ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+                    b = _query_results({q: probs[0][q] for q in ids}, truth, runs, rng)
+                    a = _query_results({q: probs[score.index][q] for q in ids}, truth, runs, rng)
+                    return result_rows(b), result_rows(a)
+
+                return rerun
+
+            best, _verdict = held_out_choice(scores, sampling, rerun_for)
+            extra = sum(int((s.verdict or {}).get("extra_runs", 0)) for s in scores[1:])
+            top = max(scores[1:], key=lambda s: (s.test_accuracy, -s.index))
+            was = top.index if top.test_accuracy > scores[0].test_accuracy else 0
+            # the planted try (1) kept, or for no effect any try kept
+            new.add(kind, best.index == 1 or (kind == "no effect" and best.index != 0), extra)
+            old.add(kind, was == 1 or (kind == "no effect" and was != 0))
+    return new, old
 
 
 def _sampling() -> dict[str, Any]:
@@ -425,22 +588,43 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="runs a case in each evaluation")
     parser.add_argument("--real", type=int, default=3, help="real queue evaluations per kind")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="keep the probes here and reuse them next time"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(copy_demo(Path(tmp) / "probe"))
+        store = SkillStore(ws, DEMO_SKILL)
+        shipped_text = store.read(str(store.ensure_adopted()))
         started = time.monotonic()
-        cases = probe(ws, args.probe_runs, args.seed)
-        unsteady = sum(0 < c.p < 1 for c in cases)
-        print(
-            f"probe: {len(cases)} demo cases × {args.probe_runs} runs in "
-            f"{time.monotonic() - started:.0f}s; {unsteady} cases vary from run to run"
+        cases = cached_probe(args.cache, "shipped", ws, args.probe_runs, args.seed)
+        weaker = cached_probe(
+            args.cache,
+            "without-sql-step",
+            ws,
+            args.probe_runs,
+            args.seed,
+            without_sql_step(shipped_text),
         )
-        for name, path, old_name in (
+        unsteady = sum(0 < c.p < 1 for c in cases)
+        moved = sum(a.p != b.p for a, b in zip(cases, weaker, strict=True))
+        print(
+            f"probe: {len(cases)} demo cases × {args.probe_runs} runs, shipped skill and without "
+            f"its SQL step, in {time.monotonic() - started:.0f}s; {unsteady} cases vary from run "
+            f"to run; {moved} change pass rate between the two texts"
+        )
+        paths: list[tuple[str, Callable[[Sequence[Case], int, int, int], tuple[Tally, Tally]], str]]
+        paths = [
             ("evolve Target + Guardrail (selection)", evolve_path, "old case-status rule"),
             ("evolve Holdout (lower bound > −1 F1 pt)", holdout_path, "old F1-drop rule"),
             (
-                "better on the benchmark (queue eval)",
-                benchmark_path,
+                "queue eval, candidate naming its 5 targets (Target + Guardrail)",
+                queue_targets_path,
+                "strictly higher mean",
+            ),
+            (
+                "queue eval, candidate naming no targets (whole benchmark; SQL step restored)",
+                lambda c, n, seed, runs: queue_whole_path(c, weaker, n, seed, runs),
                 "strictly higher mean",
             ),
             (
@@ -453,11 +637,17 @@ def main() -> None:
                 optimizer_settings_path,
                 "strictly higher mean",
             ),
-        ):
+            (
+                "tune-description held-out choice (8 held-out queries, 1 run, 3 tries)",
+                trigger_path,
+                "highest held-out accuracy",
+            ),
+        ]
+        for name, path, old_name in paths:
             started = time.monotonic()
             new, old = path(cases, args.decisions, args.seed, args.runs)
             report(name, new, old, old_name)
-            print(f"  ({time.monotonic() - started:.0f}s)")
+            print(f"  ({time.monotonic() - started:.0f}s)", flush=True)
         if args.real:
             started = time.monotonic()
             print(f"\nqueue eval on real demo evaluations ({args.real} per kind)")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
+from engine.core.config import GatesConfig
 from engine.core.errors import FormatError
 from engine.core.queue import CandidateQueue
 from engine.core.skill import SkillDoc
@@ -65,8 +66,9 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
 
     # three runs a query: the agent is deterministic, so the two held-out queries B fixes give
     # six discordant run pairs, all its way: exact p = 1/64 is not enough at the first look of
-    # three (0.0001 of the 0.025 each try gets), so the two queries rerun 6 times each on fresh
-    # seeds for both descriptions, and 18 of 24 pairs all B's way decide it
+    # three (it has seen 12 of 60 planned pairs: 0.025·0.2² = 0.001 of the 0.025 each try
+    # gets), so the two queries rerun 12 times each on fresh seeds for both descriptions, and
+    # 30 of 36 pairs all B's way decide it at the second look
     result = tune_description(
         workspace,
         "zoo-keeper",
@@ -83,18 +85,18 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
     ]
     assert (result.chosen, result.best, result.improved) == (2, generalises, True)
     assert result.reason == (
-        "held-out trigger accuracy 0.50 → 1.00: +75.0 pts [+37.9, +75.0] p=<0.001 better "
-        "(4 paired cases, 3 runs, +12 extra)"
-    )  # Clopper–Pearson for 18 of 18 at the second look's 0.00603: 0.00603^(1/18) = 0.753,
-    # a change of (2·0.753 − 1)·18/24
+        "held-out trigger accuracy 0.50 → 1.00: +83.3 pts [+58.6, +83.3] p=<0.001 better "
+        "(4 paired cases, 3 runs, +24 extra)"
+    )  # Clopper–Pearson for 30 of 30 at the second look's 0.025·(0.6² − 0.2²) = 0.008:
+    # 0.008^(1/30) = 0.851, a change of (2·0.851 − 1)·30/36
     given_a, given_b = (result.scores[1].verdict or {}), (result.scores[2].verdict or {})
     assert given_a["decision"] == "worse" or given_a["decision"] == "inconclusive"
-    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 24, 0.025)
-    assert (given_b["extra_runs"], given_b["looks"]) == (12, 2)
-    assert given_b["p_value"] == pytest.approx(1 / 2**18, abs=1e-6)  # rounded to 6 places
+    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 36, 0.025)
+    assert (given_b["extra_runs"], given_b["looks"]) == (24, 2)
+    assert given_b["p_value"] == pytest.approx(1 / 2**30, abs=1e-6)  # rounded to 6 places
     reruns = result.scores[2].reruns
     assert {r.query for r in reruns} == {q.query for q in test if q.should_trigger}
-    assert all(r.runs == 6 and r.seeds[0] not in r2.seeds for r in reruns
+    assert all(r.runs == 12 and r.seeds[0] not in r2.seeds for r in reruns
                for r2 in result.scores[2].results if r2.query == r.query)  # fmt: skip
     loads = {r.query: r.loads for r in result.scores[2].results}
     assert all(loads[q.query] == 3 for q in test if q.should_trigger)
@@ -147,15 +149,15 @@ def test_one_run_of_a_held_out_gain_is_not_enough_and_reruns_settle_it(
         "description 1: +25.0 pts"
     )
     # the default budget reruns the one query that differs: the agent is deterministic, so the
-    # fix holds on every fresh seed — 13 discordant pairs of 13, p = 2^-13
-    cfg.gates.max_extra_runs = 24
+    # fix holds on every fresh seed — 25 discordant pairs of 25, p = 2^-25
+    cfg.gates.max_extra_runs = GatesConfig().max_extra_runs
     workspace.save_config(cfg)
     result = tune_description(
         workspace, "zoo-keeper", queries, candidates=[one], iterations=0, submit=False
     )
     verdict = result.scores[1].verdict or {}
-    assert (verdict["decision"], verdict["extra_runs"]) == ("better", 12)
-    assert verdict["p_value"] == pytest.approx(2**-13, abs=1e-6)
+    assert (verdict["decision"], verdict["extra_runs"]) == ("better", 24)
+    assert verdict["p_value"] == pytest.approx(2**-25, abs=1e-6)
     assert (result.chosen, result.improved) == (1, True)
 
 

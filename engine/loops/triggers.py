@@ -588,7 +588,7 @@ def tune_description(
 
         return rerun
 
-    best, verdict = _held_out_choice(scores, sampling, rerun_for)
+    best, verdict = held_out_choice(scores, sampling, rerun_for)
     improved = best.index != 0
     if improved:
         reason = (
@@ -623,7 +623,7 @@ def tune_description(
     return result
 
 
-def _held_out_choice(
+def held_out_choice(
     scores: Sequence[DescriptionScore],
     sampling: Sampling,
     rerun_for: Callable[[DescriptionScore], Rerun] | None = None,

@@ -38,7 +38,7 @@ from engine.evaluation.gates.candidate import Effectiveness
 from engine.evaluation.gates.outcome import Guardrail, Sampling, Target
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.runner import BASELINE, SKILL, run_evaluation
-from engine.evaluation.verdict import Rows, Verdict, compare_paired
+from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
 
 GATE = Effectiveness.name
 
@@ -82,6 +82,39 @@ def recorded_targets(cand: Candidate) -> list[str]:
     if not isinstance(named, list) or not all(isinstance(c, str) for c in named):
         raise FormatError(cand.dir / "provenance.json", "targeted_cases", "a list of case ids")
     return sorted(set(named))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    passed: bool
+    verdict: Verdict  # on the targets, or on every case without them
+    guardrail: Verdict | None
+    reasons: list[str]
+
+
+def judge_queued(
+    before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
+) -> Judgement:
+    """The paired judgement of a queued candidate: on its targets and the rest when it names
+    targets (Target and Guardrail, as evolve judges its own), else on every case."""
+    if targets:
+        aimed = Target(sampling).judge(before, after, targets, rerun=rerun)
+        guarded = Guardrail(sampling).judge(before, after, targeted=targets, rerun=rerun)
+        return Judgement(
+            aimed.passed and guarded.passed,
+            Verdict.from_dict(aimed.figures),
+            Verdict.from_dict(guarded.figures),
+            aimed.reasons + guarded.reasons,
+        )
+
+    def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
+        return compare_paired(b, a, alpha=alpha, test="runs", alternative="greater")
+
+    verdict, _, _ = sampling.decide(before, after, judge, lambda v: not v.better, rerun)
+    reason = verdict.line()
+    if not verdict.better:
+        reason += f"; better at one-sided p<{sampling.alpha:g} wanted"
+    return Judgement(verdict.better, verdict, None, [reason])
 
 
 def _split(rows: Rows) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -136,47 +169,41 @@ def evaluate_queued(
     before, after = evaluate(None, runs)
     measured = {str(r["case_id"]) for r in [*before, *after]}
     targets = [c for c in recorded_targets(cand) if c in measured]
+    found = judge_queued(before, after, targets, sampling, evaluate)
     against = f"parent {baseline}" if cand.parent_version else "no skill"
-    guardrail: Verdict | None = None
+    why = f"paired evaluation on {bench_id} against {against}: " + "; ".join(found.reasons)
     if targets:
-        aimed = Target(sampling).judge(before, after, targets, rerun=evaluate)
-        guarded = Guardrail(sampling).judge(before, after, targeted=targets, rerun=evaluate)
-        verdict = Verdict.from_dict(aimed.figures)
-        guardrail = Verdict.from_dict(guarded.figures)
-        passed = aimed.passed and guarded.passed
-        why = f"paired evaluation on {bench_id} against {against}: " + "; ".join(
-            aimed.reasons + guarded.reasons
-        )
         judged = GateResult(
             gate=GATE,
-            verdict="pass" if passed else "fail",
+            verdict="pass" if found.passed else "fail",
             figures={
                 "unproven": False,
                 "targets": targets,
-                **verdict.to_dict(),
-                "guardrail": guardrail.to_dict(),
+                **found.verdict.to_dict(),
+                "guardrail": None if found.guardrail is None else found.guardrail.to_dict(),
             },
             reasons=[why],
         )
     else:
-
-        def judge(before: Rows, after: Rows, alpha: float) -> Verdict:
-            return compare_paired(before, after, alpha=alpha, test="runs", alternative="greater")
-
-        verdict, _, _ = sampling.decide(before, after, judge, lambda v: not v.better, evaluate)
-        passed = verdict.better
-        why = f"paired evaluation on {bench_id} against {against}: {verdict.line()}"
-        if not passed:
-            why += f"; better at one-sided p<{cfg.alpha:g} wanted"
-        judged = Effectiveness().judge(None, operation=cand.operation, verdict=verdict)
+        judged = Effectiveness().judge(None, operation=cand.operation, verdict=found.verdict)
     result = dataclasses.replace(
         judged,
         figures={"bench": bench_id, "against": baseline, "runs": run_ids, **judged.figures},
         reasons=[why],
     )
-    queue.record_evaluation(candidate_id, result.to_json(), passed=passed, why=why)
+    queue.record_evaluation(candidate_id, result.to_json(), passed=found.passed, why=why)
     moved = queue.get(candidate_id)
-    return QueuedEvaluation(moved, bench_id, run_ids, verdict, moved.status, targets, guardrail)
+    return QueuedEvaluation(
+        moved, bench_id, run_ids, found.verdict, moved.status, targets, found.guardrail
+    )
 
 
-__all__ = ["GATE", "QueuedEvaluation", "default_bench", "evaluate_queued", "recorded_targets"]
+__all__ = [
+    "GATE",
+    "Judgement",
+    "QueuedEvaluation",
+    "default_bench",
+    "evaluate_queued",
+    "judge_queued",
+    "recorded_targets",
+]
