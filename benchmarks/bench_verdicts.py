@@ -16,9 +16,9 @@ Every path runs at the product's defaults (``GatesConfig``: ``alpha`` 0.05,
 
 * **queue eval** has two paths. A candidate that names its 5 targets (as evolve's do) is judged
   like evolve (Target + Guardrail), planted like evolve's. A candidate that names none is judged
-  on the whole benchmark; its planted changes are measured ones: the improvement restores the
-  SQL flagging step to a parent without it, the regression removes it, each case at the pass
-  probability probed for that text.
+  on the whole benchmark; its planted changes are measured ones: the shipped skill with and
+  without its SQL flagging step, each case at the pass probability probed for that text; the
+  improvement goes to the text with the higher mean pass rate, the regression away from it.
 * **agent Optimizer** reproduces its default budget: a benchmark the Builder built (8 cases drawn
   from the demo's, at least 3 of them passing at most half the time, one run a case); the real
   improvement lifts the 3 that fail most by +50 points. Its *skill edit* variant draws the two
@@ -316,19 +316,23 @@ def queue_whole_path(
 ) -> tuple[Tally, Tally]:
     """queue eval of a candidate naming no targets: better on the whole benchmark.
 
-    The planted changes are measured ones: the improvement restores the SQL step to a parent
-    without it (each case at its probed pass probability under either text), the regression
-    removes it, and the no-effect candidate is the parent with a comment added.
+    The planted changes are measured ones: the shipped skill and the same without its SQL step,
+    each case at its probed pass probability under either text. The improvement goes from the
+    text with the lower mean pass rate to the other, the regression back, and the no-effect
+    candidate is the worse text with a comment added.
     """
     sampling = Sampling(**_sampling())
     new, old = Tally(), Tally()
     rng = random.Random(seed)
     shipped = {c.id: c.p for c in cases}
     without = {c.id: c.p for c in weaker}
+    # the improvement goes from the text the probes measured worse to the better one (on the
+    # demo the SQL step costs more false alarms on safe cases than it finds)
+    worse, better = sorted((shipped, without), key=lambda p: sum(p.values()))
     plans = {
-        "no effect": (without, without),
-        "improvement": (without, shipped),
-        "regression": (shipped, without),
+        "no effect": (worse, worse),
+        "improvement": (worse, better),
+        "regression": (better, worse),
     }
     for kind in KINDS:
         parent, after_p = plans[kind]
@@ -623,7 +627,7 @@ def main() -> None:
                 "strictly higher mean",
             ),
             (
-                "queue eval, candidate naming no targets (whole benchmark; SQL step restored)",
+                "queue eval, candidate naming no targets (whole benchmark; SQL step on/off)",
                 lambda c, n, seed, runs: queue_whole_path(c, weaker, n, seed, runs),
                 "strictly higher mean",
             ),
