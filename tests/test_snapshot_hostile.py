@@ -248,17 +248,16 @@ def test_a_planted_store_journal_is_refused_not_replayed(
     journal = workspace.history_dir / "alpha" / ".pending.json"
     full = {"op": "publish", "branch": None, "from": "v1", "to": "v7", "why": "x", "op_id": "1"}
     journal.write_text(json.dumps(full | intent))
-    vault = tree(workspace.vault_dir)
+    before = tree(workspace.root)
     SkillStore(workspace, "alpha")  # a store opened to be read replays nothing
     with pytest.raises(SkillsmithError, match=f".pending.json: field '{field}'"):
         Workspace.at(workspace.root)
     assert main(["history", "alpha", "-w", str(workspace.root)]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "remove the file if you did not write it" in err
-    assert tree(workspace.vault_dir) == vault
+    assert tree(workspace.root) == before  # the journal too: it stays for a person to look at
     assert not (workspace.root.parent / "outside").exists()
     assert not (workspace.root.parent / "PWN_branch").exists()
-    assert journal.exists()  # it stays for a person to look at
 
 
 def test_a_planted_restore_journal_is_refused(workspace: Workspace) -> None:
@@ -266,9 +265,12 @@ def test_a_planted_restore_journal_is_refused(workspace: Workspace) -> None:
     (workspace.root / ".restore.json").write_text(
         json.dumps({"stage": "../elsewhere", "items": ["vault"]})
     )
+    (workspace.root.parent / "elsewhere").mkdir()
+    before = tree(workspace.root)
     with pytest.raises(SkillsmithError, match=r"\.restore\.json: field 'stage'"):
         Workspace.at(workspace.root)
-    assert (workspace.vault_dir / "anthropic_api_key").exists()
+    assert tree(workspace.root) == before
+    assert list((workspace.root.parent / "elsewhere").iterdir()) == []
 
 
 # -- the crash gap -------------------------------------------------------------------------------
