@@ -817,9 +817,10 @@ class SkillsmithApp(App[None]):
         snapshot = message.snapshot
 
         def run() -> str:
-            from engine.core.snapshots import restore
+            from engine.core.snapshots import finish_pending, restore
 
             before = restore(self.workspace, snapshot.path, yes=True)
+            finish_pending(self.workspace)  # the replaced state's archive, off the event loop
             self._moved(Move("restore", frm=before.name))
             return f"Restored {snapshot.path.name}; the state before it is {before.name}; z undoes."
 
