@@ -287,6 +287,23 @@ def test_a_planted_store_journal_is_refused_not_replayed(
     assert not (workspace.root.parent / "PWN_branch").exists()
 
 
+@pytest.mark.parametrize("candidate", ["../../vault", "../history/alpha", "/etc"])
+def test_a_planted_queue_journal_is_refused_not_replayed(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str], candidate: str
+) -> None:
+    _guarded(workspace)
+    workspace.candidates_dir.mkdir(exist_ok=True)
+    intent = {"op": "approve", "operation": "update", "candidate": candidate, "id": "d1"}
+    (workspace.candidates_dir / ".pending.json").write_text(json.dumps(intent))
+    before = tree(workspace.root)
+    with pytest.raises(SkillsmithError, match=r"candidates/\.pending\.json: field 'candidate'"):
+        Workspace.at(workspace.root)
+    assert main(["history", "alpha", "-w", str(workspace.root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "remove the file if you did not write it" in err, err
+    assert tree(workspace.root) == before
+
+
 def test_a_planted_restore_journal_is_refused(workspace: Workspace) -> None:
     _guarded(workspace)
     (workspace.root / ".restore.json").write_text(
