@@ -168,3 +168,34 @@ def test_without_auto_approve_the_passing_candidate_waits_with_its_evidence(
 def result_round_diff(ws: Workspace, result: dict[str, Any]) -> str:
     folder = ws.root / str(result["rounds"][-1]["folder"])
     return (folder / "patch.diff").read_text(encoding="utf-8")
+
+
+def test_a_parent_that_stays_current_is_measured_afresh_once(tmp_path: Path) -> None:
+    # a one-sided alpha of 1e-6 and no extra runs: no candidate can be "better with confidence"
+    # on a few targeted cases, so every gated round is rejected and v0 stays the parent
+    ws = demo(tmp_path / "ws", SMALL_FAMILIES)
+    cfg = ws.load_config()
+    cfg.gates.alpha, cfg.gates.max_extra_runs = 1e-6, 0
+    ws.save_config(cfg)
+    result = run_evolve(ws, "--rounds", "3", "--auto-approve", "--seed", "11")
+    gated = [r for r in result["rounds"] if r["gates"]]
+    assert len(gated) >= 2 and {r["outcome"] for r in gated} == {"rejected"}, result["rounds"]
+    assert all(r["parent"] == "v0" for r in result["rounds"])
+    events = session_events(ws, result["session_id"])
+    fresh = [
+        e["run_id"]
+        for e in events
+        if e["kind"] == "message" and e["text"].startswith("evaluating parent_paired")
+    ]
+    # one fresh evaluation of v0, read by the gates of every round — and it is not the run
+    # diagnosis read its failures from
+    folders = [ws.root / r["folder"] for r in result["rounds"]]
+    diagnosed = {json.loads((f / "diagnosis.json").read_bytes())["run_id"] for f in folders}
+    assert len(fresh) == 1 and fresh[0] not in diagnosed
+    v0 = SkillStore(ws, DEMO_SKILL).read("v0")
+    inputs = ws.runs_dir / fresh[0] / "inputs" / "skill" / DEMO_SKILL / "SKILL.md"
+    assert inputs.read_text(encoding="utf-8") == v0
+    for record in gated:
+        gates = json.loads((ws.root / record["folder"] / "gates.json").read_text(encoding="utf-8"))
+        guard = next(g for g in gates if g["gate"] == "guardrail")
+        assert guard["figures"]["n_cases"] > 0
