@@ -640,7 +640,10 @@ def _checked_intent(journal: Path, intent: Any) -> Intent:
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
-    check_name("candidate", candidate)
+    try:
+        check_name("candidate", candidate)
+    except SkillsmithError as exc:  # as a FormatError a planted journal stops opening, in one line
+        raise bad("candidate", str(exc)) from None
     if not isinstance(intent.get("id"), str) or not isinstance(intent.get("why", ""), str):
         raise bad("id", "expected the decision's id and reason as text")
     undoes = intent.get("undoes")
