@@ -340,7 +340,7 @@ def test_without_bubblewrap_evaluation_refuses_unless_sandbox_none_is_set(
 
 
 def test_a_statement_named_prompt_md_is_refused_before_any_run_folder_or_log(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ws = command_workspace(tmp_path / "ws", ADVERSARIAL, env_allow=())
     root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
@@ -349,4 +349,9 @@ def test_a_statement_named_prompt_md_is_refused_before_any_run_folder_or_log(
 
     with pytest.raises(SkillsmithError, match=r"PROMPT\.md.*may not be named"):
         run_evaluation(ws, "b")
+    assert sorted(p.relative_to(ws.root) for p in ws.root.rglob("*")) == before
+    # the command says so in one line and leaves no run folder or session log either
+    assert main(["eval", "b", "-w", str(ws.root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "PROMPT.md" in err and "Traceback" not in err, err
     assert sorted(p.relative_to(ws.root) for p in ws.root.rglob("*")) == before

@@ -52,7 +52,7 @@ from engine.core.fsutil import (
 from engine.core.inflate import Inflated
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, to_mapping
-from engine.core.secret_scan import find_secrets
+from engine.core.secret_scan import refuse_secrets
 from engine.core.skill import SkillDoc
 from engine.core.store import stores_of
 from engine.core.vault import secret_values
@@ -87,8 +87,6 @@ _POINTER_TARGET = re.compile(r"^v\d+$")
 _STAGE = re.compile(r"\.tmp-restore-[0-9a-f]{8}")
 _SKILL_FILE = re.compile(r"^(?:skills/[^/]+|history/[^/]+/(?:branches/[^/]+/)?v\d+)/SKILL\.md$")
 _CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".DS_Store"}
-_ANTHROPIC_KEY = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")  # fast: literal prefix
-_SHAPE_SCAN_BYTES = 64 * 1024  # skill-file sized (lint warns past 15 KB)
 _COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
 # The archive of the state a restore replaced is written in the background, beside whatever the
 # person does next: gzip -1 deflates text about four times faster than -6 for a file about half
@@ -177,7 +175,7 @@ def _write_archive(
             info.uname = info.gname = ""
             if info.isreg():
                 data = path.read_bytes()
-                _refuse_secrets(path, data, known)
+                refuse_secrets(path, data, known)
                 tar.addfile(info, io.BytesIO(data))
             else:
                 tar.addfile(info)
@@ -216,31 +214,6 @@ def live_item(ws: Workspace, item: str) -> Path:
     """Where a state item lives: a project's workspace keeps skills and AGENTS.md outside itself
     (``paths`` in skillsmith.yaml), and the archive names them the same either way."""
     return {"skills": ws.skills_dir, "AGENTS.md": ws.agents_md}.get(item, ws.root / item)
-
-
-def _refuse_secrets(path: Path, data: bytes, known: list[str]) -> None:
-    """The one secret scanner (what the Safety gate runs, vault values included) on text the
-    size of a skill file; the literal vault values and the Anthropic key shape on anything larger.
-
-    The rules are slow on megabytes, and a key pasted by hand lands in SKILL.md, AGENTS.md or a
-    small reference, so large files are searched for the literals only.
-    """
-    if len(data) <= _SHAPE_SCAN_BYTES:
-        found = find_secrets(data.decode("utf-8", "replace").splitlines(), known)
-        hit = (found[0].line, found[0].message) if found else None
-    else:
-        at = min((i for i in (data.find(v.encode("utf-8")) for v in known) if i >= 0), default=-1)
-        key = _ANTHROPIC_KEY.search(data)
-        if key is not None and (at < 0 or key.start() < at):
-            at = key.start()
-        hit = (data.count(b"\n", 0, at) + 1, "a secret") if at >= 0 else None
-    if hit is not None:
-        line, what = hit
-        raise SkillsmithError(
-            f"{path}:{line}: holds a secret ({what}); secrets never go into snapshots — move the "
-            "value to vault/ and refer to it by name (an environment variable such as $API_KEY), "
-            "then snapshot again"
-        )
 
 
 def _free_name(ws: Workspace, version: int, created_at: str) -> Path:
