@@ -36,6 +36,7 @@ from engine.core.fsutil import (
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, load_yaml, to_mapping
 from engine.core.store import SkillStore, TabooEntry, check_name, read_text
+from engine.core.vault import secret_values
 from engine.core.workspace import INTENT_JOURNAL, Workspace
 
 Status = Literal[
@@ -276,7 +277,8 @@ class CandidateQueue:
                 way = f"dismiss it (skillsmith queue dismiss {cand.id})"
             else:
                 skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
-                check_skill(text_of(skill_file), skill=cand.skill, where=skill_file)
+                text, secrets = text_of(skill_file), secret_values(self.ws)
+                check_skill(text, skill=cand.skill, where=skill_file, secrets=secrets)
                 check_diff(patch_file.read_bytes(), where=patch_file)
                 current = store.ensure_adopted()
                 way = (
@@ -638,7 +640,10 @@ def _checked_intent(journal: Path, intent: Any) -> Intent:
     candidate = intent.get("candidate")
     if not isinstance(candidate, str):
         raise bad("candidate", "expected a candidate id")
-    check_name("candidate", candidate)
+    try:
+        check_name("candidate", candidate)
+    except SkillsmithError as exc:  # as a FormatError a planted journal stops opening, in one line
+        raise bad("candidate", str(exc)) from None
     if not isinstance(intent.get("id"), str) or not isinstance(intent.get("why", ""), str):
         raise bad("id", "expected the decision's id and reason as text")
     undoes = intent.get("undoes")
