@@ -7,8 +7,10 @@ editable state:
 - the agent ran out of time (``budget_exhaustion`` with a timeout): raise ``agent.timeout_s`` in
   skillsmith.yaml by half; out of turns or looping (``budget_exhaustion``, ``tool_loop``): raise
   ``agent.max_turns`` by half — both capped at the request's limits;
-- it concluded before doing the skill's remaining steps (``premature_conclusion``): add a Pitfalls
-  line to the skill telling it to run every step before concluding;
+- it concluded before doing the skill's remaining steps (``premature_conclusion``): a line telling
+  it to run every step before concluding, in AGENTS.md first (a habit of the agent's, so it holds
+  for every skill; the demo agent reads AGENTS.md as Claude Code does), then, if that was tried
+  and rolled back, in the skill's Pitfalls;
 - it missed or wrongly flagged something the skill's steps and Pitfalls decide (any other root
   cause, FN or FP): the skill edit evolution's offline proposer writes for that root cause from
   the reference run's traces and the cases' files (engine.evaluation.patches.offline_proposer) —
@@ -106,7 +108,19 @@ def _raise_budget(config: str, cause: Mapping[str, Any], limits: Mapping[str, An
     )
 
 
-def _thorough(files: Mapping[str, str | None], cause: Mapping[str, Any]) -> Idea | None:
+def _thorough(files: Mapping[str, str | None], cause: Mapping[str, Any]) -> Iterator[Idea]:
+    rule, cases = str(cause["rule_id"]), ", ".join(cause["case_ids"])
+    hypothesis = f"without the early stop, {cases} reach the Pitfalls review"
+    agents = files.get(AGENTS) or ""
+    if THOROUGH_LINE in agents:
+        return
+    yield (
+        AGENTS,
+        _appended(agents, THOROUGH_LINE),
+        rule,
+        "run every step before concluding",
+        (hypothesis + ", whichever skill they follow"),
+    )
     for target, text in sorted(files.items()):
         if not target.startswith("skills/") or text is None or THOROUGH_LINE in text:
             continue
@@ -115,14 +129,12 @@ def _thorough(files: Mapping[str, str | None], cause: Mapping[str, Any]) -> Idea
             continue
         pitfalls = doc.section("pitfalls") or ""
         new = text.replace(pitfalls, pitfalls.rstrip("\n") + "\n" + THOROUGH_LINE + "\n", 1)
-        return (
-            target,
-            new,
-            str(cause["rule_id"]),
-            "run every step before concluding",
-            f"without the early stop, {', '.join(cause['case_ids'])} reach the Pitfalls review",
-        )
-    return None
+        yield target, new, rule, "run every step before concluding", hypothesis
+        return
+
+
+def _appended(text: str, line: str) -> str:
+    return (text.rstrip("\n") + "\n" if text else "") + line + "\n"
 
 
 def _skill_patch(ws: Workspace, data: Mapping[str, Any], cause: Mapping[str, Any]) -> Idea | None:
@@ -171,10 +183,9 @@ def _evidence(files: Mapping[str, str | None], cases: list[str]) -> Idea | None:
     text = files.get(AGENTS) or ""
     if EVIDENCE_LINE in text:
         return None
-    new = (text.rstrip("\n") + "\n" if text else "") + EVIDENCE_LINE + "\n"
     return (
         AGENTS,
-        new,
+        _appended(text, EVIDENCE_LINE),
         "none",
         "ask for every kept finding as file:line",
         f"stating findings as file:line makes the verdicts of {', '.join(cases)} traceable",
@@ -185,15 +196,16 @@ def _ideas(data: Mapping[str, Any], ws: Workspace | None) -> Iterator[tuple[Idea
     files: Mapping[str, str | None] = data["files"]
     causes = sorted(data.get("root_causes") or [], key=lambda rc: -float(rc.get("share") or 0))
     for cause in causes:
-        idea: Idea | None = None
+        ideas: list[Idea | None] = []
         if cause.get("rule_id") in BUDGET_RULES:
-            idea = _raise_budget(str(files[CONFIG_NAME]), cause, data.get("limits") or {})
+            ideas = [_raise_budget(str(files[CONFIG_NAME]), cause, data.get("limits") or {})]
         elif cause.get("rule_id") in HASTE_RULES:
-            idea = _thorough(files, cause)
+            ideas = list(_thorough(files, cause))
         elif ws is not None and cause.get("worth_patch", True):
-            idea = _skill_patch(ws, data, cause)
-        if idea is not None:
-            yield idea, list(cause["case_ids"])
+            ideas = [_skill_patch(ws, data, cause)]
+        for idea in ideas:
+            if idea is not None:
+                yield idea, list(cause["case_ids"])
     failing = [c["id"] for c in data.get("cases") or [] if float(c.get("score") or 0) < 100]
     if failing:
         idea = _evidence(files, failing)
