@@ -94,7 +94,7 @@ def test_agents_md_and_agent_settings_are_editable(ws: Workspace) -> None:
         ("skillsmith.yaml", "max_turns: 20", "max_turns: 20\n  sandbox: none",
          "may not change agent.sandbox"),
         ("skillsmith.yaml", "max_turns: 20", "max_turns: [", "is invalid"),
-        ("skillsmith.yaml", "noise: 0.3", "noise: 0.0", "may not change agent.noise"),
+        ("skillsmith.yaml", "noise: 0.4", "noise: 0.0", "may not change agent.noise"),
         ("skillsmith.yaml", "max_turns: 20", "max_turns: 500",
          r"agent.max_turns must stay within 1..100 \(limits.agent_max_turns\)"),
         ("skillsmith.yaml", "timeout_s: 60.0", "timeout_s: 99999",
