@@ -1,4 +1,4 @@
-"""The approval queue: ``candidates/<id>/`` folders waiting for a human keypress (DESIGN.md).
+"""The approval queue: ``candidates/<id>/`` folders waiting for a human keypress.
 
 A candidate is a proposed full SKILL.md with its patch and the gate verdicts it earned. Approving
 publishes it through the version store and snapshots the agent state; rejecting puts its patch on
