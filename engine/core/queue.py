@@ -24,10 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.core.admission import check_diff, check_resources, check_skill, text_of
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import new_id, utc_now
-from engine.core.folder_patch import apply_folder_patch, touches_resources
 from engine.core.fsutil import (
     append_jsonl,
     atomic_write_json,
@@ -282,6 +280,9 @@ class CandidateQueue:
                 current: str | None = store.archivable()
                 way = f"dismiss it (skillsmith queue dismiss {cand.id})"
             else:
+                # lint and the secret rules load for an approval, not for every queue listing
+                from engine.core.admission import check_diff, check_skill, text_of
+
                 skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
                 text, secrets = text_of(skill_file), secret_values(self.ws)
                 check_skill(text, skill=cand.skill, where=skill_file, secrets=secrets)
@@ -467,6 +468,9 @@ class CandidateQueue:
     ) -> dict[str, Resource] | None:
         """The patched folder, refused in one line when the patch may not apply to it or a
         changed file holds a secret (a snapshot of the published folder would refuse it)."""
+        from engine.core.admission import check_resources  # lint rules: on a decision
+        from engine.core.folder_patch import apply_folder_patch, touches_resources  # unidiff
+
         if not touches_resources(patch, where=where):
             return None
         store = SkillStore(self.ws, skill)
