@@ -112,8 +112,13 @@ def unified_diff(old: str, new: str) -> str:
 
 
 def read_text(path: Path) -> str:
-    """Text exactly as stored: ``Path.read_text`` would turn CRLF into LF."""
-    return path.read_bytes().decode("utf-8")
+    """Text exactly as stored: ``Path.read_text`` would turn CRLF into LF. A file that is not
+    UTF-8 (a hand edit, a binary pasted over it) is one line naming it, never a traceback."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillsmithError(f"{path}: expected UTF-8 text (byte {exc.start} is not)") from None
 
 
 def _read_json(path: Path) -> Any:

@@ -119,7 +119,7 @@ def _thorough(files: Mapping[str, str | None], cause: Mapping[str, Any]) -> Iter
         _appended(agents, THOROUGH_LINE),
         rule,
         "run every step before concluding",
-        (hypothesis + ", whichever skill they follow"),
+        f"{hypothesis}, whichever skill they follow",
     )
     for target, text in sorted(files.items()):
         if not target.startswith("skills/") or text is None or THOROUGH_LINE in text:
