@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.core.admission import check_diff, check_skill, text_of
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import new_id, utc_now
 from engine.core.fsutil import (
@@ -276,6 +275,9 @@ class CandidateQueue:
                 current: str | None = store.archivable()
                 way = f"dismiss it (skillsmith queue dismiss {cand.id})"
             else:
+                # lint and the secret rules load for an approval, not for every queue listing
+                from engine.core.admission import check_diff, check_skill, text_of
+
                 skill_file, patch_file = cand.dir / "SKILL.md", cand.dir / "patch.diff"
                 text, secrets = text_of(skill_file), secret_values(self.ws)
                 check_skill(text, skill=cand.skill, where=skill_file, secrets=secrets)
