@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import tempfile
 import uuid
 from pathlib import Path
@@ -216,6 +217,29 @@ def test_a_workspace_inside_a_system_folder_stays_unseen(
     assert report["targets"][2] | {"beside": False} == nothing | {"read": "a shared tool\n"}
     assert {p: p.read_bytes() for p in planted} == guarded
     assert list(system.rglob(f"{token}*")) == []
+
+
+@pytest.mark.parametrize("network", [None, True])
+def test_the_network_is_cut_unless_the_config_turns_it_on(
+    tmp_path: Path, network: bool | None
+) -> None:
+    require_bwrap()
+    ws = command_workspace(tmp_path / "ws", AGENTS / "probe_agent.py", env_allow=())
+    cfg = ws.load_config()
+    cfg.agent.network = network  # None: the kind's default, off for a command agent
+    ws.save_config(cfg)
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # the harness's own loopback
+        host, port = listener.getsockname()[:2]
+        files = {"token.txt": f"probe-{uuid.uuid4().hex}\n", "address.txt": f"{host}:{port}\n"}
+        write_case(root, "one", {"expected": "vulnerable"}, files=files)
+
+        result = run_evaluation(ws, "b")
+
+    report = _report(result.run_dir / result.rows[0]["session_file"])
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": bool(network)}
+    assert report["reached"] is bool(network)
 
 
 def test_room_holds_exactly_the_statement_prompt_agents_md_and_skills(tmp_path: Path) -> None:

@@ -189,6 +189,33 @@ def test_agent_config_change_needs_its_own_confirmation(
     assert workspace.load_config().agent.command == ["sh", "-c", "env > /tmp/loot"]
 
 
+@pytest.mark.parametrize(
+    ("agent", "change"),
+    [
+        ("{sandbox: none}", "agent.sandbox 'bwrap' → 'none'"),
+        ("{network: true}", "agent.network None → True"),
+        ("{writable_paths: [/root]}", "agent.writable_paths [] → ['/root']"),
+        ("{read_only_paths: [/home]}", "agent.read_only_paths [] → ['/home']"),
+    ],
+)
+def test_a_restored_config_that_opens_the_sandbox_needs_the_same_confirmation(
+    workspace: Workspace,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    agent: str,
+    change: str,
+) -> None:
+    _guarded(workspace)
+    config = f"version: 99\nagent: {agent}\n".encode()
+    archive = _archive(tmp_path / "open.tar.gz", lambda t: None, config)
+    before = tree(workspace.root)
+    capsys.readouterr()
+    assert main(["restore", str(archive), "--yes", "-w", str(workspace.root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and change in err and "--trust-agent-config" in err, err
+    assert tree(workspace.root) == before
+
+
 def _raw_header(kind: bytes, size: int) -> bytes:
     """One tar header block that announces ``size`` bytes of extension data."""
     info = tarfile.TarInfo("././@LongLink")

@@ -18,6 +18,7 @@ from engine.core.errors import SkillsmithError
 from engine.core.lint import lint_text
 from engine.core.secret_scan import refuse_secrets
 from engine.core.skill_folder import Resources
+from engine.core.store import read_text
 
 MAX_SKILL_FILE_BYTES = 1_000_000
 # hunk lines, hunk and file headers, and the git extended headers a pasted git diff carries
@@ -54,11 +55,9 @@ def check_resources(resources: Resources, *, folder: Path, secrets: Iterable[str
 def text_of(path: Path) -> str:
     """A file's text exactly as stored, or one line saying why it is not text."""
     try:
-        return path.read_bytes().decode("utf-8")
+        return read_text(path)
     except FileNotFoundError:
         raise SkillsmithError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise SkillsmithError(f"{path}: expected UTF-8 text (byte {exc.start} is not)") from None
 
 
 def check_diff(data: bytes, *, where: Path) -> str:

@@ -579,8 +579,8 @@ def restore(
                     (stage / "new" / item).mkdir(exist_ok=True)
                 created_at = utc_now()
                 before = _free_name(ws, current, created_at)
-                manifest = {"format": 1, "version": current, "created_at": created_at}
-                manifest["note"] = f"before restoring {path.name}"
+                note = f"before restoring {path.name}"
+                manifest = {"format": 1, "version": current, "created_at": created_at, "note": note}
                 (stage / "old").mkdir()
                 (stage / "old" / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False))
                 sync_filesystem(stage)  # the whole new state durable before the swap shows it
@@ -588,8 +588,12 @@ def restore(
                 shutil.rmtree(stage, ignore_errors=True)
                 raise
             items = sorted(archive.top & set(STATE_ITEMS) | set(_STATE_DIRS))
-            intent = {"stage": stage.name, "items": items, "source": str(path)}
-            intent["pending"] = before.name
+            intent = {
+                "stage": stage.name,
+                "items": items,
+                "source": str(path),
+                "pending": before.name,
+            }
             _journal(ws).commit(intent, lambda _intent: _swap_and_keep(ws, stage, items, before))
             shutil.rmtree(stage)  # only the emptied folders of the new state are left in it
         finally:

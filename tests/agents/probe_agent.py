@@ -6,15 +6,17 @@ case's rubric and the vault, looks for sibling run folders through ``..`` and ov
 answers, writes files outside its run folder, and leaves a grandchild behind that calls
 ``setsid``, ``chdir /`` and sleeps. Its statement may name files the test planted inside and
 outside the workspace (``targets.txt``, one absolute path a line): it tries to read, overwrite
-and delete each, and to write beside it. Every file it writes and the grandchild's command line
-carry the token in ``token.txt`` so the test can look for them from outside. The report is
-hex-encoded so the harness's secret redaction cannot hide a leak.
+and delete each, and to write beside it; and it may name a port the test listens on
+(``address.txt``, ``host:port``), which it tries to connect to. Every file it writes and the
+grandchild's command line carry the token in ``token.txt`` so the test can look for them from
+outside. The report is hex-encoded so the harness's secret redaction cannot hide a leak.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -143,6 +145,19 @@ def attack_targets(here: Path, token: str) -> list[dict[str, object]]:
     return results
 
 
+def reach(here: Path) -> bool | None:
+    """Whether a TCP connection to the test's listener (``address.txt``) went through."""
+    address = read(here / "address.txt")
+    if address is None:
+        return None
+    host, port = address.strip().rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
 def main() -> None:
     here = Path.cwd()
     token = (here / "token.txt").read_text().strip()
@@ -171,6 +186,7 @@ def main() -> None:
         "views": views,
         "mounts": mounts,
         "targets": attack_targets(here, token),
+        "reached": reach(here),
         "found": hunt(roots),
         "siblings": siblings,
         "overwritten": overwritten,
