@@ -216,3 +216,16 @@ def test_queue_eval_runs_the_candidate_with_its_edited_reference(tmp_path: Path)
     assert (inputs / "SKILL.md").read_text() == skill
     assert (inputs / "reference" / "notes.md").read_text() == ref
     assert _files(live) == live_before
+
+
+def test_a_secret_in_an_edited_reference_is_refused(workspace: Workspace, adopted: Path) -> None:
+    """A published folder is snapshotted, so a key the patch writes into a reference is refused
+    at the queue, as the snapshot would refuse it later."""
+    key = "sk-ant-" + "Qz7pW2mK9xR4tL8vN3bH6jF1"  # random-looking: not a placeholder
+    skill, skill_section = _edit(adopted, "SKILL.md", "\n- one more step\n")
+    patch = skill_section + _edit(adopted, REF, f"\nexport ANTHROPIC_API_KEY={key}\n")[1]
+    queued = sorted(p.name for p in workspace.candidates_dir.iterdir())
+    with pytest.raises(SkillsmithError) as info:
+        _submit(workspace, skill, patch)
+    assert REF in str(info.value) and key not in str(info.value)
+    assert sorted(p.name for p in workspace.candidates_dir.iterdir()) == queued
