@@ -47,10 +47,10 @@ def first_run(ws: Workspace, text: str, split: str) -> str:
 
 
 @pytest.mark.xfail(
-    reason="not yet shown to hold over a whole session: before the constructs-only rules the "
-    "noisy demo went holdout 0.590 -> 0.571, golden 0.593 -> 0.571 (seed 7); after them, seed 7 "
-    "stopped at round 7 of 10 had golden 0.593 -> 0.706 and holdout +9.3 points since the start "
-    "at the round-5 gate",
+    reason="not yet shown to hold over a whole session: at the shipped noise 0.4, seed 7 ran all "
+    "10 rounds (benchmarks/bench_evolve_lift.py) for holdout 0.590 -> 0.613 (+2.3 points) and "
+    "golden 0.538 -> 0.621 (+8.2); 3 rounds accepted, then 7 rejected, mostly near-identical "
+    "flag steps for the same 3 cases, too few for the Target gate to decide",
     strict=False,
 )
 def test_offline_evolution_on_the_noisy_demo_lifts_holdout_and_golden_f1(tmp_path: Path) -> None:
