@@ -12,7 +12,19 @@ from engine.core.workspace import Workspace
 # the scripted agents' launch counter (`count_dir`), shared by the runner tests.
 pytest_plugins = ["tests.llm_server", "tests.runner_helpers"]
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+def _shared() -> Path:
+    """The developers' ``shared/`` folder beside the checkout: a CI clone sits right under the
+    folder holding it, a git worktree may sit a level or two deeper. Falls back to the clone's
+    sibling, so a missing fixture fails with that path in the message."""
+    here = Path(__file__).resolve()
+    for parent in here.parents[1:]:
+        if (parent / "shared" / "fixtures" / "real-skills").is_dir():
+            return parent / "shared"
+    return here.parents[2] / "shared"
+
+
+SHARED = _shared()
 REAL_SKILLS = SHARED / "fixtures" / "real-skills"
 
 

@@ -14,7 +14,9 @@ import yaml
 
 from engine.cli import main
 from engine.core.queue import CandidateQueue, content_hash
+from engine.core.snapshots import create_snapshot
 from engine.core.store import SkillStore, unified_diff
+from engine.core.vault import write_secret
 from engine.core.workspace import Workspace
 from tests.store_helpers import make_skill
 
@@ -116,6 +118,54 @@ def test_queue_approve_refuses_a_hand_edited_candidate(
     assert [v.version for v in SkillStore(workspace, "x").versions()] == versions
     assert CandidateQueue(workspace).get(cand_id).status == "pending_approval"
     assert workspace.skill_path("x").read_text() == GOOD
+
+
+def test_queue_approve_refuses_a_candidate_holding_a_vault_value(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_skill(workspace, "x", GOOD)
+    value = "vault-" + "Q7m2Zx9w"
+    write_secret(workspace, "deploy_token", value)
+    text = GOOD + f"2. Log in with {value}.\n"
+    cand_id = _hand_edited(workspace, text.encode(), unified_diff(GOOD, text).encode())
+
+    assert main(["queue", "approve", cand_id, "-w", str(workspace.root)]) == 1
+
+    line = _one_line(capsys)
+    assert "SKILL.md:6:" in line and "secret.vault_value" in line and value not in line
+    assert [v.version for v in SkillStore(workspace, "x").versions()] == ["v0"]
+    assert CandidateQueue(workspace).get(cand_id).status == "pending_approval"
+    create_snapshot(workspace)  # nothing publishable blocks a snapshot
+
+
+@pytest.mark.parametrize(
+    ("damaged", "argv"),
+    [
+        ("skills/x/SKILL.md", ["queue", "approve"]),  # the live file the approval replaces
+        ("history/x/v0/SKILL.md", ["queue", "approve"]),  # the parent version it compares with
+        ("candidates/{id}/patch.diff", ["queue", "show"]),
+    ],
+    ids=["live-skill", "parent-version", "shown-patch"],
+)
+def test_a_binary_file_under_a_queue_command_is_one_line(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str], damaged: str, argv: list[str]
+) -> None:
+    make_skill(workspace, "x", GOOD)
+    text = GOOD + "2. Check x.\n"
+    cand_id = _hand_edited(workspace, text.encode(), unified_diff(GOOD, text).encode())
+    path = workspace.root / damaged.format(id=cand_id)
+    path.write_bytes(b"\x00\xff\xfe binary")
+
+    assert main([*argv, cand_id, "-w", str(workspace.root)]) == 1
+
+    line = _one_line(capsys)
+    assert f"{path}: expected UTF-8 text" in line
+    assert [v.version for v in SkillStore(workspace, "x").versions()] == ["v0"]
+    assert CandidateQueue(workspace).get(cand_id).status == "pending_approval"
+    path.write_bytes(
+        GOOD.encode() if path.name == "SKILL.md" else unified_diff(GOOD, text).encode()
+    )
+    assert CandidateQueue(workspace).approve(cand_id) == "v1"  # mended, the approval goes through
 
 
 def test_queue_approve_takes_a_valid_candidate(workspace: Workspace) -> None:

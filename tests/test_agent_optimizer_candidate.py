@@ -94,7 +94,7 @@ def test_agents_md_and_agent_settings_are_editable(ws: Workspace) -> None:
         ("skillsmith.yaml", "max_turns: 20", "max_turns: 20\n  sandbox: none",
          "may not change agent.sandbox"),
         ("skillsmith.yaml", "max_turns: 20", "max_turns: [", "is invalid"),
-        ("skillsmith.yaml", "noise: 0.3", "noise: 0.0", "may not change agent.noise"),
+        ("skillsmith.yaml", "noise: 0.4", "noise: 0.0", "may not change agent.noise"),
         ("skillsmith.yaml", "max_turns: 20", "max_turns: 500",
          r"agent.max_turns must stay within 1..100 \(limits.agent_max_turns\)"),
         ("skillsmith.yaml", "timeout_s: 60.0", "timeout_s: 99999",
@@ -152,8 +152,8 @@ def test_the_offline_model_proposes_by_root_cause_and_skips_what_was_tried(ws: W
     ]
     cases = [{"id": "a", "score": 0.0}, {"id": "b", "score": 50.0}]
     tried: list[str] = []
-    targets = []
-    for _ in range(4):
+    targets, added = [], []
+    for _ in range(5):
         data = {"files": files, "root_causes": causes, "cases": cases, "tried": tried}
         reply = optimizer_offline("", [data_message("next", data)])
         result = _parse(ws, reply, tuple(tried))
@@ -161,9 +161,12 @@ def test_the_offline_model_proposes_by_root_cause_and_skips_what_was_tried(ws: W
             targets.append("none")
             break
         targets.append(result.target)
+        added.append(result.after.removeprefix(result.before).strip())
         tried.append(result.diff_sha)
-    # the biggest root cause first, then the next, then the general AGENTS.md line, then none
-    assert targets == [SKILL, "skillsmith.yaml", "AGENTS.md", "none"]
+    # the biggest root cause first — the early stop, in AGENTS.md and, once that was tried, in
+    # the skill — then the next, then the general AGENTS.md line, then none
+    assert targets == ["AGENTS.md", SKILL, "skillsmith.yaml", "AGENTS.md", "none"]
+    assert (added[0], added[3]) == (THOROUGH_LINE, EVIDENCE_LINE)
 
 
 def _offline(ws: Workspace, files: dict[str, str | None], causes: list[dict[str, Any]]) -> Any:

@@ -96,12 +96,16 @@ def test_rounds_are_kept_by_the_paired_verdict_and_the_rest_rolled_back(
         assert attempt["delta"] == round(attempt["score"] - attempt["parent_score"], 2)
     decisions = [a["decision"] for a in (first, second, third)]
     assert decisions == ["accepted", "accepted", "rolled_back"]
-    # a skill edit and a settings edit (a case of the benchmark runs out of its 20 turns) were
-    # better with confidence; the AGENTS.md line, which the demo agent does not read, changed
+    # the "run every step" line in AGENTS.md (the agent stopped at its first finding) and a
+    # settings edit (a case of the benchmark runs out of its 20 turns) were better with
+    # confidence; the file:line line in AGENTS.md, which the demo agent cannot act on, changed
     # no run at all
     for kept_round in (first, second):
         assert kept_round["verdict"]["p_value"] < 0.05 and kept_round["verdict"]["ci_low"] > 0
-    assert first["candidate"]["target"] == f"skills/{SKILL}/SKILL.md"
+    assert (first["candidate"]["target"], first["candidate"]["rule"]) == (
+        "AGENTS.md",
+        "premature_conclusion",
+    )
     assert (second["candidate"]["target"], second["candidate"]["summary"]) == (
         "skillsmith.yaml",
         "agent.max_turns 20 → 30",
@@ -116,12 +120,12 @@ def test_rounds_are_kept_by_the_paired_verdict_and_the_rest_rolled_back(
     assert (first["version_before"], first["version_after"]) == (0, 1)
     assert (second["version_before"], second["version_after"]) == (1, 2)
     assert third["version_before"] == 2 and result["version"] == 2
-    store = SkillStore(ws, SKILL)
-    assert store.current() == "v1" and THOROUGH_LINE in store.read("v1")
-    assert THOROUGH_LINE in ws.skill_path(SKILL).read_text()
+    assert THOROUGH_LINE in ws.agents_md.read_text()
+    assert THOROUGH_LINE not in ws.skill_path(SKILL).read_text()  # no skill edit was made
+    assert SkillStore(ws, SKILL).current() is None  # never published: the skill kept its text
     cfg = ws.load_config()
     assert (cfg.version, cfg.agent.max_turns) == (2, 30)
-    assert "file:line" not in ws.agents_md.read_text()  # the AGENTS.md line was rolled back
+    assert "file:line" not in ws.agents_md.read_text()  # the second AGENTS.md line rolled back
 
     # one snapshot per round, taken before it, at the version the round started from
     snaps = {s.path.relative_to(ws.root).as_posix(): s for s in list_snapshots(ws)}
@@ -159,7 +163,9 @@ def test_the_scoreboard_numbers_are_the_numbers_of_the_linked_runs(
     accepted = records[1]
     kept, _ = [a for a in result.attempts if a["decision"] == "accepted"]
     assert accepted.run_id == kept["run_id"] and accepted.session_id == result.session_id
-    assert accepted.version == 1 and accepted.skills == {SKILL: "v1"}
+    # round 1 edited AGENTS.md: the workspace version moved, the skill the runs used did not
+    assert accepted.version == 1 and accepted.skills == records[0].skills
+    assert set(accepted.skills) == {SKILL}
     assert accepted.summary_title.startswith("Round 1 accepted (v1)")
     assert "the hypothesis held on its targeted cases" in accepted.summary
     for index, record in enumerate(records):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import socket
 import tempfile
 import uuid
 from pathlib import Path
@@ -21,6 +23,7 @@ from engine.evaluation.agents import (
     build_room,
     remove_room,
     room_env,
+    sandbox,
     scratch_root,
 )
 from engine.evaluation.runner import run_evaluation
@@ -116,15 +119,24 @@ def test_probe_agent_at_four_jobs_reaches_nothing_outside_its_sandbox(
     ws = command_workspace(tmp_path / "ws", AGENTS / "probe_agent.py", env_allow=())
     write_secret(ws, "anthropic_api_key", VAULT_SECRET)
     root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    # files planted inside and outside the workspace, their paths handed to the agent outright
+    planted = [ws.root / "planted.txt", tmp_path / "outside" / "planted.txt"]
+    planted[1].parent.mkdir()
+    for path in planted:
+        path.write_text(f"planted {token}\n")
+    planted.append(ws.vault_dir / "anthropic_api_key")
+    targets = "".join(f"{p}\n" for p in planted)
     for case_id in ("one", "two", "three", "four"):
         write_case(
             root,
             case_id,
             {"expected": "vulnerable", "notes": RUBRIC_SECRET},
-            files={"handler.py": "cursor.execute(q)\n", "token.txt": token + "\n"},
+            files={"handler.py": "cursor.execute(q)\n", "token.txt": token + "\n"}
+            | {"targets.txt": targets},
         )
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # run folders of its own
+    guarded = {p: p.read_bytes() for p in planted}
 
     result = run_evaluation(ws, "b", jobs=4)
 
@@ -153,10 +165,81 @@ def test_probe_agent_at_four_jobs_reaches_nothing_outside_its_sandbox(
         assert isinstance(writes, dict) and writes
         for target in writes:
             assert not Path(target).exists(), f"wrote {target} outside its run folder"
+        # knowing the paths is no way in: nothing read, changed, removed or written beside them
+        assert report["targets"] == [
+            {"read": None, "overwrote": False, "beside": False, "removed": False}
+        ] * len(planted)
+    assert {p: p.read_bytes() for p in planted} == guarded
+    assert [p for p in tmp_path.rglob(f"{token}-beside-target")] == []
     # nothing with the token was left anywhere the harness can see
     leftovers = [p for p in (*tmp_path.rglob("*"), *Path("/tmp").iterdir()) if token in p.name]
     assert leftovers == []
     assert list(scratch_root(ws.root).iterdir()) == []  # every unit folder was removed
+
+
+def test_a_workspace_inside_a_system_folder_stays_unseen(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    require_bwrap()
+    # a workspace kept under a folder the sandbox shows read-only, as /opt or /usr/local would
+    # be; the folder lies outside /tmp (the sandbox's own /tmp would cover it) and is removed
+    system = Path(tempfile.mkdtemp(prefix="skillsmith-system-", dir="/var/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(system))
+    monkeypatch.setattr(sandbox, "SYSTEM_DIRS", (*sandbox.SYSTEM_DIRS, str(system)))
+    token = f"probe-{uuid.uuid4().hex}"
+    ws = command_workspace(system / "team" / "ws", AGENTS / "probe_agent.py", env_allow=())
+    write_secret(ws, "anthropic_api_key", VAULT_SECRET)
+    tool = system / "team" / "tool.txt"  # the rest of the system folder is still there to read
+    tool.write_text("a shared tool\n")
+    planted = [ws.root / "planted.txt", ws.vault_dir / "anthropic_api_key", tool]
+    planted[0].write_text(f"planted {token}\n")
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    targets = "".join(f"{p}\n" for p in planted)
+    write_case(
+        root,
+        "one",
+        {"expected": "vulnerable", "notes": RUBRIC_SECRET},
+        files={"token.txt": token + "\n", "targets.txt": targets},
+    )
+    guarded = {p: p.read_bytes() for p in planted}
+
+    result = run_evaluation(ws, "b")
+
+    report = _report(result.run_dir / result.rows[0]["session_file"])
+    dump = json.dumps(report)
+    for secret in (RUBRIC_SECRET, VAULT_SECRET, str(ws.root)):
+        assert secret not in dump, f"leaked {secret!r}"
+    assert report["found"] == {}
+    nothing = {"read": None, "overwrote": False, "beside": False, "removed": False}
+    assert report["targets"][:2] == [nothing, nothing]
+    # the shared folder reads, and stays as it was (a write beside it lands in the namespace's
+    # own scratch root, gone with the unit)
+    assert report["targets"][2] | {"beside": False} == nothing | {"read": "a shared tool\n"}
+    assert {p: p.read_bytes() for p in planted} == guarded
+    assert list(system.rglob(f"{token}*")) == []
+
+
+@pytest.mark.parametrize("network", [None, True])
+def test_the_network_is_cut_unless_the_config_turns_it_on(
+    tmp_path: Path, network: bool | None
+) -> None:
+    require_bwrap()
+    ws = command_workspace(tmp_path / "ws", AGENTS / "probe_agent.py", env_allow=())
+    cfg = ws.load_config()
+    cfg.agent.network = network  # None: the kind's default, off for a command agent
+    ws.save_config(cfg)
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # the harness's own loopback
+        host, port = listener.getsockname()[:2]
+        files = {"token.txt": f"probe-{uuid.uuid4().hex}\n", "address.txt": f"{host}:{port}\n"}
+        write_case(root, "one", {"expected": "vulnerable"}, files=files)
+
+        result = run_evaluation(ws, "b")
+
+    report = _report(result.run_dir / result.rows[0]["session_file"])
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": bool(network)}
+    assert report["reached"] is bool(network)
 
 
 def test_room_holds_exactly_the_statement_prompt_agents_md_and_skills(tmp_path: Path) -> None:
@@ -281,7 +364,7 @@ def test_without_bubblewrap_evaluation_refuses_unless_sandbox_none_is_set(
 
 
 def test_a_statement_named_prompt_md_is_refused_before_any_run_folder_or_log(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ws = command_workspace(tmp_path / "ws", ADVERSARIAL, env_allow=())
     root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
@@ -290,4 +373,9 @@ def test_a_statement_named_prompt_md_is_refused_before_any_run_folder_or_log(
 
     with pytest.raises(SkillsmithError, match=r"PROMPT\.md.*may not be named"):
         run_evaluation(ws, "b")
+    assert sorted(p.relative_to(ws.root) for p in ws.root.rglob("*")) == before
+    # the command says so in one line and leaves no run folder or session log either
+    assert main(["eval", "b", "-w", str(ws.root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "PROMPT.md" in err and "Traceback" not in err, err
     assert sorted(p.relative_to(ws.root) for p in ws.root.rglob("*")) == before

@@ -7,10 +7,14 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 from pathlib import Path
 
+import pytest
+
 from engine.evaluation.agents import run_process, survivors
-from tests.runner_helpers import alive
+from engine.evaluation.agents.sandbox import make_sandbox
+from tests.runner_helpers import alive, require_bwrap, running
 
 
 def _python(code: str) -> list[str]:
@@ -159,3 +163,45 @@ def test_exact_environment_and_cwd_reach_the_process(tmp_path: Path) -> None:
     seen = json.loads(result.stdout)
     assert {k: v for k, v in seen["env"].items() if k != "LC_CTYPE"} == env
     assert Path(seen["cwd"]).resolve() == tmp_path.resolve()
+
+
+ESCAPER = """
+    import signal, subprocess, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sleeper = "import os, time; os.setsid(); os.chdir('/'); time.sleep(120)  # {token}"
+    subprocess.Popen([sys.executable, "-c", sleeper], start_new_session=True)
+    print("started", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("end", ["timeout", "cancel"])
+def test_a_sandboxed_unit_that_times_out_or_is_cancelled_takes_its_escaped_grandchild_along(
+    tmp_path: Path, end: str
+) -> None:
+    require_bwrap()
+    token = f"escaper-{uuid.uuid4().hex}"
+    room = tmp_path / "room"
+    room.mkdir()
+    argv = _python(ESCAPER.format(token=token))
+    sandbox = make_sandbox("bwrap", network=False, command=argv, workspace=tmp_path / "ws")
+    stop = threading.Event()
+    if end == "cancel":
+        threading.Timer(1.5, stop.set).start()
+    result = run_process(
+        argv,
+        cwd=room,
+        env=_env(),
+        timeout_s=1.5 if end == "timeout" else 30,
+        max_output_bytes=10_000,
+        grace_s=0.3,
+        should_stop=stop.is_set,
+        sandbox=sandbox,
+    )
+    assert sandbox.kind == "bwrap"
+    assert (result.timed_out, result.cancelled) == (end == "timeout", end == "cancel")
+    assert result.stdout == b"started\n"  # the grandchild was up before the unit ended
+    deadline = time.monotonic() + 5  # the kernel ends a dead namespace's processes promptly
+    while running(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running(token) == []

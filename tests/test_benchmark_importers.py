@@ -451,14 +451,29 @@ def _zip_of_zeros(path: Path, size: int) -> None:
             f.write(chunk)
 
 
-def test_zip_bomb_and_duplicates_are_refused_before_unpacking(
-    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _refused_by_the_cli(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str], archive: Path, message: str
 ) -> None:
+    """``skillsmith import run`` of ``archive``: exit 1, one line holding ``message``."""
+    capsys.readouterr()
+    assert main(["import", "run", str(archive), "-w", str(workspace.root)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+
+
+def test_zip_bomb_and_duplicates_are_refused_before_unpacking(
+    workspace: Workspace,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = tree_state(workspace.root)
     bomb = tmp_path / "bomb.zip"
     _zip_of_zeros(bomb, 64 << 20)  # the cap reads the directory: any size is refused as fast
     assert bomb.stat().st_size < 2 << 20
     with pytest.raises(FormatError, match=r"bomb\.zip: field 'results\.jsonl': compression ratio"):
         import_run(workspace, bomb, run_id="r1")
+    _refused_by_the_cli(workspace, capsys, bomb, "compression ratio")
 
     src = _export(tmp_path / "export")
     twice = tmp_path / "twice.zip"
@@ -467,6 +482,7 @@ def test_zip_bomb_and_duplicates_are_refused_before_unpacking(
         zf.writestr("results.jsonl", _jsonl(ARTICLE_ROWS[:1]))
     with pytest.raises(FormatError, match=r"twice\.zip: field 'results\.jsonl': duplicate zip"):
         import_run(workspace, twice, run_id="r2")
+    _refused_by_the_cli(workspace, capsys, twice, "duplicate zip member name")
 
     many = tmp_path / "many.zip"
     with zipfile.ZipFile(many, "w") as zf:
@@ -480,6 +496,7 @@ def test_zip_bomb_and_duplicates_are_refused_before_unpacking(
     with pytest.raises(FormatError, match=r"many\.zip: zip inflates to more than"):
         import_run(workspace, many, run_id="r3")
     assert list(workspace.runs_dir.iterdir()) == []
+    assert tree_state(workspace.root) == before  # byte for byte, and not touched
 
 
 @pytest.mark.parametrize("kind", ["cases", "evals", "run"])
@@ -487,6 +504,8 @@ def test_a_path_too_long_is_one_short_line(
     workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
     path = tmp_path / ("a" * 6000 + ".csv")
+    before = tree_state(workspace.root)
     assert main(["import", kind, str(path), "--bench", "b", "-w", str(workspace.root)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err) < 300 and "File name too long" in err
+    assert tree_state(workspace.root) == before

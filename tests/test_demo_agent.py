@@ -171,6 +171,28 @@ def test_pitfall_rules_out_a_near_miss(tmp_path: Path) -> None:
     assert "Ruled out by the Pitfalls:\n- net.py:6 (step 1)" in answer(lines)
 
 
+def test_agents_md_rules_out_a_near_miss_like_a_pitfall(tmp_path: Path) -> None:
+    steps = '1. Flag shell commands: `grep -nE "os\\.system" *.py`'
+    shipped = (demo_source() / "AGENTS.md").read_text(encoding="utf-8")
+    rooms = {}
+    for name, agents in (
+        ("shipped", shipped),
+        (
+            "standing",
+            shipped + "- A host passed through `shlex.quote(` is quoted — not a finding.\n",
+        ),
+    ):
+        rooms[name] = make_room(
+            tmp_path / name, {"net.py": PY_QUOTED}, audit("net.py"), skill_text(steps)
+        )
+        (rooms[name] / "AGENTS.md").write_text(agents, encoding="utf-8")
+    # the shipped AGENTS.md names the answer format only: it clears nothing
+    assert verdict(run_agent(rooms["shipped"])) == "vulnerable"
+    lines = run_agent(rooms["standing"])
+    assert verdict(lines) == "safe"
+    assert "Ruled out by the Pitfalls:\n- net.py:6 (step 1)" in answer(lines)
+
+
 @pytest.mark.parametrize(
     ("pitfall", "expected"),
     [
@@ -304,6 +326,13 @@ def test_some_runs_conclude_at_the_first_finding_unless_the_skill_forbids_it(
     assert 0 < len(hasty) < 9
     careful = skill_text(steps, pitfalls + "\n- Run every step before concluding.")
     room = make_room(tmp_path / "careful", {"net.py": PY_QUOTED}, audit("net.py"), careful)
+    lines = run_agent(room, SKILLSMITH_RUN_INDEX=str(hasty[0]))
+    assert "concluding now" not in answer(lines) and verdict(lines) == "safe"
+    # the same instruction in the run directory's AGENTS.md holds for every skill it follows
+    room = make_room(
+        tmp_path / "standing", {"net.py": PY_QUOTED}, audit("net.py"), skill_text(steps, pitfalls)
+    )
+    (room / "AGENTS.md").write_text("# Agent\n\n- Run every step before concluding.\n")
     lines = run_agent(room, SKILLSMITH_RUN_INDEX=str(hasty[0]))
     assert "concluding now" not in answer(lines) and verdict(lines) == "safe"
 

@@ -94,7 +94,7 @@ def test_a_bad_noise_level_is_a_one_line_error_naming_file_and_field(
 ) -> None:
     ws = demo(tmp_path)
     text = ws.config_path.read_text(encoding="utf-8")
-    ws.config_path.write_text(text.replace("noise: 0.3", f"noise: {value}"), encoding="utf-8")
+    ws.config_path.write_text(text.replace("noise: 0.4", f"noise: {value}"), encoding="utf-8")
     with pytest.raises(FormatError):
         ws.load_config()
     assert main(["eval", DEMO_BENCHMARK, "-w", str(ws.root)]) == 1
@@ -159,9 +159,11 @@ def test_re_evaluating_the_bundled_demo_changes_a_tenth_of_the_case_runs(
     assert len({one["seed"], two["seed"], three["seed"]}) == 3
     a, b, c = (outcomes(Path(e["run_dir"])) for e in (one, two, three))
     assert a.keys() == b.keys() == c.keys()
-    # The shipped level changes about 12 % of case runs between two evaluations, with a spread of
-    # about 1.5 points from pair to pair; the mean over the three pairs is the rate a user meets,
-    # measured closely enough that one unlucky pair does not decide the test.
+    # Which runs change is a binomial draw over the 216 case runs, so one pair's rate spreads about
+    # 2 points around its mean. At noise 0.3 that mean was 12 % and about one pair in six fell
+    # under 10 % (this test failed now and then); the shipped 0.4 changes about 14 % (66 pairs of
+    # in-process evaluations: one pair in 60 under 10 %). The mean over the three pairs is the
+    # rate a user meets, measured closely enough that one unlucky pair does not decide the test.
     pairs = ((a, b), (a, c), (b, c))
     changed = sum(sum(x[k] != y[k] for k in x) / len(x) for x, y in pairs) / len(pairs)
     assert changed >= 0.10

@@ -8,6 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from engine.cli import COMMANDS, main
 from engine.core.config import Config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,3 +65,25 @@ def test_nothing_user_facing_points_outside_the_repository() -> None:
         for link in re.findall(r"\]\(([^)#]+)\)", text):
             if "://" not in link:
                 assert (page.parent / link).exists(), f"{page}: broken link {link}"
+
+
+def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as done:
+        main([*argv, "--help"])
+    assert done.value.code == 0, argv
+    return capsys.readouterr().out
+
+
+def test_no_help_text_or_message_points_outside_the_repository(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The developers' notes beside the checkout are no user's: neither ``--help`` nor a string
+    in the product's code may send a user there."""
+    texts = {"skillsmith --help": _help(capsys)}
+    for name in COMMANDS:
+        texts[f"skillsmith {name} --help"] = _help(capsys, name)
+    for package in ("engine", "tui", "themes"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            texts[str(path.relative_to(REPO))] = path.read_text(encoding="utf-8")
+    for where, text in texts.items():
+        assert "../shared" not in text and "DESIGN.md" not in text, where

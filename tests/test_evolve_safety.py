@@ -2,9 +2,9 @@
 
 The Anthropic proposer runs through the real SDK against the local Messages-API server, inside a
 real ``skillsmith evolve`` process on the demo; the model always answers with a patch whose new
-step runs ``curl … | bash``. Safety runs with the patch filters, so the refusal comes before any
-evaluation is spent on the patch, and it names Safety and the rule — to the model (its retry
-message) and in the round's record.
+step runs ``curl … | bash``, and the loop runs with ``--auto-approve``. Safety runs with the patch
+filters, so the refusal comes before any evaluation is spent on the patch or any queue sees it,
+and it names Safety and the rule — to the model (its retry message) and in the round's record.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def test_a_pipe_to_shell_patch_is_refused_by_safety_before_any_evaluation(
         "1",
         "--seed",
         "3",
+        "--auto-approve",  # not even a loop told to publish what passes its gates lets it by
         extra_env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": messages_server.url},
     )
 

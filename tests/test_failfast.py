@@ -17,7 +17,7 @@ from engine.cli import main
 from engine.core.runs import RunFolder
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
-from engine.evaluation.failfast import FirstUnits, environment_fault
+from engine.evaluation.failfast import PREFLIGHT_TIMEOUT_S, FirstUnits, environment_fault
 from tests.bench_helpers import write_benchmark, write_case
 from tests.llm_server import MessagesServer
 from tests.runner_helpers import COUNT_ENV, LABELS, command_workspace, mode_benchmark
@@ -53,20 +53,48 @@ def _one_error_line(err: str) -> str:
     return lines[0]
 
 
+def _stopped_before_any_unit(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> str:
+    """Evaluate against ``url``: exit 1 before any unit (no run folder, no claude process left
+    waiting on its retries); the one error line."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    ws = _claude_workspace(tmp_path / "ws")
+    assert main(["eval", "b", "-w", str(ws.root)]) == 1
+    assert not ws.runs_dir.exists() or list(ws.runs_dir.iterdir()) == []
+    return _one_error_line(capsys.readouterr().err)
+
+
 @pytest.mark.e2e
 def test_claude_with_an_unreachable_api_stops_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _claude_available()
     url = f"http://127.0.0.1:{_closed_port()}"
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
-    ws = _claude_workspace(tmp_path / "ws")
-    assert main(["eval", "b", "-w", str(ws.root)]) == 1
-    line = _one_error_line(capsys.readouterr().err)
+    line = _stopped_before_any_unit(url, tmp_path, monkeypatch, capsys)
     assert line == f"skillsmith: error: cannot reach the Messages API at {url}: connection refused"
-    # Refused before any unit: no run folder, no claude process left waiting on its retries.
-    assert not ws.runs_dir.exists() or list(ws.runs_dir.iterdir()) == []
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_claude_with_a_silent_api_stops_within_the_preflight_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A firewall that swallows packets: the connection opens (the kernel's backlog accepts it)
+    but nothing ever answers. The evaluation ends after the one preflight timeout (10 s, well
+    inside the 30 s a user waits), not after each unit's 120 s."""
+    _claude_available()
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # never accepted, never answered
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        line = _stopped_before_any_unit(url, tmp_path, monkeypatch, capsys)
+    assert line == (
+        f"skillsmith: error: cannot reach the Messages API at {url}: "
+        f"no answer within {PREFLIGHT_TIMEOUT_S:g} s"
+    )
+    assert PREFLIGHT_TIMEOUT_S < 30
 
 
 @pytest.mark.e2e

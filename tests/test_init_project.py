@@ -113,6 +113,17 @@ def test_without_the_claude_cli_init_says_which_agent_and_eval_warns(tmp_path: P
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("agent:"))
     assert "offline demo agent" in line and "set agent.kind in" in line
     assert str(ws.config_path) in line and "claude-code" in line
+    assert "no claude CLI" in line and "install Claude Code" in line
+
+    # Asked for by name while the CLI is there: the line says so instead of "no claude CLI".
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "CLAUDE.md").write_text("x\n")
+    done = skillsmith(other, "init", "--agent", "demo", SKILLSMITH_CLAUDE_BIN=sys.executable)
+    assert done.returncode == 0, done.stderr
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("agent:"))
+    assert f"(chosen with --agent; claude CLI: {sys.executable})" in line
+    assert "no claude CLI" not in line and "install Claude Code" not in line
 
     root = write_benchmark(ws.benchmarks_dir / "mcp", {}, config=LABELS)
     write_case(root, "one", {"expected": "safe"})

@@ -110,10 +110,27 @@ def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Pa
     wins = [frozenset(p["wins"]) for p in pool]
     assert any(a - b and b - a for a in wins for b in wins), pool
     assert all(p["why"] for p in pool)
+    # The record on disk says the same, and every pool member's SKILL.md is kept beside it.
+    folder = Path(result["experiment_dir"])
+    stored = json.loads((folder / "result.json").read_text())
+    assert (stored["status"], stored["reason"], stored["pool"]) == (
+        result["status"],
+        result["reason"],
+        pool,
+    )
+    for member in pool:
+        kept = json.loads((folder / "candidates" / f"{member['id']}.json").read_text())
+        assert kept["skill_md"].startswith("---\n")
+    queue = CandidateQueue(Workspace.at(root)).list()
     if result["status"] == "submitted":
-        holdout = result["holdout"]
+        holdout = stored["holdout"]
         assert holdout["candidate_mean"] > holdout["seed_mean"]
         assert holdout["critical_regressed"] == []
+        assert holdout["verdict"]["decision"] == "better"
+        assert [(c.id, c.status) for c in queue] == [(stored["candidate"], "pending_approval")]
     else:
         assert result["status"] == "not_submitted" and result["reason"]
-        assert CandidateQueue(Workspace.at(root)).list() == []
+        assert queue == []
+        # the pick (the seed or a candidate) and every other member say which rule stopped them
+        picked = next(p for p in pool if p["id"] == stored["selected_id"])
+        assert picked["why"].startswith(("the seed, kept", "picked"))

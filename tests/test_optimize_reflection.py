@@ -207,3 +207,42 @@ def test_offline_a_plain_word_is_never_made_a_pitfall() -> None:
         record(2, "os.system(other)\n", "vulnerable", "vulnerable"),
     ]
     assert ask("pitfalls", records)["text"] == sections_of(SEED)["pitfalls"]
+
+
+def test_offline_steps_rewrite_covers_every_missed_positive_it_can() -> None:
+    # Two missed positives that need two different edits: the shell call in a language the flag
+    # step skips, and a call no step flags. One rewrite makes both, as a model reading both
+    # records would, each mined on the steps as edited so far.
+    ruby = record(1, 'os.system("ls " + d)\n', "vulnerable", "safe")
+    ruby["input"] = f'{PROMPT}\n\n--- file app.rb ---\nos.system("ls " + d)\n'
+    records = [
+        ruby,
+        record(2, "import pickle\ndata = pickle.loads(blob)\n", "vulnerable", "safe"),
+        record(3, "import json\ndata = json.loads(blob)\n", "safe", "safe"),
+    ]
+    answer = ask("steps", records)
+    assert '`grep -nE "os\\.system\\(" *.py *.rb`' in answer["text"]
+    assert '`grep -nE "\\bpickle\\.loads\\(" *.py`' in answer["text"]
+    assert "step 2 also searches *.rb; then new flag step for case-2" in answer["rationale"]
+
+
+def test_offline_never_rules_out_the_sink_a_flag_step_searches_for() -> None:
+    # The false alarm's only API the minibatch's positive lacks is `execute(` itself: as a
+    # guard it would clear every real finding of the SQL step across the benchmark.
+    sections = {
+        **sections_of(SEED),
+        "steps": "\n".join(
+            [
+                "1. Read the file: `read <file>`.",
+                '2. Flag SQL built by concatenation: `grep -nE "execute\\(.*\\+" *.py`',
+                "3. Write the verdict.",
+            ]
+        ),
+    }
+    records = [
+        record(1, 'cur.execute("SELECT 1 " + "LIMIT 1")\n', "safe", "vulnerable"),
+        record(2, 'os.system("ls " + d)\n', "vulnerable", "vulnerable"),
+    ]
+    prompt = build_prompt("pitfalls", sections, records)
+    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
+    assert answer["text"] == sections["pitfalls"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from tests.optimize_helpers import (
     SKILL,
     keyword_workspace,
     rewriting,
+    selected_section,
     standard_cases,
     use_server,
 )
@@ -157,11 +159,38 @@ def test_a_malformed_reflection_is_rejected_and_the_search_goes_on(
     assert result.status == "not_submitted"
     assert result.reason == "no candidate beat the seed on validation with confidence"
     rejected = [e for e in _events(ws, result.experiment_id) if e["kind"] == "reflection_rejected"]
-    assert len(rejected) == 2
-    assert rejected[0]["error"] == "the answer holds no JSON object"
-    # Each round asks for the parent's next section, rejected or not.
-    assert [r["section"] for r in rejected] == ["steps", "pitfalls"]
+    assert len(rejected) == 8
+    assert {r["error"] for r in rejected} == {"the answer holds no JSON object"}
+    # Each round asks for every section in turn: one unusable answer does not end the round.
+    assert [(r["iteration"], r["section"]) for r in rejected] == [
+        (i, s) for i in (1, 2) for s in ("steps", "pitfalls", "when_to_use", "description")
+    ]
     assert result.metric_calls == 10 + 3 + 3  # two parent minibatches, no child evaluated
+
+
+def test_one_round_rewrites_every_section_the_records_call_for(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
+    add_step = rewriting("Flag every call site: flag all")
+
+    def respond(req: dict[str, Any]) -> Reply:
+        section, sections = selected_section(req)
+        if section != "pitfalls":
+            return add_step(req)
+        text = sections["pitfalls"] + "\n- A `noqa` comment proves nothing — not a finding."
+        return Reply(text=json.dumps({"section": section, "text": text, "rationale": "scripted"}))
+
+    served.respond_with(respond)
+    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=1, jobs=2, submit=False))
+    asked = [selected_section(r.json) for r in served.message_requests]
+    assert [section for section, _ in asked] == ["steps", "pitfalls", "when_to_use", "description"]
+    # the pitfalls are rewritten on the steps as already rewritten this round
+    assert "flag all" in asked[1][1]["steps"]
+    folder = ws.experiments_dir / result.experiment_id / "candidates"
+    child = json.loads((folder / f"{result.pool[1]['id']}.json").read_text())
+    assert child["section"] == "steps, pitfalls"
+    assert "flag all" in child["skill_md"] and "`noqa` comment" in child["skill_md"]
 
 
 def test_a_model_client_failure_fails_the_run(tmp_path: Path, served: MessagesServer) -> None:

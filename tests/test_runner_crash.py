@@ -122,15 +122,8 @@ def test_a_temp_file_still_being_written_is_never_swept(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["scoreboard.yaml"]
 
 
-def test_unit_folders_of_a_killed_evaluation_are_swept_and_live_ones_stay(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    statement = tmp_path / "statement"
-    statement.mkdir()
-    (statement / "prompt.md").write_text("x\n")
-    root = scratch_root(tmp_path / "ws")
+def _killed_room(statement: Path, root: Path) -> Path:
+    """The unit folder a SIGKILL-ed evaluation left under the scratch root ``root``."""
     _killed_inside(
         f"""
         import time
@@ -143,6 +136,24 @@ def test_unit_folders_of_a_killed_evaluation_are_swept_and_live_ones_stay(
         """
     )
     (dead,) = list(root.iterdir())
+    return dead
+
+
+def _statement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "scratch").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))  # a scratch root of its own
+    statement = tmp_path / "statement"
+    statement.mkdir()
+    (statement / "prompt.md").write_text("x\n")
+    return statement
+
+
+def test_unit_folders_of_a_killed_evaluation_are_swept_and_live_ones_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statement = _statement(tmp_path, monkeypatch)
+    root = scratch_root(tmp_path / "ws")
+    dead = _killed_room(statement, root)
     live = build_room(RoomSpec(statement, "# Task\n", (), "skills"), root)
     try:
         _age(dead)
@@ -151,3 +162,19 @@ def test_unit_folders_of_a_killed_evaluation_are_swept_and_live_ones_stay(
         assert not dead.exists() and (live / "PROMPT.md").is_file()
     finally:
         remove_room(live)
+
+
+def test_the_next_evaluation_sweeps_a_killed_units_folder(
+    tmp_path: Path, count_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statement = _statement(tmp_path, monkeypatch)
+    _workspace(tmp_path, count_dir)
+    ws = Workspace.at(tmp_path / "ws")
+    root = scratch_root(ws.root)
+    dead = _killed_room(statement, root)
+    _age(dead)
+
+    done = run_evaluation(ws, "b")
+
+    assert done.status == "finished" and not dead.exists()
+    assert list(root.iterdir()) == []  # its own unit folders went with their units

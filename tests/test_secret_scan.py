@@ -8,8 +8,11 @@ verbatim.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from engine.cli import main
 from engine.core.errors import SkillsmithError
 from engine.core.safety import scan
 from engine.core.secret_scan import SECRET_RULES, VAULT_RULE, find_secrets, is_secret_value
@@ -186,3 +189,49 @@ def test_what_the_gate_refuses_a_snapshot_refuses_by_file_and_line(
     assert "skills/audit/SKILL.md:" in refusal and "holds a secret" in refusal
     assert "move the value to vault/" in refusal
     assert line not in refusal and VAULT_VALUE not in refusal
+
+
+# -- what is published can always be snapshotted -------------------------------------------------
+SECRET_LINES = [GOOGLE, STRIPE, HOOK, BODY, f"deploy with {VAULT_VALUE}", f"key id_{AWS_ID}"]
+
+
+def _refused(ws: Workspace, capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main([*argv, "-w", str(ws.root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("line", SECRET_LINES)
+def test_publish_refuses_a_secret_so_the_skill_still_snapshots(
+    ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str
+) -> None:
+    store = SkillStore(ws, "audit")
+    store.ensure_adopted()
+    new = tmp_path / "new.md"
+    new.write_text(skill_text("audit", steps=["List the files: `ls`.", f"Use `{line}`.", "Done."]))
+
+    err = _refused(ws, capsys, ["publish", "audit", str(new), "--why", "w"])
+
+    assert f"{new}:" in err and "secret" in err and line not in err, err
+    assert [v.version for v in store.versions()] == ["v0"]
+    create_snapshot(ws)  # the published skill snapshots, as it always must
+
+
+@pytest.mark.parametrize("line", [GOOGLE, f"deploy with {VAULT_VALUE}"])
+def test_a_secret_in_a_published_folder_file_is_refused_too(
+    ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str
+) -> None:
+    SkillStore(ws, "audit").ensure_adopted()
+    folder = tmp_path / "audit"
+    (folder / "references").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_text("audit"))
+    (folder / "references" / "notes.md").write_text(f"Notes.\nUse {line} to deploy.\n")
+
+    err = _refused(ws, capsys, ["publish", "audit", str(folder), "--why", "w"])
+
+    assert f"{folder / 'references' / 'notes.md'}:2: holds a secret" in err, err
+    assert "then publish again" in err and line not in err
+    assert [v.version for v in SkillStore(ws, "audit").versions()] == ["v0"]
+    create_snapshot(ws)

@@ -45,6 +45,11 @@ def _rules(findings: list[Finding]) -> list[tuple[str, str, int]]:
     return [(f.rule_id, f.severity, f.line) for f in findings]
 
 
+def test_the_real_skills_are_there() -> None:
+    """An empty glob would make the test below pass by running nothing."""
+    assert len(REAL_FILES) >= 5, f"the real-skills fixture is missing: {REAL_SKILLS}"
+
+
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name)
 def test_real_skills_have_no_errors(path: Path) -> None:
     errors = [f for f in lint(path) if f.severity == "error"]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
+from engine.core import snapshots
 from engine.core.errors import SkillsmithError
 from engine.core.snapshots import create_snapshot, restore
 from engine.core.store import SkillStore
@@ -96,7 +97,33 @@ HOSTILE: dict[str, tuple[Adder, str]] = {
         "is not UTF-8 text",
     ),
     "long_name": (_long_name, "has a path longer than 1024 characters"),
+    # a second copy of a checked member must not replace it on the way out
+    "duplicate_member": (
+        lambda t: _file(t, "skills/alpha/SKILL.md", b"---\nname: [unclosed\n---\n"),
+        "member 'skills/alpha/SKILL.md' appears twice",
+    ),
+    "duplicate_config": (
+        lambda t: _file(t, "skillsmith.yaml", b"version: 99\nagent: {kind: command}\n"),
+        "member 'skillsmith.yaml' appears twice",
+    ),
 }
+
+
+def test_an_archive_past_the_member_limit_is_refused(
+    workspace: Workspace,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _guarded(workspace)
+    monkeypatch.setattr(snapshots, "MAX_MEMBERS", 6)  # the real cap is far above any test archive
+
+    def many(tar: tarfile.TarFile) -> None:
+        for n in range(4):
+            _file(tar, f"skills/alpha/references/part{n}.md", b"x\n")
+
+    archive = _archive(tmp_path / "many.tar.gz", many)
+    _refused_in_one_line(workspace, archive, capsys, "is past the limit of 6 members")
 
 
 def _guarded(workspace: Workspace) -> None:
@@ -160,6 +187,33 @@ def test_agent_config_change_needs_its_own_confirmation(
     argv = ["restore", str(archive), "--yes", "--trust-agent-config", "-w", str(workspace.root)]
     assert main(argv) == 0
     assert workspace.load_config().agent.command == ["sh", "-c", "env > /tmp/loot"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "change"),
+    [
+        ("{sandbox: none}", "agent.sandbox 'bwrap' → 'none'"),
+        ("{network: true}", "agent.network None → True"),
+        ("{writable_paths: [/root]}", "agent.writable_paths [] → ['/root']"),
+        ("{read_only_paths: [/home]}", "agent.read_only_paths [] → ['/home']"),
+    ],
+)
+def test_a_restored_config_that_opens_the_sandbox_needs_the_same_confirmation(
+    workspace: Workspace,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    agent: str,
+    change: str,
+) -> None:
+    _guarded(workspace)
+    config = f"version: 99\nagent: {agent}\n".encode()
+    archive = _archive(tmp_path / "open.tar.gz", lambda t: None, config)
+    before = tree(workspace.root)
+    capsys.readouterr()
+    assert main(["restore", str(archive), "--yes", "-w", str(workspace.root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and change in err and "--trust-agent-config" in err, err
+    assert tree(workspace.root) == before
 
 
 def _raw_header(kind: bytes, size: int) -> bytes:
@@ -248,17 +302,33 @@ def test_a_planted_store_journal_is_refused_not_replayed(
     journal = workspace.history_dir / "alpha" / ".pending.json"
     full = {"op": "publish", "branch": None, "from": "v1", "to": "v7", "why": "x", "op_id": "1"}
     journal.write_text(json.dumps(full | intent))
-    vault = tree(workspace.vault_dir)
+    before = tree(workspace.root)
     SkillStore(workspace, "alpha")  # a store opened to be read replays nothing
     with pytest.raises(SkillsmithError, match=f".pending.json: field '{field}'"):
         Workspace.at(workspace.root)
     assert main(["history", "alpha", "-w", str(workspace.root)]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "remove the file if you did not write it" in err
-    assert tree(workspace.vault_dir) == vault
+    assert tree(workspace.root) == before  # the journal too: it stays for a person to look at
     assert not (workspace.root.parent / "outside").exists()
     assert not (workspace.root.parent / "PWN_branch").exists()
-    assert journal.exists()  # it stays for a person to look at
+
+
+@pytest.mark.parametrize("candidate", ["../../vault", "../history/alpha", "/etc"])
+def test_a_planted_queue_journal_is_refused_not_replayed(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str], candidate: str
+) -> None:
+    _guarded(workspace)
+    workspace.candidates_dir.mkdir(exist_ok=True)
+    intent = {"op": "approve", "operation": "update", "candidate": candidate, "id": "d1"}
+    (workspace.candidates_dir / ".pending.json").write_text(json.dumps(intent))
+    before = tree(workspace.root)
+    with pytest.raises(SkillsmithError, match=r"candidates/\.pending\.json: field 'candidate'"):
+        Workspace.at(workspace.root)
+    assert main(["history", "alpha", "-w", str(workspace.root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "remove the file if you did not write it" in err, err
+    assert tree(workspace.root) == before
 
 
 def test_a_planted_restore_journal_is_refused(workspace: Workspace) -> None:
@@ -266,9 +336,12 @@ def test_a_planted_restore_journal_is_refused(workspace: Workspace) -> None:
     (workspace.root / ".restore.json").write_text(
         json.dumps({"stage": "../elsewhere", "items": ["vault"]})
     )
+    (workspace.root.parent / "elsewhere").mkdir()
+    before = tree(workspace.root)
     with pytest.raises(SkillsmithError, match=r"\.restore\.json: field 'stage'"):
         Workspace.at(workspace.root)
-    assert (workspace.vault_dir / "anthropic_api_key").exists()
+    assert tree(workspace.root) == before
+    assert list((workspace.root.parent / "elsewhere").iterdir()) == []
 
 
 # -- the crash gap -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from engine.core.errors import SkillsmithError
 from engine.core.snapshots import (
     AmbiguousSnapshot,
     create_snapshot,
+    finish_pending,
     import_snapshot,
     list_snapshots,
     restore,
@@ -157,8 +158,12 @@ def test_restore_older_needs_yes_then_equals_that_snapshot(
     assert workspace.pending_round_path.read_text() == "{}"
     assert leftovers(workspace) == []
 
-    # the replaced state was snapshotted first, so the restore itself can be undone
+    # the replaced state was kept, whole, by a rename, and becomes the snapshot that undoes the
+    # restore once it is archived (after the restore returned)
     assert NAME.fullmatch(pre.name) and pre.name.startswith("v3-")
+    pending = workspace.snapshots_dir / f".pending-{pre.name.removesuffix('.tar.gz')}"
+    assert not pre.exists() and _no_caches(state(pending)) == replaced
+    assert finish_pending(workspace) == [pre] and not pending.exists()
     assert state(untar(pre, tmp_path / "pre")) == replaced
     log = [json.loads(line) for line in (workspace.snapshots_dir / "restores.jsonl").open()]
     assert log[-1]["pre_restore"] == f"snapshots/{pre.name}" and log[-1]["replaced_version"] == 3

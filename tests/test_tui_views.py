@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from engine.core.benchmark import benchmark_ids
@@ -49,6 +50,31 @@ def test_session_logs_are_listed_oldest_first_with_their_kind(workspace: Workspa
         ("run-20260301-080000-bbbbbb", "eval"),
         ("optimize-20260302-080000-aaaaaa", "optimize"),
     ]
+
+
+def test_listing_rereads_only_the_logs_that_changed(workspace: Workspace) -> None:
+    done = SessionLog(workspace.sessions_dir, "eval", "run-20260301-080000-bbbbbb")
+    done.emit("started")
+    done.emit("finished", status="finished", headline="all done")
+    live = SessionLog(workspace.sessions_dir, "evolve", "evolve-20260302-080000-aaaaaa")
+    live.emit("started")
+    assert [(i.kind, i.state) for i in list_session_logs(workspace)] == [
+        ("eval", "finished"),
+        ("evolve", "running"),
+    ]
+    # a log whose size, mtime and inode did not move is described from memory, not re-read:
+    # the same bytes with another ending, given back its old mtime, still list as before
+    stat = done.path.stat()
+    text = done.path.read_bytes()
+    done.path.write_bytes(text.replace(b"all done", b"NOT READ"))
+    os.utime(done.path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    live.emit("finished", status="finished", headline="grew since the last listing")
+    assert [(i.kind, i.state, i.headline) for i in list_session_logs(workspace)] == [
+        ("eval", "finished", "all done"),
+        ("evolve", "finished", "grew since the last listing"),
+    ]
+    os.utime(done.path)  # touched: read again
+    assert list_session_logs(workspace)[0].headline == "NOT READ"
 
 
 def test_transcript_path_stays_inside_runs(workspace: Workspace) -> None:

@@ -178,6 +178,7 @@ class SkillsmithApp(App[None]):
         self._job_token: CancelToken | None = None
         self._watch_stop = threading.Event()
         self._candidates = CandidateCache(workspace)
+        self._overview_waits = False  # a reload asked for while the queue reloads
         self._queue_error: str | None = None
         self._shown_patch: tuple[str, str] | None = None
         self._round_gates: tuple[str, list[dict[str, Any]]] | None = None
@@ -208,7 +209,7 @@ class SkillsmithApp(App[None]):
         yield QueuePane(id="queue-pane")
         with TabbedContent(id="detail-tabs", initial="tab-overview"):
             with TabPane("0 Overview", id="tab-overview"):
-                yield OverviewPane(self.workspace, id="overview-pane")
+                yield OverviewPane(self.workspace, self._candidates, id="overview-pane")
             with TabPane("2 Diff", id="tab-diff"):
                 yield DiffPane(id="diff-pane")
             with TabPane("3 Gates", id="tab-gates"):
@@ -377,6 +378,9 @@ class SkillsmithApp(App[None]):
         self._queue_error = message.error
         self._update_status()
         self.refresh_bindings()
+        if self._overview_waits:
+            self._overview_waits = False
+            self.overview_pane.reload()
 
     @on(QueuePane.Highlighted)
     def _candidate_highlighted(self, message: QueuePane.Highlighted) -> None:
@@ -476,10 +480,16 @@ class SkillsmithApp(App[None]):
         """Reload the panes showing ``areas`` (lazy panes only once they have been opened);
         ``incremental`` when the watcher noted which candidates changed."""
         areas = set(areas)
-        if areas & {"queue", "config", "skills", "scoreboard"}:
+        queue = bool(areas & {"queue", "config", "skills", "scoreboard"})
+        if queue:
             self._load_queue(incremental)
         if areas & {"queue", "config", "skills", "scoreboard", "sessions"}:
-            self.overview_pane.reload()
+            # Read beside the queue, the overview would compete with it for the interpreter:
+            # the queue's rows come first and the overview follows them (_queue_loaded).
+            if queue:
+                self._overview_waits = True
+            else:
+                self.overview_pane.reload()
         skills, sessions, scoreboard = self.skills_pane, self.sessions_pane, self.scoreboard_pane
         if areas & {"skills", "snapshots"} and skills is not None and skills.loaded:
             skills.reload()
@@ -817,9 +827,10 @@ class SkillsmithApp(App[None]):
         snapshot = message.snapshot
 
         def run() -> str:
-            from engine.core.snapshots import restore
+            from engine.core.snapshots import finish_pending, restore
 
             before = restore(self.workspace, snapshot.path, yes=True)
+            finish_pending(self.workspace)  # the replaced state's archive, off the event loop
             self._moved(Move("restore", frm=before.name))
             return f"Restored {snapshot.path.name}; the state before it is {before.name}; z undoes."
 

@@ -18,6 +18,7 @@ from textual.worker import get_current_worker
 from engine.core.errors import SkillsmithError
 from engine.core.workspace import Workspace
 from engine.views.overview import NextAction, Overview, load_overview
+from engine.views.rows import CandidateCache
 from tui.navigation import SCROLL_BINDINGS
 
 Parts = list[tuple[str, str] | str]
@@ -117,9 +118,12 @@ class OverviewPane(VerticalScroll, can_focus=True):
             self.view = view
             self.error = error
 
-    def __init__(self, workspace: Workspace, *, id: str | None = None) -> None:
+    def __init__(
+        self, workspace: Workspace, queue: CandidateCache | None = None, *, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.workspace = workspace
+        self.queue = queue  # the candidates the queue pane reads too, re-read only where changed
         self.view: Overview | None = None
         self.job: str | None = None
         self.last: str | None = None
@@ -148,7 +152,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
     @work(thread=True, exclusive=True, group="overview-load", exit_on_error=False)
     def _load(self) -> None:
         try:
-            view, error = load_overview(self.workspace), None
+            view, error = load_overview(self.workspace, self.queue), None
         except SkillsmithError as exc:
             view, error = None, str(exc)
         if not get_current_worker().is_cancelled:

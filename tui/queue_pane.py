@@ -169,7 +169,8 @@ class QueuePane(Vertical):
         """
         table = self.table
         old = {e.id: e for e in self._shown}
-        self._shown = [e for e in self._entries if matches(e, self.query_text)]
+        query = self.query_text
+        self._shown = [e for e in self._entries if matches(e, query)] if query else self._entries
         wanted = {e.id for e in self._shown}
         for candidate_id in old.keys() - wanted:
             table.remove_row(candidate_id)
@@ -177,6 +178,8 @@ class QueuePane(Vertical):
             known = old.get(entry.id)
             if known is None:
                 table.add_row(*self._cells(entry), key=entry.id)
+            elif known.candidate is entry.candidate and known.gates is entry.gates:
+                continue  # the cache's own objects: an unchanged candidate costs no comparison
             elif known != entry:
                 for column, value in zip(COLUMNS, self._cells(entry), strict=True):
                     table.update_cell(entry.id, column, value)

@@ -1,4 +1,4 @@
-"""The headless command line (DESIGN.md "Command line").
+"""The headless command line (README.md lists the commands).
 
 Each command family lives in its own module of this package and exposes
 ``register(sub, common)``. Start-up must not pay for every command (their modules pull in GEPA,

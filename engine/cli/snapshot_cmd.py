@@ -9,6 +9,8 @@ from typing import Any
 from engine.cli import print_json, wants_json, workspace_of
 from engine.core.snapshots import (
     create_snapshot,
+    finish_pending,
+    finish_pending_in_background,
     import_snapshot,
     list_snapshots,
     restore,
@@ -58,6 +60,7 @@ def _open(args: argparse.Namespace) -> Workspace:
 def _snapshot(args: argparse.Namespace) -> int:
     ws = _open(args)
     if args.list:
+        finish_pending(ws)  # a restore's replaced state may still be on its way to an archive
         found = list_snapshots(ws)
         if wants_json(args):
             print_json(
@@ -91,9 +94,10 @@ def _snapshot(args: argparse.Namespace) -> int:
 def _restore(args: argparse.Namespace) -> int:
     ws = _open(args)
     before = restore(ws, args.source, yes=args.yes, trust_agent_config=args.trust_agent_config)
+    finish_pending_in_background(ws)  # the prompt comes back while the replaced state is archived
     version = ws.load_config().version
     if wants_json(args):
         print_json({"version": version, "pre_restore": str(before)})
     else:
-        print(f"restored {args.source} (version {version}); the replaced state is in {before}")
+        print(f"restored {args.source} (version {version}); the replaced state is kept as {before}")
     return 0

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.core.admission import check_skill
+from engine.core.admission import check_resources, check_skill, text_of
 from engine.core.errors import SkillsmithError, UsageError
 from engine.core.schema import to_mapping
 from engine.core.skill import SKILL_FILE, resolve_skill_file
 from engine.core.skill_folder import read_resources
-from engine.core.store import SkillStore, read_text, split_version, version_label
+from engine.core.store import SkillStore, split_version, version_label
+from engine.core.vault import secret_values
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -121,18 +122,17 @@ def _publish(args: argparse.Namespace) -> int:
     inside = path.name == SKILL_FILE and path.resolve().parent.name == store.name
     folder = path if path.is_dir() else path.parent if inside else None
     file = resolve_skill_file(path)
-    try:
-        text = read_text(file)
-    except FileNotFoundError:
-        raise SkillsmithError(f"{file}: no such file") from None
-    except UnicodeDecodeError:
-        raise SkillsmithError(f"{file}: expected UTF-8 text") from None
-    check_skill(text, skill=store.name, where=file)
+    text = text_of(file)
+    secrets = secret_values(store.ws)
+    check_skill(text, skill=store.name, where=file, secrets=secrets)
+    resources = None if folder is None else read_resources(folder)
+    if resources is not None:
+        check_resources(resources, folder=folder or file.parent, secrets=secrets)
     version = store.publish(
         text,
         why=args.why,
         provenance={"source": "manual", "file": str(file.resolve())},
-        resources=None if folder is None else read_resources(folder),
+        resources=resources,
     )
     if wants_json(args):
         print_json({"skill": store.name, "branch": store.branch, "version": version})

@@ -130,9 +130,13 @@ def _agent_line(ws: Workspace, kind: str, found: str | None) -> str:
         cli = found or f"not found yet: put it on PATH or set ${CLAUDE_BIN_ENV}"
         return f"agent: claude-code (claude CLI: {cli}); change it with {where}"
     if kind == "demo":
+        why, fix = (
+            (f"chosen with --agent; claude CLI: {found}", "set")
+            if found
+            else (f"no claude CLI on PATH or in ${CLAUDE_BIN_ENV}", "install Claude Code and set")
+        )
         return (
-            "agent: demo, the offline demo agent (no claude CLI on PATH or in "
-            f"${CLAUDE_BIN_ENV}); it only answers the bundled demo tasks: install Claude Code "
-            f"and set {where} to claude-code"
+            f"agent: demo, the offline demo agent ({why}); it only answers the bundled demo "
+            f"tasks: {fix} {where} to claude-code"
         )
     return f"agent: command; set agent.command (the command line) in {ws.config_path}"

@@ -2,17 +2,23 @@
 
 Both make a text the SKILL.md every later evaluation loads, so both refuse what lint calls an
 error (an empty file, missing or broken frontmatter, a name that is not the skill's, a leaked
-secret) and a file too large for any agent's context, with one line naming the file and line. An
+secret — a vault value included) and a file too large for any agent's context, with one line
+naming the file and line. The files published beside SKILL.md meet the snapshot's own secret
+check, so nothing that becomes active can make every later snapshot refuse. An
 approved candidate also records its ``patch.diff`` in the history, so that must be a diff: text,
 every line a unified-diff line — not a binary blob or prose a hand edit put there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from engine.core.errors import SkillsmithError
 from engine.core.lint import lint_text
+from engine.core.secret_scan import refuse_secrets
+from engine.core.skill_folder import Resources
+from engine.core.store import read_text
 
 MAX_SKILL_FILE_BYTES = 1_000_000
 # hunk lines, hunk and file headers, and the git extended headers a pasted git diff carries
@@ -20,8 +26,9 @@ _DIFF_PREFIXES: tuple[str, ...] = ("+", "-", " ", "@@", "\\", "diff ", "index ",
 _DIFF_PREFIXES += ("deleted file", "old mode", "new mode", "similarity", "rename ")
 
 
-def check_skill(text: str, *, skill: str, where: Path) -> None:
-    """Refuse a SKILL.md text that must not become skill ``skill``'s active version."""
+def check_skill(text: str, *, skill: str, where: Path, secrets: Iterable[str] = ()) -> None:
+    """Refuse a SKILL.md text that must not become skill ``skill``'s active version; ``secrets``
+    are the vault values (``engine.core.vault.secret_values``) it may not hold."""
     size = len(text.encode("utf-8"))
     if size > MAX_SKILL_FILE_BYTES:
         raise SkillsmithError(
@@ -30,21 +37,27 @@ def check_skill(text: str, *, skill: str, where: Path) -> None:
         )
     if not text.strip():
         raise SkillsmithError(f"{where}: the file is empty; a skill needs frontmatter and a body")
-    errors = [f for f in lint_text(text, path=where, folder=skill) if f.severity == "error"]
+    findings = lint_text(text, path=where, folder=skill, known=secrets)
+    errors = [f for f in findings if f.severity == "error"]
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more; see 'skillsmith skill lint')" if errors[1:] else ""
         raise SkillsmithError(f"{where}:{first.line}: {first.message} [{first.rule_id}]{more}")
 
 
+def check_resources(resources: Resources, *, folder: Path, secrets: Iterable[str]) -> None:
+    """Refuse the files beside SKILL.md when one holds a secret, as a snapshot would."""
+    known = list(secrets)
+    for rel, resource in sorted(resources.items()):
+        refuse_secrets(folder / rel, resource.data, known, then="publish again")
+
+
 def text_of(path: Path) -> str:
     """A file's text exactly as stored, or one line saying why it is not text."""
     try:
-        return path.read_bytes().decode("utf-8")
+        return read_text(path)
     except FileNotFoundError:
         raise SkillsmithError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise SkillsmithError(f"{path}: expected UTF-8 text (byte {exc.start} is not)") from None
 
 
 def check_diff(data: bytes, *, where: Path) -> str:

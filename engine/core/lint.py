@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,13 @@ def lint(path: Path | str) -> list[Finding]:
     return lint_text(read_skill_text(file), path=file, folder=file.parent.name)
 
 
-def lint_text(text: str, *, path: Path | None = None, folder: str | None = None) -> list[Finding]:
-    """Lint skill text; ``folder`` is the name it must carry (None skips that check)."""
+def lint_text(
+    text: str, *, path: Path | None = None, folder: str | None = None, known: Iterable[str] = ()
+) -> list[Finding]:
+    """Lint skill text; ``folder`` is the name it must carry (None skips that check).
+
+    ``known`` are the workspace's vault values: a skill holding one is an error like a key.
+    """
     doc, error = SkillDoc.parse_lenient(text, path)
     findings: list[Finding] = []
     if error is not None:
@@ -76,7 +82,7 @@ def lint_text(text: str, *, path: Path | None = None, folder: str | None = None)
     findings.extend(_size(doc, text))
     if path is not None and path.parent.is_dir():
         findings.extend(reference_findings(doc, path.parent))
-    findings.extend(scan(text))
+    findings.extend(scan(text, known))
     return sorted(findings, key=lambda f: (f.line, f.severity != "error", f.rule_id))
 
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
+from engine.core.errors import SkillsmithError
 from engine.core.findings import Finding, Rule, Severity, any_hint
 
 MIN_SECRET_LEN = 8
@@ -324,6 +326,41 @@ KEY_SHAPES = re.compile(
 )
 
 
+# ------------------------------------------------------------------------------------ files
+
+_ANTHROPIC_KEY = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")  # fast: literal prefix
+_SHAPE_SCAN_BYTES = 64 * 1024  # skill-file sized (lint warns past 15 KB)
+
+
+def refuse_secrets(
+    path: Path, data: bytes, known: Iterable[str], then: str = "snapshot again"
+) -> None:
+    """Refuse a file a snapshot would carry (or a publish would make part of one) when it holds a
+    secret: every rule and the literal vault values ``known`` on text the size of a skill file;
+    the literal vault values and the Anthropic key shape on anything larger.
+
+    The rules are slow on megabytes, and a key pasted by hand lands in SKILL.md, AGENTS.md or a
+    small reference, so large files are searched for the literals only.
+    """
+    known = list(known)
+    if len(data) <= _SHAPE_SCAN_BYTES:
+        found = find_secrets(data.decode("utf-8", "replace").splitlines(), known)
+        hit = (found[0].line, found[0].message) if found else None
+    else:
+        at = min((i for i in (data.find(v.encode("utf-8")) for v in known) if i >= 0), default=-1)
+        key = _ANTHROPIC_KEY.search(data)
+        if key is not None and (at < 0 or key.start() < at):
+            at = key.start()
+        hit = (data.count(b"\n", 0, at) + 1, "a secret") if at >= 0 else None
+    if hit is not None:
+        line, what = hit
+        raise SkillsmithError(
+            f"{path}:{line}: holds a secret ({what}); secrets never go into snapshots — move the "
+            "value to vault/ and refer to it by name (an environment variable such as $API_KEY), "
+            f"then {then}"
+        )
+
+
 __all__ = [
     "KEY_SHAPES",
     "MIN_SECRET_LEN",
@@ -333,4 +370,5 @@ __all__ = [
     "is_secret_value",
     "literal_value",
     "looks_random",
+    "refuse_secrets",
 ]

@@ -59,15 +59,26 @@ def list_session_logs(ws: Workspace) -> list[SessionLogInfo]:
         if not entry.name.endswith(SESSION_SUFFIX) or entry.name.startswith("."):
             continue
         try:
-            size = entry.stat().st_size
+            stat = entry.stat()
         except FileNotFoundError:
             continue
         session_id = entry.name[: -len(SESSION_SUFFIX)]
         path = Path(entry.path)
-        state, headline = _ending(path, size)
-        logs.append(SessionLogInfo(session_id, path, size, _first_kind(path), state, headline))
+        identity = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        known = _described.get(entry.path)
+        if known is None or known[0] != identity:
+            state, headline = _ending(path, stat.st_size)
+            known = (identity, _first_kind(path), state, headline)
+            _described[entry.path] = known
+        _, kind, state, headline = known
+        logs.append(SessionLogInfo(session_id, path, stat.st_size, kind, state, headline))
     logs.sort(key=lambda info: _sort_key(info.session_id))
     return logs
+
+
+# What each log's first and last lines said, by path, with the size, mtime and inode they were
+# read at: a live view lists the logs on every change, and only the logs that grew are re-read.
+_described: dict[str, tuple[tuple[int, int, int], str, str, str]] = {}
 
 
 def _first_kind(path: Path) -> str:

@@ -7,8 +7,13 @@ the version store ``history/`` — and nothing else: never ``vault/`` (secrets),
 lock files. A snapshot is the unit of "go back to how the agent was at version N", so restore is
 built to be safe against archives from elsewhere: every member is checked before anything is
 touched, the new state is unpacked beside the old one and swapped in item by item under an intent
-journal (engine.core.journal),
-and the state being replaced is itself snapshotted first so a restore can be undone.
+journal (engine.core.journal), and the state being replaced is kept so a restore can be undone.
+
+Keeping it costs a rename: the replaced items move whole into ``snapshots/.pending-<name>/`` and
+are compressed into ``snapshots/<name>.tar.gz`` after the restore has returned (by a background
+process the CLI starts, or by the next snapshot command, which first finishes every pending one).
+So a restore costs about what unpacking the archive costs, and still returns the name of the
+snapshot that undoes it.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ import os
 import re
 import secrets
 import shutil
+import subprocess
+import sys
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -38,12 +45,14 @@ from engine.core.fsutil import (
     append_jsonl,
     atomic_open,
     fsync_dir,
+    hold,
     staged_open,
     sync_filesystem,
 )
+from engine.core.inflate import Inflated
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, to_mapping
-from engine.core.secret_scan import find_secrets
+from engine.core.secret_scan import refuse_secrets
 from engine.core.skill import SkillDoc
 from engine.core.store import stores_of
 from engine.core.vault import secret_values
@@ -78,11 +87,10 @@ _POINTER_TARGET = re.compile(r"^v\d+$")
 _STAGE = re.compile(r"\.tmp-restore-[0-9a-f]{8}")
 _SKILL_FILE = re.compile(r"^(?:skills/[^/]+|history/[^/]+/(?:branches/[^/]+/)?v\d+)/SKILL\.md$")
 _CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".DS_Store"}
-_ANTHROPIC_KEY = re.compile(rb"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{40,}")  # fast: literal prefix
-_SHAPE_SCAN_BYTES = 64 * 1024  # skill-file sized (lint warns past 15 KB)
 _COMPRESSLEVEL = 6  # what `tar -czf` (gzip -6) uses: the benchmark's baseline
-# The safety copy a restore takes of the state it replaces sits on the restore's path: gzip -1
-# deflates text about four times faster than -6 for a file about half again as large.
+# The archive of the state a restore replaced is written in the background, beside whatever the
+# person does next: gzip -1 deflates text about four times faster than -6 for a file about half
+# again as large.
 _PRE_RESTORE_LEVEL = 1
 
 # Workspaces this process is restoring right now: their temp folders are live, not leftovers.
@@ -135,39 +143,45 @@ def create_snapshot(ws: Workspace, note: str = "") -> Path:
         return dest
 
 
-def _write_snapshot(
-    ws: Workspace, note: str, compresslevel: int = _COMPRESSLEVEL
-) -> tuple[Path, int]:
+def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
     cfg = ws.load_config()
     created_at = utc_now()
     dest = _free_name(ws, cfg.version, created_at)
-    known = secret_values(ws)
-    manifest = json.dumps(
-        {"format": 1, "version": cfg.version, "created_at": created_at, "note": note},
-        ensure_ascii=False,
-    ).encode("utf-8")
+    manifest = {"format": 1, "version": cfg.version, "created_at": created_at, "note": note}
+    _write_archive(dest, manifest, partial(live_item, ws), secret_values(ws), _COMPRESSLEVEL)
+    return dest, cfg.version
+
+
+def _write_archive(
+    dest: Path,
+    manifest: dict[str, Any],
+    locate: Callable[[str], Path],
+    known: list[str],
+    compresslevel: int,
+) -> None:
+    """Archive the state items found at ``locate(item)`` into ``dest``, refusing any secret."""
     with (
         atomic_open(dest) as fh,
         gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=compresslevel, mtime=0) as gz,
         tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
+        head = json.dumps(manifest, ensure_ascii=False).encode("utf-8")
         info = tarfile.TarInfo(MANIFEST)
-        info.size, info.mode = len(manifest), 0o644
-        tar.addfile(info, io.BytesIO(manifest))
-        for arcname, path in _state_members(ws):
+        info.size, info.mode = len(head), 0o644
+        tar.addfile(info, io.BytesIO(head))
+        for arcname, path in _state_members(locate):
             info = tar.gettarinfo(str(path), arcname)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             if info.isreg():
                 data = path.read_bytes()
-                _refuse_secrets(path, data, known)
+                refuse_secrets(path, data, known)
                 tar.addfile(info, io.BytesIO(data))
             else:
                 tar.addfile(info)
-    return dest, cfg.version
 
 
-def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
+def _state_members(locate: Callable[[str], Path]) -> Iterator[tuple[str, Path]]:
     """Archive name and path of every piece of agent state, in a stable sorted order."""
 
     def walk(path: Path, arcname: str) -> Iterator[tuple[str, Path]]:
@@ -191,7 +205,7 @@ def _state_members(ws: Workspace) -> Iterator[tuple[str, Path]]:
             raise SkillsmithError(f"{path}: only files and folders can be snapshotted")
 
     for item in STATE_ITEMS:
-        path = live_item(ws, item)
+        path = locate(item)
         if path.exists() or path.is_symlink():
             yield from walk(path, item)
 
@@ -202,31 +216,6 @@ def live_item(ws: Workspace, item: str) -> Path:
     return {"skills": ws.skills_dir, "AGENTS.md": ws.agents_md}.get(item, ws.root / item)
 
 
-def _refuse_secrets(path: Path, data: bytes, known: list[str]) -> None:
-    """The one secret scanner (what the Safety gate runs, vault values included) on text the
-    size of a skill file; the literal vault values and the Anthropic key shape on anything larger.
-
-    The rules are slow on megabytes, and a key pasted by hand lands in SKILL.md, AGENTS.md or a
-    small reference, so large files are searched for the literals only.
-    """
-    if len(data) <= _SHAPE_SCAN_BYTES:
-        found = find_secrets(data.decode("utf-8", "replace").splitlines(), known)
-        hit = (found[0].line, found[0].message) if found else None
-    else:
-        at = min((i for i in (data.find(v.encode("utf-8")) for v in known) if i >= 0), default=-1)
-        key = _ANTHROPIC_KEY.search(data)
-        if key is not None and (at < 0 or key.start() < at):
-            at = key.start()
-        hit = (data.count(b"\n", 0, at) + 1, "a secret") if at >= 0 else None
-    if hit is not None:
-        line, what = hit
-        raise SkillsmithError(
-            f"{path}:{line}: holds a secret ({what}); secrets never go into snapshots — move the "
-            "value to vault/ and refer to it by name (an environment variable such as $API_KEY), "
-            "then snapshot again"
-        )
-
-
 def _free_name(ws: Workspace, version: int, created_at: str) -> Path:
     """A name that says what the file holds: the workspace version and when the state was taken
     (several snapshots of one version are the rule: every approval takes one)."""
@@ -235,7 +224,7 @@ def _free_name(ws: Workspace, version: int, created_at: str) -> Path:
     stem = f"v{version}-{stamp}" if stamp else f"v{version}"
     dest = ws.snapshots_dir / f"{stem}{_SUFFIX}"
     n = 2
-    while dest.exists():
+    while dest.exists() or _pending_of(dest).exists():
         dest = ws.snapshots_dir / f"{stem}-{n}{_SUFFIX}"
         n += 1
     return dest
@@ -321,19 +310,20 @@ class _CappedTarInfo(tarfile.TarInfo):
 
 
 @contextlib.contextmanager
-def _open_archive(path: Path) -> Iterator[tuple[tarfile.TarFile, gzip.GzipFile]]:
-    """The archive's tar stream over its own gzip reader, so the gzip end can be checked."""
+def _open_archive(path: Path) -> Iterator[tuple[tarfile.TarFile, Inflated]]:
+    """The archive's tar stream, read in order over its gzip stream inflated on a thread (so the
+    gzip end can be checked after the tar's)."""
     with (
         path.open("rb") as raw,
-        gzip.GzipFile(fileobj=raw, mode="rb") as gz,
+        Inflated(raw) as gz,
         tarfile.open(
-            name=str(path), fileobj=cast(Any, gz), mode="r:", tarinfo=_CappedTarInfo
+            name=str(path), fileobj=cast(Any, gz), mode="r|", tarinfo=_CappedTarInfo
         ) as tar,
     ):
         yield tar, gz
 
 
-def _read_to_end(path: Path, gz: gzip.GzipFile) -> None:
+def _read_to_end(path: Path, gz: Inflated) -> None:
     """Read the gzip stream past the tar's end marker: the CRC and length are checked only there."""
     extra = 0
     while chunk := gz.read(1024 * 1024):
@@ -371,6 +361,7 @@ def _read_archive(
     pointers: dict[str, str] = {}
     total = 0
     config: Config | None = None
+    made: set[Path] = set()
     if dest is not None:
         dest.mkdir(parents=True)
     try:
@@ -431,7 +422,7 @@ def _read_archive(
                 if kinds[name] != "dir" and name in implied:
                     raise refuse(implied[name], f"lies under {name!r}, which is not a folder")
                 if dest is not None and name != MANIFEST:
-                    _write_member(tar, member, dest / name, data)
+                    _write_member(tar, member, dest / name, data, made)
             _read_to_end(path, gz)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         reason = _clip(str(exc) or type(exc).__name__, 160)
@@ -456,13 +447,22 @@ def _read_archive(
 
 
 def _write_member(
-    tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, data: bytes | None
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    target: Path,
+    data: bytes | None,
+    made: set[Path],
 ) -> None:
-    """Write one checked member (``data``: its bytes when the checks already read them)."""
+    """Write one checked member (``data``: its bytes when the checks already read them).
+
+    ``made`` holds the folders this extraction has created, so a file in one costs no mkdir.
+    """
+    folder = target if member.isdir() else target.parent
+    if folder not in made:
+        folder.mkdir(parents=True, exist_ok=True)
+        made.update((folder, *folder.parents))
     if member.isdir():
-        target.mkdir(parents=True, exist_ok=True)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
     if member.issym():
         try:
             os.symlink(member.linkname, target)
@@ -570,12 +570,6 @@ def restore(
         current = live.version
         stage = ws.root / f".tmp-restore-{secrets.token_hex(4)}"
         _busy.add(ws.root)
-        # The state being replaced is archived while the new one is checked and unpacked: the
-        # two compressions run side by side (zlib leaves the GIL), so a restore costs about one.
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pre-restore")
-        note = f"before restoring {path.name}"
-        taken = pool.submit(_write_snapshot, ws, note, _PRE_RESTORE_LEVEL)
-        pool.shutdown(wait=False)
         try:
             try:
                 # checked and unpacked in one pass; a refusal deletes the stage, nothing else
@@ -583,23 +577,25 @@ def restore(
                 _refuse_unasked(path, archive, current, yes, trust_agent_config)
                 for item in _STATE_DIRS:
                     (stage / "new" / item).mkdir(exist_ok=True)
+                created_at = utc_now()
+                before = _free_name(ws, current, created_at)
+                note = f"before restoring {path.name}"
+                manifest = {"format": 1, "version": current, "created_at": created_at, "note": note}
+                (stage / "old").mkdir()
+                (stage / "old" / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False))
                 sync_filesystem(stage)  # the whole new state durable before the swap shows it
-            except BaseException:
-                shutil.rmtree(stage, ignore_errors=True)
-                with contextlib.suppress(Exception):  # a refused restore leaves no snapshot
-                    taken.result()[0].unlink()
-                raise
-            try:
-                before, _ = taken.result()  # a live state holding a secret refuses the restore
             except BaseException:
                 shutil.rmtree(stage, ignore_errors=True)
                 raise
             items = sorted(archive.top & set(STATE_ITEMS) | set(_STATE_DIRS))
-            _journal(ws).commit(
-                {"stage": stage.name, "items": items, "source": str(path)},
-                lambda _intent: _swap(ws, stage, items),
-            )
-            shutil.rmtree(stage)
+            intent = {
+                "stage": stage.name,
+                "items": items,
+                "source": str(path),
+                "pending": before.name,
+            }
+            _journal(ws).commit(intent, lambda _intent: _swap_and_keep(ws, stage, items, before))
+            shutil.rmtree(stage)  # only the emptied folders of the new state are left in it
         finally:
             _busy.discard(ws.root)
         append_jsonl(
@@ -674,6 +670,100 @@ def _swap(ws: Workspace, stage: Path, items: list[str]) -> None:
     fsync_dir(ws.root)
 
 
+def _swap_and_keep(ws: Workspace, stage: Path, items: list[str], before: Path) -> None:
+    _swap(ws, stage, items)
+    _keep_replaced(stage, before)
+
+
+def _keep_replaced(stage: Path, before: Path) -> None:
+    """Move the replaced state (``stage/old``) whole to the folder that waits to become the
+    snapshot ``before``: a rename, where archiving it here would cost more than the restore."""
+    pending = _pending_of(before)
+    if (stage / "old").is_dir() and not pending.exists():
+        os.rename(stage / "old", pending)
+        fsync_dir(pending.parent)
+
+
+# -- the replaced state, archived after the restore --------------------------------------------
+_PENDING = ".pending-"
+
+
+def _pending_of(dest: Path) -> Path:
+    """The folder a replaced state waits in until it is archived as ``dest``."""
+    return dest.with_name(f"{_PENDING}{snapshot_name(dest)}")
+
+
+def _pending_folders(ws: Workspace) -> list[Path]:
+    if not ws.snapshots_dir.is_dir():
+        return []
+    found = (p for p in ws.snapshots_dir.iterdir() if p.name.startswith(_PENDING))
+    return sorted(p for p in found if p.is_dir() and not p.is_symlink())
+
+
+def finish_pending(ws: Workspace) -> list[Path]:
+    """Archive every replaced state still waiting in ``snapshots/.pending-*``; return the
+    snapshots written.
+
+    Safe beside another process doing the same (each folder is locked while it is archived, and
+    a second comer waits for the first), and after a kill (the folder stays until its archive is
+    complete). A secret in a replaced state refuses its archive like any snapshot: the folder is
+    kept and the error names the file to fix.
+    """
+    written = []
+    for folder in _pending_folders(ws):
+        dest = folder.with_name(folder.name.removeprefix(_PENDING) + _SUFFIX)
+        try:
+            fd = hold(folder)
+        except FileNotFoundError:
+            continue  # archived by someone else since the listing
+        try:
+            if not folder.is_dir():
+                continue  # archived by the process whose lock we waited for
+            if not dest.exists():
+                _write_archive(
+                    dest,
+                    _pending_manifest(folder),
+                    folder.joinpath,
+                    secret_values(ws),
+                    _PRE_RESTORE_LEVEL,
+                )
+                written.append(dest)
+            shutil.rmtree(folder)
+            fsync_dir(folder.parent)
+        finally:
+            os.close(fd)
+    return written
+
+
+def _pending_manifest(folder: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        manifest = None
+    if isinstance(manifest, dict):
+        return manifest
+    match = _NAME.match(folder.name.removeprefix(_PENDING) + _SUFFIX)  # torn: the name tells
+    return {"format": 1, "version": int(match.group(1)) if match else 0, "note": "before a restore"}
+
+
+def finish_pending_in_background(ws: Workspace) -> None:
+    """Start a detached process that archives the replaced states, so the command that
+    restored can return at once (the next snapshot command finishes whatever it leaves)."""
+    if not _pending_folders(ws):
+        return
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    subprocess.Popen(
+        [sys.executable, "-m", "engine.core.archive_pending", str(ws.root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+    )
+
+
 # -- import ----------------------------------------------------------------------------------------
 def import_snapshot(ws: Workspace, path: Path) -> Path:
     """Copy a snapshot made elsewhere into ``snapshots/`` once it passes every restore check."""
@@ -710,13 +800,16 @@ def _leftovers(ws: Workspace) -> Iterator[Path]:
 
 
 def recover(ws: Workspace) -> None:
-    """Finish a restore whose swap had begun; drop the temp files of anything that had not.
+    """Finish a restore whose swap had begun and archive the states restores replaced; drop the
+    temp files of anything that had not begun.
 
-    Call with the workspace lock held.
+    Call with the workspace lock held. The pending archives come before the sweep: it would
+    take the temp file of a background archiver for a killed writer's.
     """
     if ws.root in _busy:
         return
     _journal(ws).replay(lambda intent: _resume(ws, intent))
+    finish_pending(ws)
     remove_leftovers(_leftovers(ws))
 
 
@@ -730,6 +823,8 @@ def _resume(ws: Workspace, intent: Intent) -> None:
     stage = ws.root / intent["stage"]
     if stage.is_dir():
         _swap(ws, stage, intent["items"])
+        if "pending" in intent:
+            _keep_replaced(stage, ws.snapshots_dir / intent["pending"])
 
 
 def _checked_intent(journal: Path, intent: Any) -> Intent:
@@ -746,4 +841,7 @@ def _checked_intent(journal: Path, intent: Any) -> Intent:
         raise bad("stage", "expected a .tmp-restore-<hex> folder at the top of the workspace")
     if not isinstance(items, list) or not all(i in STATE_ITEMS for i in items):
         raise bad("items", f"expected names among {', '.join(STATE_ITEMS)}")
+    pending = intent.get("pending", "v0.tar.gz")
+    if not isinstance(pending, str) or not _NAME.fullmatch(pending):
+        raise bad("pending", "expected the name of the snapshot that keeps the replaced state")
     return intent

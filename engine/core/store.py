@@ -112,8 +112,13 @@ def unified_diff(old: str, new: str) -> str:
 
 
 def read_text(path: Path) -> str:
-    """Text exactly as stored: ``Path.read_text`` would turn CRLF into LF."""
-    return path.read_bytes().decode("utf-8")
+    """Text exactly as stored: ``Path.read_text`` would turn CRLF into LF. A file that is not
+    UTF-8 (a hand edit, a binary pasted over it) is one line naming it, never a traceback."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillsmithError(f"{path}: expected UTF-8 text (byte {exc.start} is not)") from None
 
 
 def _read_json(path: Path) -> Any:
@@ -293,7 +298,7 @@ class SkillStore:
             self._settle()
             parent = self.ensure_adopted()
             old = self.read(parent) if parent is not None else ""
-            old_files = self._known_resources(parent)
+            old_files = self.known_resources(parent)
             new_files = dict(old_files if resources is None else resources)
             if parent is not None and old == text and old_files == new_files:
                 raise SkillsmithError(
@@ -408,7 +413,7 @@ class SkillStore:
             )
 
     # -- internals ---------------------------------------------------------------------------------
-    def _known_resources(self, version: str | None) -> dict[str, Resource]:
+    def known_resources(self, version: str | None) -> dict[str, Resource]:
         """A version's resources; for an old version that kept none, the live folder's."""
         found = self.resources(version) if version is not None else None
         return read_resources(self.skill_file.parent) if found is None else found

@@ -21,6 +21,7 @@ from engine.core.session_logs import list_session_logs
 from engine.core.sessions import SessionInfo, session_info
 from engine.core.store import SkillStore, stores_of
 from engine.core.workspace import Workspace
+from engine.views.rows import CandidateCache
 
 RECENT_SESSIONS = 5
 OPEN_STATUSES = ("pending_approval", "pending_eval", "proposed")
@@ -157,8 +158,12 @@ def _bench_lines(ws: Workspace) -> list[BenchLine]:
     return lines
 
 
-def load_overview(ws: Workspace) -> Overview:
-    """The first screen's figures; each unreadable part becomes one line in ``errors``."""
+def load_overview(ws: Workspace, queue: CandidateCache | None = None) -> Overview:
+    """The first screen's figures; each unreadable part becomes one line in ``errors``.
+
+    A live view passes the ``queue`` cache it shares with its queue pane: reloaded on every
+    change, the overview then re-reads only the candidates that changed, not all of them.
+    """
     errors: list[str] = []
     try:
         version: int | None = ws.load_config().version
@@ -167,7 +172,13 @@ def load_overview(ws: Workspace) -> Overview:
         errors.append(str(exc))
     candidates: list[CandidateLine] = []
     try:
-        for c in CandidateQueue(ws).list():
+        if queue is None:
+            found = CandidateQueue(ws).list()
+        else:
+            views, unreadable = queue.load(incremental=True)
+            found = [view.candidate for view in views]
+            errors += unreadable
+        for c in found:
             if str(c.status) in OPEN_STATUSES:
                 candidates.append(CandidateLine(c.id, str(c.skill), str(c.status), c.summary))
     except SkillsmithError as exc:

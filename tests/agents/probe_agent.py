@@ -4,15 +4,19 @@ Beyond what adversarial_agent.py looks for, it goes through its parent: ``/proc/
 cmdline, cwd, fds) and every other /proc entry it can see, follows any path it finds there to the
 case's rubric and the vault, looks for sibling run folders through ``..`` and overwrites their
 answers, writes files outside its run folder, and leaves a grandchild behind that calls
-``setsid``, ``chdir /`` and sleeps. Every file it writes and the grandchild's command line carry
-the token in ``token.txt`` so the test can look for them from outside. The report is hex-encoded
-so the harness's secret redaction cannot hide a leak.
+``setsid``, ``chdir /`` and sleeps. Its statement may name files the test planted inside and
+outside the workspace (``targets.txt``, one absolute path a line): it tries to read, overwrite
+and delete each, and to write beside it; and it may name a port the test listens on
+(``address.txt``, ``host:port``), which it tries to connect to. Every file it writes and the
+grandchild's command line carry the token in ``token.txt`` so the test can look for them from
+outside. The report is hex-encoded so the harness's secret redaction cannot hide a leak.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -55,9 +59,13 @@ def proc_views() -> dict[str, dict[str, object]]:
     return views
 
 
-def candidate_workspaces(views: dict[str, dict[str, object]]) -> set[str]:
-    """Every absolute path a /proc view mentions, and its ancestors: the workspace may be one."""
+def candidate_workspaces(views: dict[str, dict[str, object]], mounts: str) -> set[str]:
+    """Every absolute path a /proc view or the mount table mentions, and its ancestors: the
+    workspace may be one."""
     found: set[str] = set()
+    for word in mounts.split():
+        if word.startswith("/"):
+            found.update(str(p) for p in [Path(word), *Path(word).parents])
     for view in views.values():
         texts = [str(v) for v in view.values() if isinstance(v, str)]
         fds = view["fds"]
@@ -113,6 +121,43 @@ def try_writes(here: Path, token: str, roots: set[str]) -> dict[str, bool]:
     return results
 
 
+def attack_targets(here: Path, token: str) -> list[dict[str, object]]:
+    """Read, overwrite, delete and write beside each planted file; reported by index only, so
+    the report names no path the test handed in."""
+    listing = read(here / "targets.txt") or ""
+    results: list[dict[str, object]] = []
+    for line in listing.splitlines():
+        target = Path(line.strip())
+        outcome: dict[str, object] = {"read": read(target)}
+        beside = target.parent / f"{token}-beside-target"
+        for attack, path, content in (("overwrote", target, token), ("beside", beside, token)):
+            try:
+                path.write_text(content)
+                outcome[attack] = True
+            except OSError:
+                outcome[attack] = False
+        try:
+            target.unlink()
+            outcome["removed"] = True
+        except OSError:
+            outcome["removed"] = False
+        results.append(outcome)
+    return results
+
+
+def reach(here: Path) -> bool | None:
+    """Whether a TCP connection to the test's listener (``address.txt``) went through."""
+    address = read(here / "address.txt")
+    if address is None:
+        return None
+    host, port = address.strip().rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
 def main() -> None:
     here = Path.cwd()
     token = (here / "token.txt").read_text().strip()
@@ -124,7 +169,8 @@ def main() -> None:
     )
     time.sleep(0.6)  # let the other units of the evaluation start beside this one
     views = proc_views()
-    roots = candidate_workspaces(views)
+    mounts = read("/proc/self/mountinfo") or ""
+    roots = candidate_workspaces(views, mounts)
     siblings = sorted(p.name for p in here.parent.iterdir() if p != here)
     overwritten = []
     for sibling in siblings:
@@ -138,6 +184,9 @@ def main() -> None:
         "ppid": os.getppid(),
         "sleeper_running": sleeper.poll() is None,
         "views": views,
+        "mounts": mounts,
+        "targets": attack_targets(here, token),
+        "reached": reach(here),
         "found": hunt(roots),
         "siblings": siblings,
         "overwritten": overwritten,

@@ -40,6 +40,8 @@ class Sandbox:
     network: bool = False
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
+    # (target, path): links of a folder shown piece by piece around the workspace, kept as links
+    links: tuple[tuple[str, Path], ...] = ()
     bwrap: str = BWRAP
 
     def describe(self) -> dict[str, object]:
@@ -53,11 +55,11 @@ class Sandbox:
         if not self.network:
             args.append("--unshare-net")
         args += ["--die-with-parent", "--new-session", "--json-status-fd", str(status_fd)]
-        for folder in SYSTEM_DIRS:
-            args += ["--ro-bind-try", folder, folder]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for path in self.read_only:
             args += ["--ro-bind", str(path), str(path)]
+        for target, path in self.links:
+            args += ["--symlink", target, str(path)]
         # the scratch root holds the other units' folders: hide it, then bring back only ours
         args += ["--tmpfs", str(room.parent), "--bind", str(room), str(room)]
         for path in self.writable:
@@ -90,13 +92,15 @@ def make_sandbox(
             "skillsmith.yaml to run agents unconfined"
         )
     ws = workspace.resolve()
-    visible = [*_runtime_paths(), *_program_paths(command), *map(Path, read_only)]
-    shared = [Path(p) for p in writable]
+    visible = [*map(Path, SYSTEM_DIRS), *_runtime_paths(), *_program_paths(command)]
+    shown, links = _around(visible + [Path(p) for p in read_only], ws)
+    shared, _ = _around([Path(p) for p in writable], ws)
     return Sandbox(
         kind="bwrap",
         network=network,
-        read_only=tuple(_outside(visible, ws)),
-        writable=tuple(_outside(shared, ws)),
+        read_only=tuple(shown),
+        writable=tuple(shared),
+        links=tuple(links),
         bwrap=binary,
     )
 
@@ -144,15 +148,35 @@ def _program_paths(command: Iterable[str]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _outside(paths: Iterable[Path], workspace: Path) -> list[Path]:
-    """Existing paths that neither hold the workspace nor lie in it (it stays invisible)."""
+def _around(paths: Iterable[Path], workspace: Path) -> tuple[list[Path], list[tuple[str, Path]]]:
+    """The existing parts of ``paths`` the agent may see, as binds and links; never the workspace.
+
+    A path that holds the workspace (a workspace under /opt, or inside the engine's checkout) is
+    shown piece by piece: everything in it but the branch that leads to the workspace, so the
+    rest of the folder still works and not even an empty mount point names the workspace.
+    """
     kept: list[Path] = []
-    for path in paths:
+    links: list[tuple[str, Path]] = []
+    pending = list(paths)
+    while pending:
+        path = pending.pop(0)
         real = path.resolve()
-        if not real.exists() or real == workspace or real in workspace.parents:
+        if not real.exists() or real == workspace:
             continue
-        if workspace in real.parents and real.is_dir():
-            continue  # a single program file inside the workspace may be shown, never a folder
-        kept.append(path.absolute())
+        if workspace in real.parents:
+            if not real.is_dir():  # a single program file inside the workspace may be shown
+                kept.append(path.absolute())
+            continue
+        if real not in workspace.parents:
+            kept.append(path.absolute())
+            continue
+        if path.is_symlink():
+            links.append((os.readlink(path), path.absolute()))
+        for child in sorted(real.iterdir()):
+            if not child.is_symlink():
+                pending.append(child)
+            elif child.resolve() != workspace and workspace not in child.resolve().parents:
+                links.append((os.readlink(child), child))
     # a path inside another one is already visible (and binding over a symlink there fails)
-    return [p for p in dict.fromkeys(kept) if not any(q in p.parents for q in kept)]
+    shown = [p for p in dict.fromkeys(kept) if not any(q in p.parents for q in kept)]
+    return shown, links

@@ -3,20 +3,23 @@ inside the package, and the offline agent that follows the skill (``engine.evalu
 
 It is what ``skillsmith demo`` opens, so the whole loop — evaluate, diagnose, evolve, approve,
 roll back — runs on a fresh install with no network and no API key.
+
+Every agent run starts a Python process that imports this package before its ``agent`` module,
+so the package itself imports nothing heavy at load time: the workspace, its YAML and the
+file helpers are imported by the functions that copy the demo, not by each of the thousands of
+agent runs an evolution session makes.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from importlib.resources import files
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engine.core.errors import SkillsmithError
-from engine.core.fsutil import atomic_write_bytes, fsync_dir
-from engine.core.workspace import LAYOUT_DIRS, Workspace
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    from engine.core.workspace import Workspace
 
 DEMO_BENCHMARK = "vuln-detect"
 DEMO_SKILL = "security-audit"
@@ -24,6 +27,8 @@ DEMO_SKILL = "security-audit"
 
 def demo_source() -> Traversable:
     """The demo workspace as shipped in the package (a folder, or a zip member)."""
+    from importlib.resources import files
+
     return files(__name__) / "workspace"
 
 
@@ -47,6 +52,13 @@ def copy_demo(dest: Path | str) -> Path:
     The copy is built in a hidden sibling folder and renamed into place, so ``dest`` is either
     absent or a complete workspace, never half a copy.
     """
+    import shutil
+    import tempfile
+
+    from engine.core.errors import SkillsmithError
+    from engine.core.fsutil import fsync_dir
+    from engine.core.workspace import LAYOUT_DIRS, Workspace
+
     target = Path(dest).expanduser().resolve()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise SkillsmithError(f"{target}: already exists and is not empty; choose a new folder")
@@ -67,6 +79,8 @@ def copy_demo(dest: Path | str) -> Path:
 
 
 def _copy_tree(source: Traversable, dest: Path) -> None:
+    from engine.core.fsutil import atomic_write_bytes
+
     for item in sorted(source.iterdir(), key=lambda t: t.name):
         if item.name.startswith(".") or item.name == "__pycache__":
             continue

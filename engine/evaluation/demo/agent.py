@@ -21,6 +21,13 @@ It also has the working habits of a real agent, each triggered by the case and t
   every step first), skipping the Pitfalls review;
 - it has a budget of tool calls (``SKILLSMITH_MAX_TURNS``) and stops when it runs out.
 
+Like Claude Code, which loads the ``AGENTS.md`` of its working directory (when no CLAUDE.md is
+there) into every session, it reads the ``AGENTS.md`` the runner puts in its run directory as
+standing instructions for every skill it follows, in the same vocabulary as a skill: a line
+telling it to finish every step before concluding stops the early conclusions, and a line saying
+a backticked pattern is "not a finding" clears those hits like a Pitfalls item. Everything else
+in it (answer format, tone) the demo agent already does or cannot act on.
+
 With ``SKILLSMITH_NOISE`` above 0 it also slips from run to run like a sampling model, seeded by
 ``SKILLSMITH_SEED`` (engine.evaluation.demo.noise): the level is ``agent.noise`` of skillsmith.yaml.
 """
@@ -48,6 +55,7 @@ ENV_RUN_INDEX = "SKILLSMITH_RUN_INDEX"
 ENV_MAX_TURNS = "SKILLSMITH_MAX_TURNS"
 ENV_SEED = "SKILLSMITH_SEED"
 ENV_NOISE = "SKILLSMITH_NOISE"
+INSTRUCTIONS_FILE = "AGENTS.md"
 DEFAULT_MAX_CALLS = 20
 LOOP_CAP = 8  # identical calls a "repeat until no new matches" step makes at most
 EYEBALL_MAX_LINES = 8  # a quoted snippet this short is judged without tools
@@ -260,8 +268,13 @@ def discard_rules(doc: SkillDoc) -> list[DiscardRule]:
     Patterns joined by "or" are alternatives ("`shlex.quote(` or `escapeshellarg(`"); otherwise
     all are required ("`sendFile` with a `{ root:` option" needs both).
     """
+    return item_rules(doc.section("pitfalls") or "")
+
+
+def item_rules(text: str) -> list[DiscardRule]:
+    """The "not a finding" rules of the list items of ``text`` (a Pitfalls section, AGENTS.md)."""
     rules: list[DiscardRule] = []
-    for item in re.split(r"\n(?=\s*[-*+] )", doc.section("pitfalls") or ""):
+    for item in re.split(r"\n(?=\s*[-*+] )", text):
         if not _DISCARD.search(_SPAN.sub(" ", item)):
             continue
         parts = _SPAN.split(item)  # prose, pattern, prose, pattern, …
@@ -321,11 +334,13 @@ class DemoAgent:
         max_calls: int = DEFAULT_MAX_CALLS,
         noise: float = 0.0,
         seed: int = 0,
+        instructions: str = "",
         out: TextIO = sys.stdout,
     ) -> None:
         self.dir = run_dir
         self.prompt = prompt
         self.skills = skills
+        self.instructions = instructions  # the run directory's AGENTS.md
         self.run_index = run_index
         self.noise = noise
         self.seed = seed
@@ -363,8 +378,8 @@ class DemoAgent:
 
     def _follow(self, skill: Skill) -> None:
         steps = plan(skill.doc)
-        thorough = bool(_THOROUGH.search(skill.text))
-        rules = discard_rules(skill.doc)
+        thorough = bool(_THOROUGH.search(skill.text) or _THOROUGH.search(self.instructions))
+        rules = discard_rules(skill.doc) + item_rules(self.instructions)
         confirms = any(_CONFIRMS.search(step.text) for step in steps)
         steadiness = clarity(thorough=thorough, confirms=confirms, pitfall_rules=len(rules))
         case_text = self._case_text()
@@ -493,6 +508,7 @@ def main() -> int:
         sys.stderr.write(f"demo agent: {prompt_path}: no prompt file\n")
         return 1
     skills_dir = root / os.environ.get(ENV_SKILLS, "skills")
+    instructions = root / INSTRUCTIONS_FILE
     agent = DemoAgent(
         RunDir(root),
         prompt_path.read_text(encoding="utf-8", errors="replace"),
@@ -501,6 +517,11 @@ def main() -> int:
         max_calls=max(1, _env_int(ENV_MAX_TURNS, DEFAULT_MAX_CALLS)),
         noise=_env_level(ENV_NOISE),
         seed=_env_int(ENV_SEED, 0),
+        instructions=(
+            instructions.read_text(encoding="utf-8", errors="replace")
+            if instructions.is_file()
+            else ""
+        ),
     )
     agent.run()
     return 0

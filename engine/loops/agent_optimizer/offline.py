@@ -7,8 +7,14 @@ editable state:
 - the agent ran out of time (``budget_exhaustion`` with a timeout): raise ``agent.timeout_s`` in
   skillsmith.yaml by half; out of turns or looping (``budget_exhaustion``, ``tool_loop``): raise
   ``agent.max_turns`` by half — both capped at the request's limits;
-- it concluded before doing the skill's remaining steps (``premature_conclusion``): add a Pitfalls
-  line to the skill telling it to run every step before concluding;
+- it concluded before doing the skill's remaining steps (``premature_conclusion``): a line telling
+  it to run every step before concluding, in AGENTS.md first (a habit of the agent's, so it holds
+  for every skill; the demo agent reads AGENTS.md as Claude Code does), then, if that was tried
+  and rolled back, in the skill's Pitfalls;
+- it missed or wrongly flagged something the skill's steps and Pitfalls decide (any other root
+  cause, FN or FP): the skill edit evolution's offline proposer writes for that root cause from
+  the reference run's traces and the cases' files (engine.evaluation.patches.offline_proposer) —
+  the same writer, so the Optimizer and evolve never disagree on what a trace calls for;
 - then, for the cases still failing: a line in AGENTS.md asking for every kept finding as
   ``file:line``.
 
@@ -28,12 +34,23 @@ from typing import Any
 
 import yaml
 
+from engine.core.benchmark import load_benchmark
 from engine.core.config import Config
+from engine.core.runs import RunFolder
 from engine.core.schema import from_mapping
 from engine.core.skill import SkillDoc
-from engine.core.workspace import CONFIG_NAME
+from engine.core.store import SkillStore
+from engine.core.workspace import CONFIG_NAME, Workspace
+from engine.evaluation.patches.proposer import ProposalContext, make_proposer
 from engine.evaluation.protocol import dump_reply, request_data
-from engine.loops.agent_optimizer.candidate import AGENTS, CANDIDATE_PROTOCOL, diff_sha, file_diff
+from engine.evaluation.runner import SKILL
+from engine.loops.agent_optimizer.candidate import (
+    AGENTS,
+    CANDIDATE_PROTOCOL,
+    SKILL_FILE,
+    diff_sha,
+    file_diff,
+)
 
 BUDGET_RULES = ("budget_exhaustion", "tool_loop")
 HASTE_RULES = ("premature_conclusion",)
@@ -91,7 +108,19 @@ def _raise_budget(config: str, cause: Mapping[str, Any], limits: Mapping[str, An
     )
 
 
-def _thorough(files: Mapping[str, str | None], cause: Mapping[str, Any]) -> Idea | None:
+def _thorough(files: Mapping[str, str | None], cause: Mapping[str, Any]) -> Iterator[Idea]:
+    rule, cases = str(cause["rule_id"]), ", ".join(cause["case_ids"])
+    hypothesis = f"without the early stop, {cases} reach the Pitfalls review"
+    agents = files.get(AGENTS) or ""
+    if THOROUGH_LINE in agents:
+        return
+    yield (
+        AGENTS,
+        _appended(agents, THOROUGH_LINE),
+        rule,
+        "run every step before concluding",
+        f"{hypothesis}, whichever skill they follow",
+    )
     for target, text in sorted(files.items()):
         if not target.startswith("skills/") or text is None or THOROUGH_LINE in text:
             continue
@@ -100,13 +129,57 @@ def _thorough(files: Mapping[str, str | None], cause: Mapping[str, Any]) -> Idea
             continue
         pitfalls = doc.section("pitfalls") or ""
         new = text.replace(pitfalls, pitfalls.rstrip("\n") + "\n" + THOROUGH_LINE + "\n", 1)
-        return (
-            target,
-            new,
-            str(cause["rule_id"]),
-            "run every step before concluding",
-            f"without the early stop, {', '.join(cause['case_ids'])} reach the Pitfalls review",
+        yield target, new, rule, "run every step before concluding", hypothesis
+        return
+
+
+def _appended(text: str, line: str) -> str:
+    return (text.rstrip("\n") + "\n" if text else "") + line + "\n"
+
+
+def _skill_patch(
+    ws: Workspace, data: Mapping[str, Any], cause: Mapping[str, Any]
+) -> tuple[Idea, list[str]] | None:
+    """Evolution's offline patch for this root cause, on the first skill it finds one for, with
+    the cases it is written to fix (often fewer than the root cause's).
+
+    It learns from every row of the reference run (the Optimizer's benchmark has no feedback
+    split of its own) and respects the skill's taboo list, so a patch the verdict rolled back is
+    not written again."""
+    files: Mapping[str, str | None] = data["files"]
+    reference = data.get("reference") or {}
+    if not reference.get("run_id") or not data.get("benchmark"):
+        return None
+    bench = load_benchmark(ws.benchmarks_dir / str(data["benchmark"]))
+    folder = RunFolder(ws.runs_dir / str(reference["run_id"]))
+    rows = [r for r in folder.latest_rows().values() if r.get("variant", SKILL) == SKILL]
+    proposer = make_proposer("offline", ws)
+    for target, text in sorted(files.items()):
+        if not target.startswith("skills/") or text is None:
+            continue
+        name = target.removeprefix("skills/").removesuffix(f"/{SKILL_FILE}")
+        store = SkillStore(ws, name)
+        ctx = ProposalContext(
+            skill_name=name,
+            skill_text=text,
+            diagnosis={"root_causes": [cause]},
+            taboo_entries=store.taboo().entries() if (ws.history_dir / name).is_dir() else (),
+            feedback_rows=rows,
+            bench=bench,
+            target=f"{cause.get('direction')} + {cause['rule_id']}",
         )
+        proposal = proposer.propose(ctx)
+        if proposal.diff is None or proposal.skill_text is None:
+            continue
+        cases = list(proposal.case_ids) or list(cause["case_ids"])
+        idea = (
+            target,
+            proposal.skill_text,
+            str(cause["rule_id"]),
+            proposal.summary or proposal.reason,
+            f"{', '.join(cases)} fail for what this edit of the skill covers; with it they pass",
+        )
+        return idea, cases
     return None
 
 
@@ -114,27 +187,31 @@ def _evidence(files: Mapping[str, str | None], cases: list[str]) -> Idea | None:
     text = files.get(AGENTS) or ""
     if EVIDENCE_LINE in text:
         return None
-    new = (text.rstrip("\n") + "\n" if text else "") + EVIDENCE_LINE + "\n"
     return (
         AGENTS,
-        new,
+        _appended(text, EVIDENCE_LINE),
         "none",
         "ask for every kept finding as file:line",
         f"stating findings as file:line makes the verdicts of {', '.join(cases)} traceable",
     )
 
 
-def _ideas(data: Mapping[str, Any]) -> Iterator[tuple[Idea, list[str]]]:
+def _ideas(data: Mapping[str, Any], ws: Workspace | None) -> Iterator[tuple[Idea, list[str]]]:
     files: Mapping[str, str | None] = data["files"]
     causes = sorted(data.get("root_causes") or [], key=lambda rc: -float(rc.get("share") or 0))
     for cause in causes:
-        idea: Idea | None = None
+        cases = list(cause["case_ids"])
         if cause.get("rule_id") in BUDGET_RULES:
             idea = _raise_budget(str(files[CONFIG_NAME]), cause, data.get("limits") or {})
+            if idea is not None:
+                yield idea, cases
         elif cause.get("rule_id") in HASTE_RULES:
-            idea = _thorough(files, cause)
-        if idea is not None:
-            yield idea, list(cause["case_ids"])
+            for idea in _thorough(files, cause):
+                yield idea, cases
+        elif ws is not None and cause.get("worth_patch", True):
+            patch = _skill_patch(ws, data, cause)
+            if patch is not None:
+                yield patch
     failing = [c["id"] for c in data.get("cases") or [] if float(c.get("score") or 0) < 100]
     if failing:
         idea = _evidence(files, failing)
@@ -142,12 +219,17 @@ def _ideas(data: Mapping[str, Any]) -> Iterator[tuple[Idea, list[str]]]:
             yield idea, failing
 
 
-def optimizer_offline(system: str, messages: list[dict[str, Any]]) -> str:
-    """The first untried idea as a candidate reply (an invalid reply when none is left)."""
+def optimizer_offline(
+    system: str, messages: list[dict[str, Any]], ws: Workspace | None = None
+) -> str:
+    """The first untried idea as a candidate reply (an invalid reply when none is left).
+
+    With ``ws`` (the workspace the session optimizes) it also writes skill edits from the traces
+    of the request's reference run; without one, only the ideas the request alone supports."""
     data = request_data(messages)
     tried = set(data.get("tried") or [])
     files: Mapping[str, str | None] = data["files"]
-    for (target, text, rule, summary, hypothesis), cases in _ideas(data):
+    for (target, text, rule, summary, hypothesis), cases in _ideas(data, ws):
         diff = file_diff(files[target] or "", text, target)
         if diff_sha(diff) in tried:
             continue

@@ -31,6 +31,7 @@ missing units.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -683,7 +684,8 @@ def run(
         raise UsageError(f"--target-score: expected a score from 0 to 100, got {target_score}")
     baseline = formal_baseline(ws, bench_id)
     cfg = ws.load_config()
-    llm = options.model or make_llm(cfg.models.proposer, ws, offline=optimizer_offline)
+    offline = functools.partial(optimizer_offline, ws=ws)
+    llm = options.model or make_llm(cfg.models.proposer, ws, offline=offline)
     found = find_unfinished(ws, bench_id)
     if found is not None:
         folder, state = found

@@ -1,6 +1,6 @@
 """The GEPA optimizer's side of the ``gepa`` library: evaluation, reflection, decisions, limits.
 
-``gepa.optimize`` runs the loop (minibatches from Feedback, one section per round in turn,
+``gepa.optimize`` runs the loop (minibatches from Feedback, every section offered each round,
 children evaluated on the parent's minibatch, survivors on all of Validation, the pool and its
 fronts); everything that touches the workspace or decides is ours and plugs in here:
 
@@ -51,6 +51,7 @@ from engine.loops.gepa.pareto import (
 from engine.loops.gepa.reflection import (
     SYSTEM,
     ReflectionRejected,
+    Rewrite,
     build_prompt,
     field,
     final_answer,
@@ -307,27 +308,36 @@ class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
         reflective_dataset: Mapping[str, Sequence[Mapping[str, Any]]],
         components_to_update: list[str],
     ) -> dict[str, str]:
-        """One section rewritten by the model; {} (no child this round) when unusable."""
-        section = components_to_update[0]
+        """Each section in turn rewritten by the model, each on the child as rewritten so far;
+        {} (no child this round) when no rewrite was usable.
+
+        A rewrite that is unusable is recorded and skipped, and the other sections still get
+        theirs: the records of one minibatch often call for an edit of one section only, and a
+        round that had to stop at the first section with nothing to change would waste the
+        minibatch it paid for.
+        """
         parent = candidate_id(candidate)
-        where = {"iteration": self.iteration, "parent_id": parent, "section": section}
-        try:
-            prompt, answer = self.reflector.ask(section, candidate, reflective_dataset[section])
-        except Exception as exc:  # gepa would log and swallow it: keep it, stop, re-raise
-            self.fatal = exc
-            self.experiment.event("reflection_failed", **where, error=str(exc))
-            return {}
-        self.experiment.event("reflection", **where, prompt=prompt, answer=answer)
-        try:
-            rewrite = parse_rewrite(answer, section)
-            child = {**candidate, section: rewrite.text}
-            if rewrite.text.strip() == candidate[section].strip():
-                raise ReflectionRejected(f"the rewrite did not change the {section} section")
-            problem = check_section(self.evaluator.seed_text, candidate, child, section)
-            if problem is not None:
-                raise ReflectionRejected(problem)
-        except ReflectionRejected as exc:
-            self.experiment.event("reflection_rejected", **where, error=str(exc))
+        child, changed, rationales = dict(candidate), [], []
+        for section in components_to_update:
+            where = {"iteration": self.iteration, "parent_id": parent, "section": section}
+            try:
+                records = reflective_dataset[section]
+                prompt, answer = self.reflector.ask(section, child, records)
+            except Exception as exc:  # gepa would log and swallow it: keep it, stop, re-raise
+                self.fatal = exc
+                self.experiment.event("reflection_failed", **where, error=str(exc))
+                return {}
+            self.experiment.event("reflection", **where, prompt=prompt, answer=answer)
+            try:
+                rewrite = self._usable(child, section, answer)
+            except ReflectionRejected as exc:
+                self.experiment.event("reflection_rejected", **where, error=str(exc))
+                continue
+            child[section] = rewrite.text
+            changed.append(section)
+            rationales.append(f"{section}: {rewrite.rationale}")
+        where = {"iteration": self.iteration, "parent_id": parent, "section": ", ".join(changed)}
+        if not changed:
             return {}
         child_id = candidate_id(child)
         if child_id in self.pool:
@@ -337,14 +347,26 @@ class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
             child_id,
             {
                 "parent_id": parent,
-                "section": section,
-                "rationale": rewrite.rationale,
+                "section": where["section"],
+                "rationale": "\n".join(rationales),
                 "sections": child,
                 "skill_md": render(self.evaluator.seed_text, child),
             },
         )
         self.child = {**where, "candidate_id": child_id}
-        return {section: rewrite.text}
+        return {section: child[section] for section in changed}
+
+    def _usable(self, child: Mapping[str, str], section: str, answer: str) -> Rewrite:
+        """The model's rewrite of ``section`` of ``child``, or ReflectionRejected saying why not."""
+        rewrite = parse_rewrite(answer, section)
+        if rewrite.text.strip() == child[section].strip():
+            raise ReflectionRejected(f"the rewrite did not change the {section} section")
+        problem = check_section(
+            self.evaluator.seed_text, child, {**child, section: rewrite.text}, section
+        )
+        if problem is not None:
+            raise ReflectionRejected(problem)
+        return rewrite
 
     # -- gepa callbacks (recording) ------------------------------------------------------------
 

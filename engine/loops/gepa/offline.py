@@ -12,12 +12,16 @@ mined from the records with the offline patch proposer's own machinery
   get the globs of the missed cases' languages, whichever first makes a flag step hit more of
   the missed cases;
 - pitfalls: calls and API names on the falsely flagged lines (FP) that no positive contains
-  become "… — not a finding" items (a plain word would hide real findings elsewhere);
+  become "… — not a finding" items (a plain word would hide real findings elsewhere, and so
+  would the very call a flag step searches for);
 - when_to_use: when a failing record shows the agent skipped the Pitfalls review (it concluded at
   its first finding, or kept a finding a Pitfalls item rules out), the instruction to run every
   step before concluding — which the demo agent obeys, and which steadies it;
 - description and when_to_use: when the agent never loaded the skill for a failing task, the
   task's own words are added, so the skill is picked for tasks phrased like it.
+
+A steps or pitfalls rewrite combines up to ``MAX_EDITS`` such edits, each mined for the records
+the section as edited so far still gets wrong, as a model answering for all the records would.
 
 When the records support no edit of the selected section it returns the section unchanged,
 which the GEPA optimizer records as a rejected reflection — exactly what it does with a real model
@@ -29,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
@@ -43,11 +48,13 @@ from engine.evaluation.patches.proposer import PatchTarget
 from engine.loops.gepa.reflection import RECORDS_CLOSE, RECORDS_OPEN
 
 MAX_NEW_WORDS = 4  # task words one trigger edit adds
+MAX_EDITS = 3  # mined edits one rewrite of steps or pitfalls combines
 EVERY_STEP = "- Every audit runs all the steps before it concludes, even after a first finding."
 _HASTY = re.compile(r"\bconcluding now\b|\bsettles it\b", re.IGNORECASE)
 _SECTION = re.compile(r"^Selected section: (\w+)$", re.MULTILINE)
 _FILE = re.compile(r"^--- file (.+) ---$", re.MULTILINE)
 _WORD = re.compile(r"[a-z][a-z-]{4,}")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _COMMON_WORDS = """
     about above after again against also answer asked before being below could between doing
     during each either every final following found from further given good having here
@@ -185,7 +192,64 @@ def _propose(
     failing = tuple(c for c, o in outcomes.items() if o == direction)
     if direction is None or not failing:
         return None
-    target = PatchTarget("reflection", direction, failing, 1.0, "", ())
+    return _rewrite(section, dict(sections), material, failing)
+
+
+def _rewrite(
+    section: str, sections: dict[str, str], material: Material, failing: Sequence[str]
+) -> tuple[str, str] | None:
+    """Edits of the section, one after another, while each still fixes a failing record.
+
+    A model that reads several failing records rewrites the section for all of them at once;
+    one mined edit covers one family or one guard, so the next edit is mined for the records
+    the section still gets wrong, on the section as edited so far (at most ``MAX_EDITS``).
+    """
+    start, hows = sections[section], []
+    for _ in range(MAX_EDITS):
+        unfixed = _unfixed(section, sections, material, failing)
+        # the records addressed so far count as passing: the next edit is mined for the rest
+        cases = {
+            c: m if c in unfixed or m.outcome == "pass" else replace(m, outcome="pass")
+            for c, m in material.cases.items()
+        }
+        edit = _edit(section, sections, replace(material, cases=cases), unfixed)
+        if edit is None:
+            break
+        sections[section], how = edit
+        hows.append(how.removeprefix("offline: "))
+    if sections[section].strip() == start.strip():
+        return None
+    return sections[section], "offline: " + "; then ".join(hows)
+
+
+def _unfixed(
+    section: str, sections: Mapping[str, str], material: Material, failing: Sequence[str]
+) -> tuple[str, ...]:
+    """The failing records the section does not yet address: missed positives no flag step
+    reaches, or false alarms with a flagged line no Pitfalls item rules out."""
+    doc = _skill_doc(sections)
+    if section == "steps":
+        return tuple(c for c in failing if not _reached(doc, [material.cases[c]]))
+    matchers, rules = flag_matchers(doc), discard_rules(doc)
+    return tuple(
+        c
+        for c in failing
+        if any(
+            not ruled_out(ln.text, rules)
+            for m in matchers
+            for ln in m.hits(material.cases[c].lines)
+        )
+    )
+
+
+def _edit(
+    section: str, sections: Mapping[str, str], material: Material, failing: Sequence[str]
+) -> tuple[str, str] | None:
+    """One mined edit of the section for the ``failing`` records, or None."""
+    if not failing:
+        return None
+    direction = "FN" if section == "steps" else "FP"
+    target = PatchTarget("reflection", direction, tuple(failing), 1.0, "", ())
     proposer = OfflineProposer(None, seed=0)
     doc = _skill_doc(sections)
     if direction == "FP":
@@ -213,11 +277,24 @@ def _api_shaped(candidate: DraftPatch, doc: SkillDoc) -> bool:
     """Every pattern a candidate's new Pitfalls items rule out is a call or an API name.
 
     From a handful of records a plain word (``name``) can look like the guard of a false alarm;
-    across the benchmark it also sits on the line of real findings and hides them.
+    across the benchmark it also sits on the line of real findings and hides them. So does the
+    sink a flag step searches for (``execute(``): no positive in the minibatch had it, but it is
+    on the line of every real finding of that step.
     """
     rules = discard_rules(SkillDoc.parse(candidate.text))
-    added = [group for rule in rules if rule not in discard_rules(doc) for group in rule]
-    return all(token_class(token) <= 1 for group in added for token in group)
+    added = [token for rule in rules if rule not in discard_rules(doc) for g in rule for token in g]
+    sinks = {
+        word
+        for step in plan(doc)
+        if step.flags and step.command
+        for word in _IDENTIFIER.findall(step.command)
+    }
+    return all(token_class(t) <= 1 and _last_name(t) not in sinks for t in added)
+
+
+def _last_name(token: str) -> str:
+    names = _IDENTIFIER.findall(token)
+    return names[-1] if names else ""
 
 
 def _flags_sources(candidate: DraftPatch, doc: SkillDoc, sources: set[str]) -> bool:

@@ -7,7 +7,8 @@ leaves the process. The records are agent output and therefore untrusted: the pr
 the answer is parsed as data (one JSON object), never followed.
 
 An answer that is not that object, rewrites a different section, changes nothing or breaks the
-skill is a *rejected reflection*: the round produces no child and the search goes on. Only a
+skill is a *rejected reflection*: that section stays as it was, and a round in which every
+section's reflection was rejected produces no child; the search goes on. Only a
 failure of the model client itself (no key, network down) ends the run.
 """
 

@@ -1,12 +1,13 @@
 """One offline optimization of a skill's sections against a benchmark (``skillsmith optimize``).
 
 The run: choose Feedback / Validation / Holdout, evaluate the active version (the seed) on
-Validation, let GEPA search (one section per round, children kept only when they beat their
-parent strictly on the same minibatch, survivors measured on all of Validation), pick the best
-Validation mean (the seed on a tie), then compare seed and pick on Holdout with the same
-conditions. Only a pick that clears the holdout rules — a mean that beats the seed's by at
-least ``min_gain``, no critical case worse — is submitted, and then only into the approval queue
-(``pending_approval``, through the candidate gates), never published.
+Validation, let GEPA search (each round rewrites every section the minibatch's records call
+for, children kept only when they beat their parent on the same minibatch, survivors measured
+on all of Validation), pick the best Validation mean (the seed on a tie), then compare seed and
+pick on Holdout with the same conditions. Only a pick that clears the holdout rules — a mean
+that beats the seed's by at least ``min_gain``, no critical case worse — is submitted, and then
+only into the approval queue (``pending_approval``, through the candidate gates), never
+published.
 
 Limits: iterations, the reflection minibatch, a metric-call budget that is never exceeded (each
 call is one agent run of one case, and the holdout comparison's calls are held in reserve from
@@ -296,7 +297,7 @@ class _Run:
             candidate_selection_strategy=CoverageSelector(self.splits.validation, self.seed),
             acceptance_criterion=StrictAcceptance(),
             frontier_type="instance",
-            module_selector="round_robin",
+            module_selector="all",
             batch_sampler=DistinctMinibatch(self.batch, self.seed),
             perfect_score=1.0,
             skip_perfect_score=True,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from engine.core.errors import FormatError
 from engine.core.skill import SkillDoc
 
-# The order a candidate's rounds cycle through (tRPC-Agent-Go's: the procedure first).
+# The order a round asks for the sections in (tRPC-Agent-Go's: the procedure first).
 SECTIONS = ("steps", "pitfalls", "when_to_use", "description")
 MIN_STEPS = 2
 MAX_DESCRIPTION_CHARS = 1024  # the Agent Skills limit on a description
@@ -49,7 +49,7 @@ def check_section(
 ) -> str | None:
     """Why ``child`` (``parent`` with section ``name`` rewritten) is not a valid skill, or None.
 
-    One round edits one section and may not restructure the skill: no headings of its own, no
+    A rewrite edits one section and may not restructure the skill: no headings of its own, no
     empty section, the steps keep at least two steps, the description stays one short line.
     """
     body = child[name].strip()
