@@ -17,7 +17,9 @@ Usage: ``uv run python benchmarks/bench_evolve_lift.py [--seeds 7,11,23] [-j JOB
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -28,9 +30,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from engine.core.results import read_results  # noqa: E402
 from engine.core.workspace import Workspace  # noqa: E402
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
-from engine.loops.evolve import EvolveOptions, evolve  # noqa: E402
+from engine.loops.evolve import EvolveOptions, run  # noqa: E402
 
 HOLDOUT_GOAL = 0.10
 GOLDEN_GOAL = 0.05
@@ -43,7 +46,7 @@ def session(seed: int, jobs: int) -> dict[str, Any]:
         copy_demo(root)
         ws = Workspace.at(root)
         started = time.perf_counter()
-        result = evolve(
+        result = run(
             ws, EvolveOptions(DEMO_SKILL, DEMO_BENCHMARK, auto_approve=True, seed=seed, jobs=jobs)
         )
         seconds = time.perf_counter() - started
@@ -58,6 +61,7 @@ def session(seed: int, jobs: int) -> dict[str, Any]:
             if guard["figures"].get("decision") == "worse":
                 worse.append(str(record.version))
         return {
+            "spent": spent(ws, result.session_id),
             "seed": seed,
             "rounds": len(result.rounds),
             "accepted": sum(r.outcome == "accepted" for r in result.rounds),
@@ -67,6 +71,23 @@ def session(seed: int, jobs: int) -> dict[str, Any]:
             "worse": worse,
             "seconds": seconds,
         }
+
+
+def spent(ws: Workspace, session_id: str) -> dict[str, int]:
+    """Case runs per evaluation role of a session (reruns counted together): where the time goes."""
+    path = ws.sessions_dir / f"{session_id}.jsonl"
+    found: collections.Counter[str] = collections.Counter()
+    seen: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        run_id, text = event.get("run_id"), str(event.get("text", ""))
+        if event.get("kind") != "message" or not run_id or not text.startswith("evaluating "):
+            continue
+        if run_id not in seen:
+            seen.add(run_id)
+            role = re.sub(r"-\d+$", "", text.split()[1])
+            found[role] += len(read_results(ws.runs_dir / run_id / "results.jsonl"))
+    return dict(found.most_common())
 
 
 def _lift(pair: tuple[float | None, float | None]) -> float:
@@ -98,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             f"guardrail worse: {', '.join(one['worse']) or 'none'} ({one['seconds']:.0f} s)",
             flush=True,
         )
+        total = sum(one["spent"].values())
+        shares = ", ".join(f"{role} {n} ({n / total:.0%})" for role, n in one["spent"].items())
+        print(f"  {total} case runs ({one['seconds'] / total:.2f} s each): {shares}", flush=True)
     holdout = statistics.fmean(_lift(s["holdout"]) for s in found)
     golden = statistics.fmean(_lift(s["golden"]) for s in found)
     worse = [v for s in found for v in s["worse"]]

@@ -61,6 +61,7 @@ def test_checkpoint_round_trips_every_field(workspace: Workspace) -> None:
         ),
         stagnation=1.3,
         evaluations={"0" * 64: {"selection": Evaluation("run-a", "selection", 0.5, 0.6)}},
+        paired={"0" * 64: {"selection": "run-c"}},
         versions=[VersionRecord("v0", "0" * 64, 0, 100.0, 0.5, 0.4, None)],
         rounds=[RoundRecord(1, "v0", "rejected", "gate rejected: target", 0.3, 0.3)],
     )

@@ -47,10 +47,10 @@ def first_run(ws: Workspace, text: str, split: str) -> str:
 
 
 @pytest.mark.xfail(
-    reason="not yet shown to hold over a whole session: before the constructs-only rules the "
-    "noisy demo went holdout 0.590 -> 0.571, golden 0.593 -> 0.571 (seed 7); after them, seed 7 "
-    "stopped at round 7 of 10 had golden 0.593 -> 0.706 and holdout +9.3 points since the start "
-    "at the round-5 gate",
+    reason="not yet shown to hold over a whole session: at the shipped noise 0.4, seed 7 ran all "
+    "10 rounds (benchmarks/bench_evolve_lift.py) for holdout 0.590 -> 0.613 (+2.3 points) and "
+    "golden 0.538 -> 0.621 (+8.2); 3 rounds accepted, then 7 rejected, mostly near-identical "
+    "flag steps for the same 3 cases, too few for the Target gate to decide",
     strict=False,
 )
 def test_offline_evolution_on_the_noisy_demo_lifts_holdout_and_golden_f1(tmp_path: Path) -> None:
@@ -168,3 +168,34 @@ def test_without_auto_approve_the_passing_candidate_waits_with_its_evidence(
 def result_round_diff(ws: Workspace, result: dict[str, Any]) -> str:
     folder = ws.root / str(result["rounds"][-1]["folder"])
     return (folder / "patch.diff").read_text(encoding="utf-8")
+
+
+def test_a_parent_that_stays_current_is_measured_afresh_once(tmp_path: Path) -> None:
+    # a one-sided alpha of 1e-6 and no extra runs: no candidate can be "better with confidence"
+    # on a few targeted cases, so every gated round is rejected and v0 stays the parent
+    ws = demo(tmp_path / "ws", SMALL_FAMILIES)
+    cfg = ws.load_config()
+    cfg.gates.alpha, cfg.gates.max_extra_runs = 1e-6, 0
+    ws.save_config(cfg)
+    result = run_evolve(ws, "--rounds", "3", "--auto-approve", "--seed", "11")
+    gated = [r for r in result["rounds"] if r["gates"]]
+    assert len(gated) >= 2 and {r["outcome"] for r in gated} == {"rejected"}, result["rounds"]
+    assert all(r["parent"] == "v0" for r in result["rounds"])
+    events = session_events(ws, result["session_id"])
+    fresh = [
+        e["run_id"]
+        for e in events
+        if e["kind"] == "message" and e["text"].startswith("evaluating parent_paired")
+    ]
+    # one fresh evaluation of v0, read by the gates of every round — and it is not the run
+    # diagnosis read its failures from
+    folders = [ws.root / r["folder"] for r in result["rounds"]]
+    diagnosed = {json.loads((f / "diagnosis.json").read_bytes())["run_id"] for f in folders}
+    assert len(fresh) == 1 and fresh[0] not in diagnosed
+    v0 = SkillStore(ws, DEMO_SKILL).read("v0")
+    inputs = ws.runs_dir / fresh[0] / "inputs" / "skill" / DEMO_SKILL / "SKILL.md"
+    assert inputs.read_text(encoding="utf-8") == v0
+    for record in gated:
+        gates = json.loads((ws.root / record["folder"] / "gates.json").read_text(encoding="utf-8"))
+        guard = next(g for g in gates if g["gate"] == "guardrail")
+        assert guard["figures"]["n_cases"] > 0

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from engine.core.queue import CandidateQueue
 from engine.core.skill_folder import Resource, folder_diff
+from engine.core.store import SkillStore
 from tests.tui_pilot import SIZE, settle
 from tests.tui_workspace import build_workspace, skill_text
 from tui.app import make_app
@@ -37,18 +38,28 @@ def test_changed_files_lists_every_file_of_a_folder_patch_skill_md_first() -> No
     assert changed_files(parse_patch(folder_diff(text, OLD, text + "x\n", OLD))) == ["SKILL.md"]
 
 
+# What a candidate's patch may do to the folder (engine.core.folder_patch): edit a text file the
+# parent has, create one; binary files and mode changes only ever come from a folder publish.
+EDITED = {
+    **OLD,
+    "reference/notes.md": Resource(b"new note\n", 0o644),
+    "reference/added.md": Resource(b"added\n", 0o644),
+}
+
+
 async def test_the_diff_header_names_the_files_a_candidate_changes(tmp_path: Path) -> None:
     ws = build_workspace(tmp_path / "ws", candidates=0)
     text = skill_text()
+    SkillStore(ws, "folder-skill").publish(text, why="a folder skill", resources=OLD)
     new = text + "- one more line\n"
     CandidateQueue(ws).submit(
         "folder-skill",
         new,
-        folder_diff(text, OLD, new, NEW),
+        folder_diff(text, OLD, new, EDITED),
         source="manual",
-        operation="create",
+        operation="update",
         status="pending_approval",
-        parent_version=None,
+        parent_version="v0",
         summary="a folder edit",
     )
     app = make_app(ws, watch=False)
@@ -62,16 +73,14 @@ async def test_the_diff_header_names_the_files_a_candidate_changes(tmp_path: Pat
             await pilot.press("j")
         await settle(pilot)
         header = str(app.query_one("#diff-header").render())
-        assert "5 files: SKILL.md, assets/logo.bin, reference/added.md" in header
+        assert "3 files: SKILL.md, reference/added.md, reference/notes.md" in header
         rows = app.diff_pane.view.rows
         assert [r.text for r in rows if r.kind in ("file", "note")] == [
             "--- a/SKILL.md",
             "+++ b/SKILL.md",
-            "Binary files a/assets/logo.bin and b/assets/logo.bin differ",
             "--- /dev/null",
             "+++ b/reference/added.md",
             "--- a/reference/notes.md",
             "+++ b/reference/notes.md",
-            "mode of scripts/run.sh: 644 → 755",
         ]
         assert any(r.kind == "added" and r.text == "new note" for r in rows)

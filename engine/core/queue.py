@@ -1,6 +1,8 @@
 """The approval queue: ``candidates/<id>/`` folders waiting for a human keypress.
 
-A candidate is a proposed full SKILL.md with its patch and the gate verdicts it earned. Approving
+A candidate is a proposed full SKILL.md with its patch and the gate verdicts it earned; the patch
+may also edit the skill's other text files (engine.core.folder_patch), and the folder approval
+publishes is then the parent version's with those edits. Approving
 publishes it through the version store and snapshots the agent state; rejecting puts its patch on
 the skill's taboo list. Both are refused when what the human saw is not what is on disk (the
 content hash changed) or when the skill moved on since the candidate was made (a stale parent), so
@@ -34,6 +36,7 @@ from engine.core.fsutil import (
 )
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, load_yaml, to_mapping
+from engine.core.skill_folder import Resource
 from engine.core.store import SkillStore, TabooEntry, check_name, read_text
 from engine.core.vault import secret_values
 from engine.core.workspace import INTENT_JOURNAL, Workspace
@@ -240,6 +243,8 @@ class CandidateQueue:
             "content_hash": content_hash(text.encode("utf-8"), patch.encode("utf-8")),
         }
         from_mapping(CandidateRecord, mapping, target / "candidate.yaml")  # one-line errors
+        if operation != "delete":
+            self._folder(skill, parent_version, patch, where=target / "patch.diff")
         with self.ws.lock(f"queue {candidate_id}"):
             stage = self.dir / f".tmp-{candidate_id}"
             atomic_write_text(stage / "SKILL.md", text)
@@ -282,6 +287,7 @@ class CandidateQueue:
                 text, secrets = text_of(skill_file), secret_values(self.ws)
                 check_skill(text, skill=cand.skill, where=skill_file, secrets=secrets)
                 check_diff(patch_file.read_bytes(), where=patch_file)
+                self._folder(cand.skill, cand.parent_version, cand.patch_text(), where=patch_file)
                 current = store.ensure_adopted()
                 way = (
                     f"re-propose it against {current} (skillsmith queue repropose {cand.id}) "
@@ -448,7 +454,33 @@ class CandidateQueue:
             )
             return f"undid the {what} of {last['candidate']}: {detail}"
 
+    def folder_of(self, cand: Candidate) -> dict[str, Resource] | None:
+        """The candidate's files beside SKILL.md: its parent version's with ``patch.diff``
+        applied (engine.core.folder_patch); None when the patch edits SKILL.md alone, which
+        leaves the parent's files as they are."""
+        return self._folder(
+            cand.skill, cand.parent_version, cand.patch_text(), where=cand.dir / "patch.diff"
+        )
+
     # -- internals ---------------------------------------------------------------------------------
+    def _folder(
+        self, skill: str, parent: str | None, patch: str, *, where: Path
+    ) -> dict[str, Resource] | None:
+        """The patched folder, refused in one line when the patch may not apply to it or a
+        changed file holds a secret (a snapshot of the published folder would refuse it)."""
+        from engine.core.admission import check_resources  # lint rules: on a decision
+        from engine.core.folder_patch import apply_folder_patch, touches_resources  # unidiff
+
+        if not touches_resources(patch, where=where):
+            return None
+        store = SkillStore(self.ws, skill)
+        before = store.known_resources(parent) if parent is not None else {}
+        after = apply_folder_patch(patch, before, where=where)
+        changed = {rel: res for rel, res in after.items() if before.get(rel) != res}
+        folder = store.skill_file.parent
+        check_resources(changed, folder=folder, secrets=secret_values(self.ws))
+        return after
+
     def _decidable(self, candidate_id: str, expected_hash: str | None, verb: str) -> Candidate:
         cand = self.get(candidate_id)
         on_disk = cand.disk_hash()
@@ -510,6 +542,7 @@ class CandidateQueue:
                         "why": intent["why"],
                     },
                     patch=cand.patch_text(),
+                    resources=self.folder_of(cand),
                     provenance={
                         **cand.evidence("provenance.json"),
                         "source": cand.source,

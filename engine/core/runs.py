@@ -7,6 +7,7 @@
     sessions/<unit>.jsonl  each unit's transcript in the session format
     raw/                   the agent's raw stream (claude) and stderr tails
     inputs/<variant>/<skill>/SKILL.md   the skill texts under test, so a resume runs the same text
+                           (and a candidate's own files beside it, when its patch edits them)
 
 Rows are appended one by one so an interrupted evaluation keeps every finished unit; a rerun of a
 unit appends a newer row and readers take the last row per unit (``latest_rows``), which
@@ -33,6 +34,7 @@ from engine.core.fsutil import (
     fsync_dir,
     read_jsonl,
 )
+from engine.core.skill_folder import Resource, Resources, copy_resources, read_resources
 
 MANIFEST = "manifest.json"
 RESULTS = "results.jsonl"
@@ -107,8 +109,19 @@ class RunFolder:
         atomic_write_json(self.manifest_path, manifest)
 
     # -- inputs ----------------------------------------------------------------------------------
-    def save_input(self, variant: str, name: str, text: str) -> None:
+    def save_input(
+        self, variant: str, name: str, text: str, resources: Resources | None = None
+    ) -> None:
+        """``resources``: a candidate's own files beside SKILL.md, kept beside it here."""
         atomic_write_text(self.path / INPUTS / variant / name / "SKILL.md", text)
+        if resources is not None:
+            copy_resources(resources, self.path / INPUTS / variant / name)
+
+    def load_input_folders(self, variant: str) -> dict[str, dict[str, Resource]]:
+        """The skills whose inputs hold files beside SKILL.md (saved with ``resources``)."""
+        folder = self.path / INPUTS / variant
+        found = {p.name: read_resources(p) for p in sorted(folder.glob("*/")) if p.is_dir()}
+        return {name: files for name, files in found.items() if files}
 
     def load_inputs(self, variant: str) -> dict[str, str]:
         folder = self.path / INPUTS / variant

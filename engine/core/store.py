@@ -298,7 +298,7 @@ class SkillStore:
             self._settle()
             parent = self.ensure_adopted()
             old = self.read(parent) if parent is not None else ""
-            old_files = self._known_resources(parent)
+            old_files = self.known_resources(parent)
             new_files = dict(old_files if resources is None else resources)
             if parent is not None and old == text and old_files == new_files:
                 raise SkillsmithError(
@@ -413,7 +413,7 @@ class SkillStore:
             )
 
     # -- internals ---------------------------------------------------------------------------------
-    def _known_resources(self, version: str | None) -> dict[str, Resource]:
+    def known_resources(self, version: str | None) -> dict[str, Resource]:
         """A version's resources; for an old version that kept none, the live folder's."""
         found = self.resources(version) if version is not None else None
         return read_resources(self.skill_file.parent) if found is None else found

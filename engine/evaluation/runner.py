@@ -50,6 +50,7 @@ from engine.core.fsutil import iter_files, sweep_temp_files
 from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.core.scoreboard import Runtime, append_record, record_from_rows
 from engine.core.sessions import start_session
+from engine.core.skill_folder import Resources
 from engine.core.workspace import Workspace
 from engine.core.yaml_log import is_log_file
 from engine.evaluation.agents import (
@@ -138,7 +139,7 @@ class Plan:
             "benchmark_sha256": self.bench_sha256,
             "agent": {k: self.agent.describe()[k] for k in ("kind", "command", "model", "noise")},
             "skills": {
-                v: {s.name: _sha(s.text) for s in files} for v, files in self.variants.items()
+                v: {s.name: _skill_sha(s) for s in files} for v, files in self.variants.items()
             },
             "agents_md_sha256": None if self.agents_md is None else _sha(self.agents_md),
             "runs": self.runs,
@@ -185,6 +186,17 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _skill_sha(skill: SkillFiles) -> str:
+    """The SKILL.md's hash; with a candidate's own files, of those too (an edit to a reference
+    alone is another evaluation), so plain runs keep the keys they always had."""
+    if skill.resources is None:
+        return _sha(skill.text)
+    digest = hashlib.sha256(skill.text.encode("utf-8"))
+    for rel, res in sorted(skill.resources.items()):
+        digest.update(b"\0" + rel.encode() + b"\0" + f"{res.mode:o}".encode() + b"\0" + res.data)
+    return digest.hexdigest()
+
+
 def bench_fingerprint(bench: Benchmark) -> str:
     """A change to any statement or rubric makes old results incomparable; the scoreboard not."""
     digest = hashlib.sha256()
@@ -203,11 +215,19 @@ def _read(path: Path) -> str:
 # -- planning ----------------------------------------------------------------------------------
 
 
-def _skill_files(ws: Workspace, overrides: Mapping[str, str], drop: set[str]) -> list[SkillFiles]:
+def _skill_files(
+    ws: Workspace,
+    overrides: Mapping[str, str],
+    drop: set[str],
+    folders: Mapping[str, Resources] | None = None,
+) -> list[SkillFiles]:
     files: dict[str, SkillFiles] = {}
     for name in ws.skill_names():
         files[name] = SkillFiles(name, _read(ws.skill_path(name)), ws.skills_dir / name)
     for name, text in overrides.items():
+        if folders and name in folders:  # a candidate's folder: parent files with its edits
+            files[name] = SkillFiles(name, text, resources=folders[name])
+            continue
         folder = _version_folder(ws, name, text) or ws.skills_dir / name
         files[name] = SkillFiles(name, text, folder if folder.is_dir() else None)
     return [files[name] for name in sorted(files) if name not in drop]
@@ -264,6 +284,7 @@ def make_plan(
     skills: Mapping[str, str] | None,
     baseline: str | None,
     case_ids: list[str] | None,
+    folders: Mapping[str, Resources] | None = None,
 ) -> Plan:
     """Resolve the matrix: which cases, how many runs, which skill texts per variant."""
     check_counts(("--runs", runs))
@@ -278,7 +299,7 @@ def make_plan(
         check_statement(case.statement_dir)
     overrides = dict(skills or {})
     under_test = tuple(sorted(overrides)) if overrides else tuple(ws.skill_names())
-    variants = {SKILL: tuple(_skill_files(ws, overrides, set()))}
+    variants = {SKILL: tuple(_skill_files(ws, overrides, set(), folders))}
     if baseline == "none":
         variants[BASELINE] = tuple(_skill_files(ws, overrides, set(under_test)))
     elif baseline is not None:
@@ -413,6 +434,7 @@ def run_evaluation(
     scoreboard: bool = True,
     seed: int | None = None,
     executor: Executor | None = None,
+    folders: Mapping[str, Resources] | None = None,
 ) -> RunResult:
     """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
 
@@ -426,7 +448,9 @@ def run_evaluation(
     leaves the scoreboard record to the caller (a Builder or Optimizer session writes its own).
     ``seed`` fixes the evaluation's seed (default: a fresh one, or the resumed run's own).
     ``executor`` runs the agents (default: the command line's ``--executor``, else the one
-    ``executor:`` in skillsmith.yaml names).
+    ``executor:`` in skillsmith.yaml names). ``folders`` gives a skill under test its own files
+    beside SKILL.md (a candidate whose patch edits a reference) instead of its live folder's;
+    they are kept in the run's ``inputs/`` with the text.
     """
     if cancel is not None:
         cancel.check()
@@ -451,8 +475,16 @@ def run_evaluation(
             case_ids = case_ids or manifest.get("case_ids")
             baseline = baseline or (manifest.get("baseline") or {}).get("spec")
             skills = skills or folder.load_inputs(SKILL) or None
+            folders = folders or folder.load_input_folders(SKILL) or None
     plan = make_plan(
-        ws, bench, agent, runs=runs, skills=skills, baseline=baseline, case_ids=case_ids
+        ws,
+        bench,
+        agent,
+        runs=runs,
+        skills=skills,
+        baseline=baseline,
+        case_ids=case_ids,
+        folders=folders,
     )
     if folder is not None and folder.exists():
         _refuse_other_inputs(folder, plan)
@@ -522,8 +554,8 @@ def _evaluate(
             manifest["scoreboard_recorded"] = bool(old.get("scoreboard_recorded"))
         else:
             for name in plan.under_test:
-                text = next(s.text for s in plan.variants[SKILL] if s.name == name)
-                folder.save_input(SKILL, name, text)
+                skill = next(s for s in plan.variants[SKILL] if s.name == name)
+                folder.save_input(SKILL, name, skill.text, skill.resources)
         folder.write_manifest(manifest)
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))

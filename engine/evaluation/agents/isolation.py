@@ -19,6 +19,7 @@ from pathlib import Path
 
 from engine.core.errors import SkillsmithError
 from engine.core.fsutil import hold, stale_hold
+from engine.core.skill_folder import Resources
 
 PROMPT_FILE = "PROMPT.md"
 ANSWER_FILE = "answer.txt"
@@ -42,6 +43,8 @@ class SkillFiles:
     name: str
     text: str
     folder: Path | None = None  # references/, scripts/, assets/ are copied from here
+    # ...or, for a candidate whose patch edits them, the files themselves (no folder has them yet)
+    resources: Resources | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,9 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
             (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
         for skill in spec.skills:
             target = room / spec.skills_subdir / skill.name
-            if skill.folder is not None and skill.folder.is_dir():
+            if skill.resources is not None:
+                _write_resources(skill.resources, target)
+            elif skill.folder is not None and skill.folder.is_dir():
                 _copy(skill.folder, target, skill.folder.resolve(), "", SKILL_EVALS)
             target.mkdir(parents=True, exist_ok=True)
             (target / "SKILL.md").write_bytes(skill.text.encode("utf-8"))
@@ -126,6 +131,19 @@ def _copy(src: Path, dst: Path, base: Path, rel: str, private_top: str | None = 
     dst.mkdir(parents=True, exist_ok=True)
     for child in sorted(src.iterdir()):
         _copy(child, dst / child.name, base, f"{rel}/{child.name}".lstrip("/"), private_top)
+
+
+def _write_resources(resources: Resources, target: Path) -> None:
+    """A candidate's files, held back as :func:`_copy` holds back a folder's private parts (a
+    room is scratch, so plain writes: no fsync)."""
+    for rel, res in sorted(resources.items()):
+        parts = Path(rel).parts
+        if parts[0] == SKILL_EVALS or RUBRIC_NAMES.intersection(parts):
+            continue
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(res.data)
+        path.chmod(res.mode)
 
 
 def _inside(path: Path, base: Path) -> bool:

@@ -84,6 +84,7 @@ def evaluate_queued(
     sampling = Sampling(alpha=cfg.alpha, max_extra_runs=cfg.max_extra_runs, looks=cfg.looks)
     baseline = cand.parent_version or "none"
     text = cand.skill_text()
+    files = queue.folder_of(cand)  # the parent's files with the patch's edits, if it has any
     run_ids: list[str] = []
 
     def evaluate(case_ids: Sequence[str] | None, n: int | None) -> tuple[Rows, Rows]:
@@ -93,6 +94,7 @@ def evaluate_queued(
             runs=n,
             jobs=jobs,
             skills={cand.skill: text},
+            folders=None if files is None else {cand.skill: files},
             baseline=baseline,
             case_ids=None if case_ids is None else list(case_ids),
             reporter=reporter,

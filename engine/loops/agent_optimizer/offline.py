@@ -137,8 +137,11 @@ def _appended(text: str, line: str) -> str:
     return (text.rstrip("\n") + "\n" if text else "") + line + "\n"
 
 
-def _skill_patch(ws: Workspace, data: Mapping[str, Any], cause: Mapping[str, Any]) -> Idea | None:
-    """Evolution's offline patch for this root cause, on the first skill it finds one for.
+def _skill_patch(
+    ws: Workspace, data: Mapping[str, Any], cause: Mapping[str, Any]
+) -> tuple[Idea, list[str]] | None:
+    """Evolution's offline patch for this root cause, on the first skill it finds one for, with
+    the cases it is written to fix (often fewer than the root cause's).
 
     It learns from every row of the reference run (the Optimizer's benchmark has no feedback
     split of its own) and respects the skill's taboo list, so a patch the verdict rolled back is
@@ -168,14 +171,15 @@ def _skill_patch(ws: Workspace, data: Mapping[str, Any], cause: Mapping[str, Any
         proposal = proposer.propose(ctx)
         if proposal.diff is None or proposal.skill_text is None:
             continue
-        return (
+        cases = list(proposal.case_ids) or list(cause["case_ids"])
+        idea = (
             target,
             proposal.skill_text,
             str(cause["rule_id"]),
             proposal.summary or proposal.reason,
-            f"{', '.join(proposal.case_ids)} fail for what this edit of the skill covers; "
-            "with it they pass",
+            f"{', '.join(cases)} fail for what this edit of the skill covers; with it they pass",
         )
+        return idea, cases
     return None
 
 
@@ -196,16 +200,18 @@ def _ideas(data: Mapping[str, Any], ws: Workspace | None) -> Iterator[tuple[Idea
     files: Mapping[str, str | None] = data["files"]
     causes = sorted(data.get("root_causes") or [], key=lambda rc: -float(rc.get("share") or 0))
     for cause in causes:
-        ideas: list[Idea | None] = []
+        cases = list(cause["case_ids"])
         if cause.get("rule_id") in BUDGET_RULES:
-            ideas = [_raise_budget(str(files[CONFIG_NAME]), cause, data.get("limits") or {})]
-        elif cause.get("rule_id") in HASTE_RULES:
-            ideas = list(_thorough(files, cause))
-        elif ws is not None and cause.get("worth_patch", True):
-            ideas = [_skill_patch(ws, data, cause)]
-        for idea in ideas:
+            idea = _raise_budget(str(files[CONFIG_NAME]), cause, data.get("limits") or {})
             if idea is not None:
-                yield idea, list(cause["case_ids"])
+                yield idea, cases
+        elif cause.get("rule_id") in HASTE_RULES:
+            for idea in _thorough(files, cause):
+                yield idea, cases
+        elif ws is not None and cause.get("worth_patch", True):
+            patch = _skill_patch(ws, data, cause)
+            if patch is not None:
+                yield patch
     failing = [c["id"] for c in data.get("cases") or [] if float(c.get("score") or 0) < 100]
     if failing:
         idea = _evidence(files, failing)

@@ -122,6 +122,9 @@ class PendingRound:
     stagnation: float = 0.0
     slim: bool = False
     evaluations: dict[str, dict[str, Evaluation]] = field(default_factory=dict)
+    # text sha → split → the run of a fresh evaluation a gate compared against (never the rows
+    # diagnosis read), kept so a parent that stays current is not measured afresh every round
+    paired: dict[str, dict[str, str]] = field(default_factory=dict)
     versions: list[VersionRecord] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
     stop_reason: str | None = None

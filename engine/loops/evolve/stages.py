@@ -378,11 +378,24 @@ class Evolution:
         (regression to the mean), which would make noise look like a fix. The fresh parent run
         draws its own seed (:meth:`role_seed`): the round's evaluation seed would replay the
         diagnosis rows exactly.
+
+        A parent that stayed current (its last candidate was rejected) keeps the fresh
+        evaluation an earlier round made of it: those rows are still independent of the rows
+        diagnosis reads and of the new candidate's, so measuring the same text again would only
+        spend a selection split's worth of runs on a second draw of the same comparison.
         """
         splits = self.judged_splits()
         self.evaluate(self.candidate_text(), splits, "candidate")
-        seed = self.role_seed("gate")
-        self.evaluate_fresh(self.parent_text(), splits, "parent_paired", seed=seed)
+        parent = self.parent_text()
+        have = self.pending.paired.get(text_sha(parent), {})
+        missing = [s for s in splits if s not in have]
+        if missing:
+            seed = self.role_seed("gate")
+            self.evaluate_fresh(parent, missing, "parent_paired", seed=seed)
+            run_id = self.pending.run_ids["parent_paired"]
+            made = self.pending.paired.setdefault(text_sha(parent), {})
+            made.update(dict.fromkeys(missing, run_id))
+            self.save()
 
     def role_seed(self, role: str) -> int:
         """A gate evaluation's seed, fixed by the session seed, the round and the role: unlike
@@ -430,10 +443,9 @@ class Evolution:
         return [r for r in result.rows if r.get("variant") == "skill"]
 
     def paired_rows(self, split: str) -> tuple[Rows, Rows]:
-        """(fresh parent, candidate) rows of one split, from the round's paired evaluation."""
-        parent = read_results(
-            self.ws.runs_dir / self.pending.run_ids["parent_paired"] / "results.jsonl"
-        )
+        """(fresh parent, candidate) rows of one split, from the parent's paired evaluation."""
+        run_id = self.pending.paired[text_sha(self.parent_text())][split]
+        parent = read_results(self.ws.runs_dir / run_id / "results.jsonl")
         before = [r for r in parent if r.get("split") == split and r.get("variant") == "skill"]
         return before, self.rows_of(text_sha(self.candidate_text()), split)
 
