@@ -39,14 +39,18 @@ def standard_cases(*, critical_safe_holdout: bool) -> dict[str, Case]:
     return cases
 
 
-def keyword_workspace(root: Path, cases: dict[str, Case]) -> Workspace:
-    """A workspace whose agent is the keyword agent, a skill ``audit`` and a benchmark ``kw``."""
+def keyword_workspace(root: Path, cases: dict[str, Case], *, noise: float = 0.0) -> Workspace:
+    """A workspace whose agent is the keyword agent, a skill ``audit`` and a benchmark ``kw``;
+    with ``noise`` every answer flips at that rate (seeded per run, see the agent)."""
     ws = Workspace.init(root)
     cfg = ws.load_config()
     cfg.agent.kind = "command"
     cfg.agent.command = [sys.executable, str(KEYWORD_AGENT)]
     cfg.agent.timeout_s = 30.0
     cfg.models.reflection.provider = "anthropic"
+    # Without noise the agent repeats itself, so reruns could not move a verdict over the cases;
+    # they would only split alpha over more looks. Only a noisy workspace samples adaptively.
+    cfg.gates.max_extra_runs = cfg.gates.max_extra_runs if noise else 0
     ws.save_config(cfg)
     add_skill(ws, SKILL, skill_text(SKILL, steps=SEED_STEPS))
     config = {
@@ -59,7 +63,8 @@ def keyword_workspace(root: Path, cases: dict[str, Case]) -> Workspace:
     prompt = "Is this code vulnerable? Answer `VERDICT: vulnerable` or `VERDICT: safe`.\n"
     for case_id, (split, expected, critical) in cases.items():
         rubric = {"expected": expected, "split": split, "critical": critical}
-        write_case(bench, case_id, rubric, prompt=prompt, files={"token.txt": case_id + "\n"})
+        files = {"token.txt": case_id + "\n"} | ({"noise.txt": f"{noise}\n"} if noise else {})
+        write_case(bench, case_id, rubric, prompt=prompt, files=files)
     return ws
 
 

@@ -32,6 +32,7 @@ from tests.optimize_helpers import (
     use_server,
 )
 
+SEED = 3
 ONE_ROUND = OptimizeOptions(iterations=1, jobs=2)
 
 
@@ -264,3 +265,47 @@ def test_when_nothing_beats_the_seed_the_record_says_why_per_candidate(
     recorded = json.loads((ws.experiments_dir / result.experiment_id / "result.json").read_text())
     assert [p["why"] for p in recorded["pool"]] == [seed["why"], child["why"]]
     assert CandidateQueue(ws).list() == []
+
+
+def test_an_inconclusive_pick_is_decided_by_rerunning_its_deciding_cases(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    # A noisy agent (every answer flips at 0.3, seeded per run) with the run's seed fixed, so the
+    # draws — and hence which look decides — are the same on every machine.
+    ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False), noise=0.3)
+    served.respond_with(rewriting("Flag every call site: flag all"))
+    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=1, jobs=2, seed=1))
+
+    # On the one run per case the pick is +40 pts at p=0.11 (this seed, measured): inconclusive.
+    # Rerunning only the cases whose runs disagree decides it at the second look.
+    validation = result.validation
+    assert validation is not None and validation["decision"] == "better"
+    assert validation["looks"] == 2 and validation["extra_runs"] == 10
+    assert validation["line"].endswith("(10 paired cases, 1 run, +10 extra)")
+    assert result.holdout is not None
+    holdout = result.holdout["verdict"]
+    assert holdout["decision"] == "better" and holdout["extra_runs"] > 0
+    assert result.status == "submitted", result.reason
+    assert f"+{holdout['extra_runs']} extra" in result.reason
+    # Every rerun is a metric call: 46 for the search and the first looks, plus both variants'
+    # extra runs.
+    assert result.metric_calls == 46 + 2 * (validation["extra_runs"] + holdout["extra_runs"])
+
+    folder = ws.experiments_dir / result.experiment_id
+    stored = json.loads((folder / "result.json").read_text())
+    assert stored["validation"]["extra_runs"] == 10
+    assert stored["holdout"]["verdict"]["extra_runs"] == holdout["extra_runs"]
+    events = _events(ws, result.experiment_id)
+    selected = next(e for e in events if e["kind"] == "selected")
+    assert selected["validation"]["extra_runs"] == 10
+    reruns = [json.loads(p.read_text()) for p in sorted((folder / "evaluations").iterdir())]
+    reruns = [e for e in reruns if "rerun" in e["phase"]]
+    # Both variants reran the same cases on the same seed, so their runs pair.
+    base = [e for e in reruns if e["phase"] == "validation-rerun-baseline"]
+    pick = [e for e in reruns if e["phase"] == "validation-rerun-candidate"]
+    assert len(base) == len(pick) == 1
+    assert [r["case_id"] for r in base[0]["results"]] == [r["case_id"] for r in pick[0]["results"]]
+    assert len(base[0]["results"]) == 10
+    cand = CandidateQueue(ws).get(result.candidate or "")
+    figures = {g["gate"]: g for g in cand.gates()}["holdout_promotion"]["figures"]
+    assert figures["extra_runs"] == holdout["extra_runs"]

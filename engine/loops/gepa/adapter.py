@@ -25,6 +25,7 @@ raises it.
 from __future__ import annotations
 
 import functools
+import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,12 +41,13 @@ from engine.core.benchmark import Benchmark
 from engine.core.events import Cancelled, CancelToken, SessionLog
 from engine.core.workspace import Workspace
 from engine.evaluation.llm import LLM
-from engine.evaluation.runner import run_evaluation
+from engine.evaluation.runner import RunResult, run_evaluation
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.gepa.pareto import (
     minibatch_keeps,
     minibatch_screen,
     sample_minibatch,
+    score_row,
     select_parent,
 )
 from engine.loops.gepa.reflection import (
@@ -159,20 +161,7 @@ class Evaluator:
         whichever candidate runs it: the seed and a candidate pair on it, and the same
         ``--seed`` repeats the whole optimization.
         """
-        self.clock.check()
-        text = render(self.seed_text, sections)
-        result = run_evaluation(
-            self.ws,
-            self.bench.id,
-            runs=1,
-            jobs=self.jobs,
-            skills={self.skill: text},
-            case_ids=list(case_ids),
-            cancel=self.clock,
-            scoreboard=False,
-            seed=self.seed,
-        )
-        self.calls += len(case_ids)
+        result = self._evaluate(sections, case_ids, 1, self.seed)
         rows = {r["case_id"]: r for r in result.rows if r["variant"] == "skill"}
         runs = [_case_run(rows[c], result.run_id) for c in case_ids]
         trajectories = (
@@ -196,6 +185,52 @@ class Evaluator:
             run_id=result.run_id,
         )
         return runs, trajectories
+
+    def rerun(
+        self,
+        sections: Mapping[str, str],
+        case_ids: Sequence[str],
+        phase: str,
+        *,
+        runs: int,
+        seed: int,
+    ) -> list[dict[str, Any]]:
+        """``runs`` more runs of each case, as score rows for a paired verdict.
+
+        Adaptive sampling's reruns: the caller passes the same ``seed`` for both variants of a
+        look (so they pair on the same noise) and a new one for each look (so a rerun is not a
+        replay of a run already counted). An invalid run scores 0, as in :meth:`run`.
+        """
+        result = self._evaluate(sections, case_ids, runs, seed)
+        found = [
+            score_row(str(r["case_id"]), int(r.get("run_index", 0)), _case_run(r, "").score)
+            for r in result.rows
+            if r["variant"] == "skill"
+        ]
+        cand = candidate_id(sections)
+        mean = math.fsum(float(r["score"]) for r in found) / len(found) if found else 0.0
+        self.experiment.evaluation(
+            phase, cand, {"run_id": result.run_id, "mean": mean, "runs": runs, "results": found}
+        )
+        return found
+
+    def _evaluate(
+        self, sections: Mapping[str, str], case_ids: Sequence[str], runs: int, seed: int
+    ) -> RunResult:
+        self.clock.check()
+        result = run_evaluation(
+            self.ws,
+            self.bench.id,
+            runs=runs,
+            jobs=self.jobs,
+            skills={self.skill: render(self.seed_text, sections)},
+            case_ids=list(case_ids),
+            cancel=self.clock,
+            scoreboard=False,
+            seed=seed,
+        )
+        self.calls += len(case_ids) * runs
+        return result
 
     def _trajectory(self, run_dir: Any, row: Mapping[str, Any]) -> dict[str, Any]:
         case = self.bench.case(str(row["case_id"]))

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.evaluation.verdict import Verdict, compare_paired
+from engine.evaluation.verdict import Judge, Rows, Verdict, compare_paired
 
 Scores = Mapping[str, float]
 Table = Sequence[Scores]
@@ -38,11 +38,16 @@ SCREEN_ALPHA = 0.5  # the minibatch screen: "more of it went up than down"
 _SCREEN_EPSILON = 1e-6  # a gain smaller than this is a float's width, not a gain
 
 
-def _rows(scores: Scores, cases: Sequence[str]) -> list[dict[str, Any]]:
-    return [
-        {"case_id": c, "run_index": 0, "score": float(scores[c]), "pass_fail": "pass"}
-        for c in cases
-    ]
+def score_rows(scores: Scores, cases: Sequence[str]) -> list[dict[str, Any]]:
+    """A score column as the one-run rows a paired verdict (and its reruns) read."""
+    return [score_row(c, 0, float(scores[c])) for c in cases]
+
+
+def score_row(case_id: str, run_index: int, score: float) -> dict[str, Any]:
+    """One run as a verdict row. Only a full score counts as a pass: adaptive sampling picks the
+    cases to rerun by whether their runs' passes disagree, and a partial score is no pass."""
+    status = "pass" if score >= 1.0 - _EPSILON else "fail"
+    return {"case_id": case_id, "run_index": run_index, "score": score, "pass_fail": status}
 
 
 def paired_scores(
@@ -54,14 +59,26 @@ def paired_scores(
     threshold: float = 0.0,
 ) -> Verdict:
     """The paired verdict of two score columns over the same cases (one run each)."""
-    return compare_paired(
-        _rows(before, cases),
-        _rows(after, cases),
-        alpha=alpha,
-        alternative="greater",
-        threshold=threshold,
-        measure="score",
-    )
+    return score_judge(cases, threshold)(score_rows(before, cases), score_rows(after, cases), alpha)
+
+
+def score_judge(cases: Sequence[str], threshold: float = 0.0) -> Judge:
+    """ "Better by more than ``threshold``" over ``cases``, for any number of runs per case, so
+    adaptive sampling can look again at the same question with the reruns added."""
+    wanted = list(cases)
+
+    def judge(before: Rows, after: Rows, alpha: float) -> Verdict:
+        return compare_paired(
+            before,
+            after,
+            cases=wanted,
+            alpha=alpha,
+            alternative="greater",
+            threshold=threshold,
+            measure="score",
+        )
+
+    return judge
 
 
 def mean_score(scores: Scores, cases: Sequence[str]) -> float:
@@ -145,13 +162,18 @@ def minibatch_keeps(parent: Sequence[float], child: Sequence[float]) -> bool:
 
 
 def validated_pick(
-    table: Table, cases: Sequence[str], *, alpha: float
+    table: Table, cases: Sequence[str], *, alpha: float, verdict: Verdict | None = None
 ) -> tuple[int, Verdict | None]:
-    """The best validation mean if it beats the seed with confidence, else the seed (index 0)."""
+    """The best validation mean if it beats the seed with confidence, else the seed (index 0).
+
+    ``verdict`` is the seed-against-best comparison when the caller already decided it with
+    reruns (adaptive sampling); without it the table's one run per case decides.
+    """
     best = best_candidate(table, cases)
     if best == 0:
         return 0, None
-    verdict = paired_scores(table[0], table[best], cases, alpha=alpha)
+    if verdict is None:
+        verdict = paired_scores(table[0], table[best], cases, alpha=alpha)
     return (best if verdict.better else 0), verdict
 
 
@@ -213,6 +235,11 @@ def best_candidate(table: Table, cases: Sequence[str]) -> int:
     return best
 
 
+def promotion_floor(min_gain: float) -> float:
+    """The gain the holdout verdict's lower bound must clear (a float's width under min_gain)."""
+    return min_gain - _EPSILON if min_gain > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class Promotion:
     """Whether the selected candidate may be submitted, and the first rule that said no."""
@@ -235,12 +262,15 @@ def assess_promotion(
     critical: Sequence[str],
     min_gain: float,
     alpha: float = 0.05,
+    verdict: Verdict | None = None,
 ) -> Promotion:
     """The holdout rules, first failing rule wins (tRPC-Agent-Go's assessPromotion order).
 
     The gain must hold at the interval's lower bound (a paired comparison over the holdout
     cases, one-sided ``alpha``), not only in the mean: a noisy agent's holdout mean moves by
-    chance. A critical case that scores lower is a hard limit.
+    chance. A critical case that scores lower is a hard limit. ``seed`` and ``candidate`` are
+    per-case means; ``verdict``, when given, is the comparison already decided with reruns
+    (judged with :func:`promotion_floor`), else their one run per case decides.
     """
     if selected_is_seed:
         return Promotion(False, "no candidate beat the seed on validation with confidence")
@@ -249,8 +279,10 @@ def assess_promotion(
     base, new = mean_score(seed, cases), mean_score(candidate, cases)
     delta = new - base
     regressed = tuple(c for c in cases if c in set(critical) and candidate[c] < seed[c])
-    floor = min_gain - _EPSILON if min_gain > 0 else 0.0
-    verdict = paired_scores(seed, candidate, cases, alpha=alpha, threshold=floor)
+    if verdict is None:
+        verdict = paired_scores(
+            seed, candidate, cases, alpha=alpha, threshold=promotion_floor(min_gain)
+        )
     if delta <= _EPSILON:
         reason = f"holdout mean {new:.4f} does not beat the seed's {base:.4f}"
     elif delta < min_gain - _EPSILON:
@@ -279,8 +311,12 @@ __all__ = [
     "minibatch_screen",
     "paired_scores",
     "pool_standings",
+    "promotion_floor",
     "pruned_fronts",
     "sample_minibatch",
+    "score_judge",
+    "score_row",
+    "score_rows",
     "select_parent",
     "validated_pick",
 ]

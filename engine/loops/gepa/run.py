@@ -7,19 +7,21 @@ on all of Validation), pick the best Validation mean (the seed on a tie), then c
 pick on Holdout with the same conditions. Only a pick that clears the holdout rules — a mean
 that beats the seed's by at least ``min_gain``, no critical case worse — is submitted, and then
 only into the approval queue (``pending_approval``, through the candidate gates), never
-published.
+published. Both comparisons with the seed decide as every loop does (``Sampling.decide``): an
+inconclusive one reruns the cases that can still decide it, seed and pick on the same seeds.
 
 Limits: iterations, the reflection minibatch, a metric-call budget that is never exceeded (each
-call is one agent run of one case, and the holdout comparison's calls are held in reserve from
-the start), the seed of every random draw, and a time limit. Running out of iterations or budget
-ends the search normally; running out of time *fails* the run: a half-finished search has not
-earned a submission.
+call is one agent run of one case, and the holdout comparison's calls and both decisions' reruns
+are held in reserve from the start), the seed of every random draw, and a time limit. Running
+out of iterations or budget ends the search normally; running out of time *fails* the run: a
+half-finished search has not earned a submission.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
@@ -34,9 +36,11 @@ from engine.core.sessions import hold, start_session
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import StaleCandidate, TaskOutcome
+from engine.evaluation.gates.outcome import Sampling
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import make_llm
+from engine.evaluation.verdict import Rerun, Rows, Verdict
 from engine.loops.gepa.adapter import (
     CoverageSelector,
     DistinctMinibatch,
@@ -53,8 +57,12 @@ from engine.loops.gepa.offline import offline_reflection
 from engine.loops.gepa.pareto import (
     Promotion,
     assess_promotion,
+    best_candidate,
     mean_score,
     pool_standings,
+    promotion_floor,
+    score_judge,
+    score_rows,
     validated_pick,
 )
 from engine.loops.gepa.sections import SECTIONS, candidate_id, render, sections_of
@@ -248,7 +256,7 @@ class _Run:
             iterations=opts.iterations,
             max_calls=opts.max_metric_calls,
             round_cost=2 * self.batch + len(splits.validation),
-            reserve=2 * len(splits.holdout),
+            reserve=2 * len(splits.holdout) + 2 * 2 * cfg.gates.max_extra_runs,
             clock=self.clock,
         )
         self.result = GepaResult(
@@ -261,6 +269,7 @@ class _Run:
             seed_id=candidate_id(self.seed_sections),
         )
         self.picked = 0  # the pool index of the pick, once the search has made one
+        self.looks = 0  # the rerun looks taken so far; each draws its own evaluation seed
 
     def execute(self) -> GepaResult:
         result, clock = self.result, self.clock
@@ -322,7 +331,19 @@ class _Run:
             {validation[int(k)]: v for k, v in scores.items()} for scores in found.val_subscores
         ]
         alpha = self.ws.load_config().gates.alpha
-        best, verdict = validated_pick(table, validation, alpha=alpha)
+        best = best_candidate(table, validation)
+        verdict = None
+        if best != 0:
+            verdict, _, _ = self._decide(
+                score_rows(table[0], validation),
+                score_rows(table[best], validation),
+                validation,
+                0.0,
+                (self.seed_sections, found.candidates[best]),
+                "validation-rerun",
+                reserve=2 * len(self.splits.holdout) + 2 * self._max_extra(),
+            )
+        best, verdict = validated_pick(table, validation, alpha=alpha, verdict=verdict)
         standings = pool_standings(table, validation, best, verdict)
         self.result.pool = [
             {
@@ -351,12 +372,21 @@ class _Run:
         critical = [c.id for c in self.bench.cases if c.rubric.critical]
         seed_scores: dict[str, float] = {}
         pick_scores: dict[str, float] = {}
+        verdict: Verdict | None = None
         if not seed_won and holdout:
             run = self.evaluator.run
             base, _ = run(self.seed_sections, holdout, "holdout-baseline", traces=False)
             pick, _ = run(chosen, holdout, "holdout-candidate", traces=False)
-            seed_scores = {r.case_id: r.score for r in base}
-            pick_scores = {r.case_id: r.score for r in pick}
+            verdict, base_rows, pick_rows = self._decide(
+                score_rows({r.case_id: r.score for r in base}, holdout),
+                score_rows({r.case_id: r.score for r in pick}, holdout),
+                holdout,
+                promotion_floor(self.opts.min_gain),
+                (self.seed_sections, chosen),
+                "holdout-rerun",
+                reserve=0,
+            )
+            seed_scores, pick_scores = _case_means(base_rows), _case_means(pick_rows)
         promotion = assess_promotion(
             selected_is_seed=seed_won,
             seed=seed_scores,
@@ -365,6 +395,7 @@ class _Run:
             critical=critical,
             min_gain=self.opts.min_gain,
             alpha=self.ws.load_config().gates.alpha,
+            verdict=verdict,
         )
         if seed_scores:
             result.holdout = {
@@ -388,6 +419,54 @@ class _Run:
             holdout=result.holdout,
         )
         return promotion
+
+    def _max_extra(self) -> int:
+        return self.ws.load_config().gates.max_extra_runs
+
+    def _decide(
+        self,
+        before: Rows,
+        after: Rows,
+        cases: list[str],
+        threshold: float,
+        variants: tuple[dict[str, str], dict[str, str]],
+        phase: str,
+        *,
+        reserve: int,
+    ) -> tuple[Verdict, list[dict[str, Any]], list[dict[str, Any]]]:
+        """Seed against pick as every loop decides: rerun only the cases that can still move an
+        inconclusive verdict, both variants on the same seeds, up to ``gates.max_extra_runs`` —
+        and never past the metric-call budget (``reserve`` calls are kept for what follows)."""
+        gates = self.ws.load_config().gates
+        left = self.opts.max_metric_calls - self.evaluator.calls - reserve
+        sampling = Sampling(
+            alpha=gates.alpha,
+            max_extra_runs=max(0, min(gates.max_extra_runs, left // 2)),
+            looks=gates.looks,
+        )
+        return sampling.decide(
+            before,
+            after,
+            score_judge(cases, threshold),
+            lambda v: not v.better,
+            self._rerun(variants, phase),
+            cases,
+        )
+
+    def _rerun(self, variants: tuple[dict[str, str], dict[str, str]], phase: str) -> Rerun:
+        def rerun(cases: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+            self.looks += 1
+            # A look's own seed: both variants share it (they pair on the same noise), and it
+            # differs from the search's seed, so a rerun is a new draw, not a replay.
+            seed = self.seed + self.looks
+            sides = [
+                self.evaluator.rerun(v, cases, f"{phase}-{side}", runs=runs, seed=seed)
+                for v, side in zip(variants, ("baseline", "candidate"), strict=True)
+            ]
+            self.log.emit("message", stage=phase, cases=list(cases), runs=runs, look=self.looks)
+            return sides[0], sides[1]
+
+        return rerun
 
     def _submit(self, promotion: Promotion, chosen: dict[str, str]) -> None:
         """Queue the pick as pending_approval with its evidence, or say why not."""
@@ -507,6 +586,14 @@ class _Run:
             self.log.emit("error", status=status, reason=reason)
         else:
             self.log.emit("finished", status=status, reason=reason, headline=result.headline)
+
+
+def _case_means(rows: Rows) -> dict[str, float]:
+    """Each case's mean score over all its runs (the first look's and the reruns')."""
+    grouped: dict[str, list[float]] = {}
+    for row in rows:
+        grouped.setdefault(str(row["case_id"]), []).append(float(row["score"]))
+    return {case: math.fsum(v) / len(v) for case, v in grouped.items()}
 
 
 __all__ = ["GepaOptions", "GepaResult", "OptimizeFailed", "OptimizeOptions", "optimize", "run"]
