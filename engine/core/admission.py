@@ -6,7 +6,10 @@ secret — a vault value included) and a file too large for any agent's context,
 naming the file and line. The files published beside SKILL.md meet the snapshot's own secret
 check, so nothing that becomes active can make every later snapshot refuse. An
 approved candidate also records its ``patch.diff`` in the history, so that must be a diff: text,
-every line a unified-diff line — not a binary blob or prose a hand edit put there.
+every line a unified-diff line — not a binary blob or prose a hand edit put there. A proposed
+change to the files beside SKILL.md meets the Safety gate's command rules on the lines it adds (a
+reference script is run by the agent as surely as a step is followed), while the lines the
+parent already had are the user's own and stay as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from engine.core.errors import SkillsmithError
 from engine.core.lint import lint_text
+from engine.core.safety import scan
 from engine.core.secret_scan import refuse_secrets
 from engine.core.skill_folder import Resources
 from engine.core.store import read_text
@@ -50,6 +54,23 @@ def check_resources(resources: Resources, *, folder: Path, secrets: Iterable[str
     known = list(secrets)
     for rel, resource in sorted(resources.items()):
         refuse_secrets(folder / rel, resource.data, known, then="publish again")
+
+
+def check_added_lines(before: Resources, after: Resources, *, folder: Path) -> None:
+    """Refuse a proposed change whose added lines in a file beside SKILL.md break a Safety rule."""
+    for rel, resource in sorted(after.items()):
+        old = before.get(rel)
+        if old == resource:
+            continue
+        had = set(old.data.decode("utf-8", "replace").splitlines()) if old is not None else set()
+        text = resource.data.decode("utf-8", "replace")
+        lines = text.splitlines()
+        for finding in scan(text):
+            if finding.severity == "error" and lines[finding.line - 1] not in had:
+                raise SkillsmithError(
+                    f"{folder / rel}:{finding.line}: {finding.message} [{finding.rule_id}]; "
+                    "a proposed change may not add it"
+                )
 
 
 def text_of(path: Path) -> str:

@@ -466,9 +466,10 @@ class CandidateQueue:
     def _folder(
         self, skill: str, parent: str | None, patch: str, *, where: Path
     ) -> dict[str, Resource] | None:
-        """The patched folder, refused in one line when the patch may not apply to it or a
-        changed file holds a secret (a snapshot of the published folder would refuse it)."""
-        from engine.core.admission import check_resources  # lint rules: on a decision
+        """The patched folder, refused in one line when the patch may not apply to it, a
+        changed file holds a secret (a snapshot of the published folder would refuse it) or a
+        line it adds breaks a Safety rule."""
+        from engine.core.admission import check_added_lines, check_resources  # on a decision
         from engine.core.folder_patch import apply_folder_patch, touches_resources  # unidiff
 
         if not touches_resources(patch, where=where):
@@ -479,6 +480,7 @@ class CandidateQueue:
         changed = {rel: res for rel, res in after.items() if before.get(rel) != res}
         folder = store.skill_file.parent
         check_resources(changed, folder=folder, secrets=secret_values(self.ws))
+        check_added_lines(before, after, folder=folder)
         return after
 
     def _decidable(self, candidate_id: str, expected_hash: str | None, verb: str) -> Candidate:

@@ -34,8 +34,8 @@ def stale_against(ws: Workspace, cand: Candidate) -> str | None:
 def repropose(ws: Workspace, candidate_id: str) -> tuple[Candidate, GateDecision]:
     """Apply a stale candidate's patch to the current version and gate the result anew."""
     # imported here: the patches package loads the model SDK, which `queue` alone never needs
+    from engine.core.patch_apply import PatchError, apply_patch
     from engine.evaluation.gates.submission import submit_candidate
-    from engine.evaluation.patches.apply import PatchError, apply_patch
 
     queue = CandidateQueue(ws)
     cand = queue.get(candidate_id)

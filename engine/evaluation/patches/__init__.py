@@ -5,8 +5,8 @@ a diagnosis into a diff, and the deterministic filters (taboo, structure, text q
 traps, slim mode) refuse anything unsafe to evaluate before a single case is run.
 """
 
+from engine.core.patch_apply import PatchError, apply_patch, parse_diff
 from engine.evaluation.patches.anthropic_proposer import AnthropicProposer
-from engine.evaluation.patches.apply import PatchError, apply_patch, parse_diff
 from engine.evaluation.patches.filters import (
     FilterFinding,
     FilterReport,

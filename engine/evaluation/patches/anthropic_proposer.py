@@ -10,8 +10,8 @@ slogan…) is sent back with the reason, a bounded number of times, after which 
 from __future__ import annotations
 
 from engine.core.config import LimitsConfig
+from engine.core.patch_apply import PatchError
 from engine.evaluation.llm import LLM, TokenUsage
-from engine.evaluation.patches.apply import PatchError
 from engine.evaluation.patches.filters import FilterReport
 from engine.evaluation.patches.prompts import build_prompt, extract_diff, retry_message
 from engine.evaluation.patches.proposer import (

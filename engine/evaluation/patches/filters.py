@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from engine.core.config import LimitsConfig
+from engine.core.patch_apply import Applied, ParsedDiff, PatchError, apply_diff, parse_diff
 from engine.core.safety import scan
 from engine.core.skill import Line, SkillDoc
 from engine.core.taboo import TabooEntry, TabooList
-from engine.evaluation.patches.apply import Applied, ParsedDiff, PatchError, apply_diff, parse_diff
 from engine.evaluation.patches.signature import same_edit, split_taboo_rule, taboo_rule
 from engine.evaluation.patches.textrules import TextRules, default_rules
 

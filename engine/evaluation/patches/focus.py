@@ -6,7 +6,7 @@ too big to send whole is sent as the sections the root cause concerns — the st
 flow anomaly, the description for a skill that was never loaded, any section holding a command
 or a step the evidence names — with their exact lines and line numbers, plus a one-line-per-
 heading outline of everything left out. A hunk may sit at another line than its header says
-(:mod:`engine.evaluation.patches.apply`), so an excerpt's numbers only help the model; they are
+(:mod:`engine.core.patch_apply`), so an excerpt's numbers only help the model; they are
 never
 trusted.
 """

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.core.config import LimitsConfig
+from engine.core.patch_apply import PatchError
 from engine.core.skill import SkillDoc
 from engine.core.taboo import TabooEntry
 from engine.core.vault import redact
-from engine.evaluation.patches.apply import PatchError
 from engine.evaluation.patches.focus import encoded_size, focused_view
 from engine.evaluation.patches.proposer import PatchTarget, ProposalContext
 from engine.evaluation.patches.textrules import TextRules

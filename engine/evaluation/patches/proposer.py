@@ -15,11 +15,11 @@ from typing import Any, Protocol
 from engine.core.benchmark import Benchmark
 from engine.core.config import Config, LimitsConfig
 from engine.core.errors import UsageError
+from engine.core.patch_apply import parse_diff
 from engine.core.taboo import TabooEntry
 from engine.core.workspace import Workspace
 from engine.evaluation.diagnosis import Diagnosis
 from engine.evaluation.llm import TokenUsage, make_llm
-from engine.evaluation.patches.apply import parse_diff
 from engine.evaluation.patches.filters import FilterReport, run_filters
 from engine.evaluation.patches.signature import signature, taboo_rule
 from engine.evaluation.patches.textrules import TextRules, load_text_rules
