@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ from engine.core.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 STATE_ITEMS = ("skillsmith.yaml", "AGENTS.md", "skills", "history")
+# a real skill folder with references and scripts (a copy of a public Anthropic skill)
+MCP_BUILDER = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"
 
 
 def make_skill(ws: Workspace, name: str, text: str) -> Path:
@@ -23,6 +26,15 @@ def make_skill(ws: Workspace, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.encode("utf-8"))
     return path
+
+
+def files_with_modes(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file below ``folder``: its bytes and permission bits."""
+    return {
+        p.relative_to(folder).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def tree(root: Path, only: tuple[str, ...] | None = None) -> dict[str, str]:

@@ -20,18 +20,10 @@ from engine.evaluation.demo import DEMO_SKILL, copy_demo
 from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.queued import evaluate_queued
 from engine.evaluation.gates.submission import submit_candidate
+from tests.store_helpers import MCP_BUILDER, files_with_modes
 
-MCP_BUILDER = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"
 REF = "reference/mcp_best_practices.md"
 SCRIPT = "scripts/evaluation.py"
-
-
-def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
-    return {
-        p.relative_to(folder).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 @pytest.fixture
@@ -71,14 +63,14 @@ def _submit(ws: Workspace, text: str, patch: str) -> str:
 def test_a_two_file_candidate_publishes_both_edits_and_keeps_every_other_file(
     workspace: Workspace, adopted: Path
 ) -> None:
-    before = _files(adopted)
+    before = files_with_modes(adopted)
     skill, skill_section = _edit(adopted, "SKILL.md", "\n## Checklist\n\n- see the reference\n")
     ref, ref_section = _edit(adopted, REF, "\nPrefer small, composable tools.\n")
     cand_id = _submit(workspace, skill, skill_section + ref_section)
 
     assert CandidateQueue(workspace).approve(cand_id) == "v1"
 
-    after = _files(adopted)
+    after = files_with_modes(adopted)
     assert after["SKILL.md"][0].decode() == skill
     assert after[REF] == (ref.encode(), before[REF][1])
     untouched = set(before) - {"SKILL.md", REF}
@@ -148,7 +140,7 @@ def test_a_patch_outside_the_rules_is_refused_and_changes_nothing(
     workspace: Workspace, adopted: Path, make: object, named: str
 ) -> None:
     assert callable(make)
-    before = _files(adopted)
+    before = files_with_modes(adopted)
     queued = sorted(p.name for p in workspace.candidates_dir.iterdir())
     skill, skill_section = _edit(adopted, "SKILL.md", "\n- one more step\n")
     patch = str(make(adopted))
@@ -159,7 +151,7 @@ def test_a_patch_outside_the_rules_is_refused_and_changes_nothing(
     message = str(info.value)
     assert named in message and "\n" not in message
     assert sorted(p.name for p in workspace.candidates_dir.iterdir()) == queued
-    assert _files(adopted) == before
+    assert files_with_modes(adopted) == before
     assert not (workspace.skills_dir / "outside.md").exists()
 
 
@@ -172,10 +164,10 @@ def test_a_patch_edited_on_disk_after_queueing_is_still_checked(
     cand_id = _submit(workspace, skill, skill_section)
     patch_file = workspace.candidates_dir / cand_id / "patch.diff"
     patch_file.write_text(skill_section + _evals(adopted))
-    before = _files(adopted)
+    before = files_with_modes(adopted)
     with pytest.raises(SkillsmithError, match="changed on disk"):
         CandidateQueue(workspace).approve(cand_id)
-    assert _files(adopted) == before
+    assert files_with_modes(adopted) == before
 
 
 def test_queue_eval_runs_the_candidate_with_its_edited_reference(tmp_path: Path) -> None:
@@ -208,14 +200,14 @@ def test_queue_eval_runs_the_candidate_with_its_edited_reference(tmp_path: Path)
         outcome=TaskOutcome(status="fail"),  # no proof from the task: parked in pending_eval
     )
     assert decision.status == "pending_eval"
-    live_before = _files(live)
+    live_before = files_with_modes(live)
 
     result = evaluate_queued(ws, cand.id, bench="mini", runs=1, jobs=2)
 
     inputs = ws.runs_dir / result.run_ids[0] / "inputs" / "skill" / DEMO_SKILL
     assert (inputs / "SKILL.md").read_text() == skill
     assert (inputs / "reference" / "notes.md").read_text() == ref
-    assert _files(live) == live_before
+    assert files_with_modes(live) == live_before
 
 
 def test_a_secret_in_an_edited_reference_is_refused(workspace: Workspace, adopted: Path) -> None:

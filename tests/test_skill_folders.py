@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
@@ -18,26 +17,16 @@ from engine.core.workspace import Workspace
 from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_benchmark, write_case
 from tests.runner_helpers import ADVERSARIAL, LABELS, add_skill, command_workspace
-from tests.store_helpers import run, tree
+from tests.store_helpers import MCP_BUILDER, files_with_modes, run, tree
 
-MCP_BUILDER = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"
 SCRIPT = "scripts/evaluation.py"
-
-
-def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file below ``folder``: its bytes and permission bits."""
-    return {
-        p.relative_to(folder).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _adopt_mcp_builder(ws: Workspace) -> tuple[SkillStore, dict[str, tuple[bytes, int]]]:
     live = ws.skills_dir / "mcp-builder"
     shutil.copytree(MCP_BUILDER, live)
     (live / SCRIPT).chmod(0o755)  # a script the skill runs: it must stay executable
-    original = _files(live)
+    original = files_with_modes(live)
     store = SkillStore(ws, "mcp-builder")
     assert store.ensure_adopted() == "v0"
     return store, original
@@ -81,7 +70,7 @@ def test_every_version_is_the_whole_folder(workspace: Workspace) -> None:
 
     # rollback brings back the original bytes and modes of the whole folder
     store.rollback("v0", why="back to the adopted folder")
-    assert _files(live) == original
+    assert files_with_modes(live) == original
     assert not (live / "assets").exists()  # a folder the version lacks is gone too
 
 
@@ -97,7 +86,7 @@ def test_fork_snapshot_and_restore_carry_the_folder(workspace: Workspace) -> Non
     store.publish(original["SKILL.md"][0].decode() + "x\n", why="change", resources=files)
     assert (live / "reference/new.md").is_file()
     restore(workspace, snap, yes=True)
-    assert _files(live) == original
+    assert files_with_modes(live) == original
     assert SkillStore(workspace, "mcp-builder").current() == "v0"
 
 
@@ -119,7 +108,7 @@ def test_a_hand_edit_of_any_file_is_never_overwritten(
     assert kept[SCRIPT].mode == 0o755
     done = run(workspace, capsys, "rollback", "mcp-builder", "v0", "--why", "undo")
     assert done.returncode == 0, done.stderr
-    assert _files(live) == original
+    assert files_with_modes(live) == original
 
 
 def test_a_folder_with_a_link_outside_is_refused(workspace: Workspace, tmp_path: Path) -> None:
