@@ -75,7 +75,14 @@ def test_sigint_to_the_cli_then_resume_runs_only_the_missing_units(
     env = {**os.environ, COUNT_ENV: str(count_dir), "TMPDIR": str(tmp_path / "tmp")}
     cli = [sys.executable, "-m", "engine.cli", "eval", "b", "-w", str(ws.root)]
     proc = subprocess.Popen(
-        [*cli, "-j", "1"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*cli, "-j", "1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # a test run started in the background by a non-interactive shell ignores SIGINT, and a
+        # child inherits that: give the CLI the disposition it has in a terminal
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     results = None
