@@ -293,9 +293,17 @@ def _f1(rows: Rows) -> float:
     return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
-def queue_targets_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
-    """queue eval of a candidate naming its 5 targets, on the whole demo benchmark: Target on
-    them and Guardrail on the rest, as evolve judges (old rule: strictly higher mean)."""
+def queue_path(
+    cases: Sequence[Case], n: int, seed: int, runs: int, *, named: bool
+) -> tuple[Tally, Tally]:
+    """queue eval on the whole demo benchmark of a candidate that fixes 5 failing cases (+50
+    points; the regression also takes 50 points off 6 passing ones), naming them or not (old
+    rule: strictly higher mean).
+
+    Named, they are judged as evolve judges (Target on them, Guardrail on the rest); unnamed,
+    the candidate is better on the whole benchmark, or not worse there with the cases that did
+    better screened on fresh runs and confirmed on runs of their own.
+    """
     sampling = Sampling(**_sampling())
     new, old = Tally(), Tally()
     rng = random.Random(seed)
@@ -306,35 +314,19 @@ def queue_targets_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> t
             targeted = rng.sample(failing, min(TARGETED, len(failing)))
             after_p = plant(kind, cases, targeted, rng)
             before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
-            found = judge_queued(
-                before, after, targeted, sampling, rerunner(cases, parent, after_p, rng)
-            )
+            rerun = rerunner(cases, parent, after_p, rng)
+            found = judge_queued(before, after, targeted if named else [], sampling, rerun)
             new.add(kind, found.passed, found.extra_runs)
             old.add(kind, mean(after) > mean(before))
     return new, old
+
+
+def queue_targets_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
+    return queue_path(cases, n, seed, runs, named=True)
 
 
 def queue_whole_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
-    """queue eval of a candidate naming no targets, on the whole demo benchmark: the whole
-    benchmark not worse, then screening for the cases that did better and their confirmation on
-    fresh runs (old rule: strictly higher mean).
-
-    Planted as the targets path is — +50 points on 5 failing cases, the regression also 50
-    points off 6 passing ones — but the candidate does not say which cases they are.
-    """
-    sampling = Sampling(**_sampling())
-    new, old = Tally(), Tally()
-    rng = random.Random(seed)
-    parent = {c.id: c.p for c in cases}
-    failing = [c.id for c in cases if c.p < 1.0]
-    for kind in KINDS:
-        for _ in range(n):
-            after_p = plant(kind, cases, rng.sample(failing, min(TARGETED, len(failing))), rng)
-            before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
-            found = judge_queued(before, after, [], sampling, rerunner(cases, parent, after_p, rng))
-            new.add(kind, found.passed, found.extra_runs)
-            old.add(kind, mean(after) > mean(before))
-    return new, old
+    return queue_path(cases, n, seed, runs, named=False)
 
 
 def queue_measured_path(

@@ -121,12 +121,20 @@ class Judgement:
     reasons: list[str]
     screening: Screened | None = None
     broad: Verdict | None = None  # better on the whole benchmark? (no targets named)
+    extra_runs: int = 0  # every case-run (per variant) any gate added to the first evaluation
 
-    @property
-    def extra_runs(self) -> int:
-        """Every case-run (per variant) the decision added to the first evaluation."""
-        verdicts = {id(v): v for v in (self.verdict, self.guardrail, self.broad) if v is not None}
-        return sum(v.extra_runs for v in verdicts.values())
+
+@dataclass
+class _Counted:
+    """A rerun that counts what it ran: the gates' own figures leave out the guardrail's
+    confirmation of broken cases, and a decision's cost is every run it added."""
+
+    rerun: Rerun
+    runs: int = 0
+
+    def __call__(self, cases: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+        self.runs += len(cases) * runs
+        return self.rerun(cases, runs)
 
 
 def judge_queued(
@@ -134,6 +142,16 @@ def judge_queued(
 ) -> Judgement:
     """The paired judgement of a queued candidate: on its targets and the rest when it names
     targets (Target and Guardrail, as evolve judges its own), else screened and confirmed."""
+    if rerun is None:
+        return _judged(before, after, targets, sampling, None)
+    counted = _Counted(rerun)
+    found = _judged(before, after, targets, sampling, counted)
+    return dataclasses.replace(found, extra_runs=counted.runs)
+
+
+def _judged(
+    before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
+) -> Judgement:
     if targets:
         aimed = Target(sampling).judge(before, after, targets, rerun=rerun)
         guarded = Guardrail(sampling).judge(before, after, targeted=targets, rerun=rerun)
@@ -157,7 +175,7 @@ def judge_queued(
         before, after, judge, lambda v: not v.better, rerun
     )
     if broad.better:
-        return Judgement(True, broad, None, [f"whole benchmark better: {broad.line()}"])
+        return Judgement(True, broad, None, [f"whole benchmark: {broad.line()}"], broad=broad)
     reasons = [f"whole benchmark: {_wanted(broad, broad_alpha)}"]
     # the reruns picked the cases whose runs disagree, whichever side they favoured: the
     # guardrail may read them, and screening may start from them
@@ -252,7 +270,6 @@ def evaluate_queued(
                 "guardrail": found.guardrail.to_dict(),
                 "screening": None if found.screening is None else found.screening.to_dict(),
                 "broad": None if found.broad is None else found.broad.to_dict(),
-                "extra_runs_total": found.extra_runs,
             },
             reasons=[why],
         )
@@ -260,7 +277,13 @@ def evaluate_queued(
         judged = Effectiveness().judge(None, operation=cand.operation, verdict=found.verdict)
     result = dataclasses.replace(
         judged,
-        figures={"bench": bench_id, "against": baseline, "runs": run_ids, **judged.figures},
+        figures={
+            "bench": bench_id,
+            "against": baseline,
+            "runs": run_ids,
+            "extra_runs_total": found.extra_runs,
+            **judged.figures,
+        },
         reasons=[why],
     )
     queue.record_evaluation(candidate_id, result.to_json(), passed=found.passed, why=why)

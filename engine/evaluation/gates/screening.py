@@ -102,10 +102,10 @@ def screen_and_confirm(before: Rows, after: Rows, sampling: Sampling, rerun: Rer
         rounds.append(Round(pool, runs_each))
         extra += len(pool) * runs_each
     chosen = gained(pooled_b, pooled_a, pool)[:CONFIRMED]
-    if not chosen:
+    runs_each = budget // max(1, len(chosen))
+    if not chosen or runs_each < 1:  # nothing to confirm, or no runs to confirm it on
         empty = compare_paired([], [], alpha=sampling.alpha, test="runs", alternative="greater")
-        return Screened(replace(empty, extra_runs=extra), [], rounds)
-    runs_each = max(1, budget // len(chosen))
+        return Screened(replace(empty, extra_runs=extra), chosen, rounds)
     fresh_b, fresh_a = rerun(chosen, runs_each)
     verdict = compare_paired(
         fresh_b, fresh_a, cases=chosen, alpha=sampling.alpha, test="runs", alternative="greater"
