@@ -33,7 +33,8 @@ Every path runs at the product's defaults (``GatesConfig``: ``alpha`` 0.05,
   of a 20-query set, one run a query (its defaults); each query's chance of a right answer is
   drawn from the demo's per-case pass probabilities, the improvement is a try that lifts the 2
   held-out queries the current one gets right least by +50 points, the regression one that drops
-  2 it gets right by 50. Its extra runs are summed over the 3 comparisons.
+  2 it gets right by 50. It reruns within its own budget (twice the gate budget a try), and its
+  extra runs are summed over the 3 comparisons.
 
 Per-case pass probabilities come from a real evaluation of the bundled noisy demo
 (``--probe-runs`` runs a case; ``--cache DIR`` keeps the probes for the next run); simulated
@@ -85,6 +86,7 @@ from engine.loops.triggers import (  # noqa: E402
     held_out_choice,
     result_rows,
     split_queries,
+    tuning_sampling,
 )
 
 Rows = list[dict[str, Any]]
@@ -108,6 +110,7 @@ class Tally:
     accepted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     decided: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     extra: int = 0
+    budget: int | None = None  # extra runs a decision may take (None: the gate budget)
 
     def add(self, kind: str, accepted: bool, extra: int = 0) -> None:
         self.decided[kind] += 1
@@ -501,10 +504,12 @@ def trigger_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
     tune-description's default. The real improvement is a try that lifts the 2 held-out
     queries the current one gets right least by +50 points, the regression one that drops 2
     it gets right by 50; the other tries change nothing. Old rule: the highest held-out
-    accuracy, if strictly above the current one's.
+    accuracy, if strictly above the current one's. The reruns' budget is tune-description's
+    (``tuning_sampling``: twice the gate budget a try); the current description's reruns are
+    drawn afresh for each try, where the product shares them — each comparison is the same.
     """
-    sampling = Sampling(**_sampling())
-    new, old = Tally(), Tally()
+    sampling = tuning_sampling(GatesConfig())
+    new, old = Tally(budget=TRIGGER_TRIES * sampling.max_extra_runs), Tally()
     rng = random.Random(seed)
     queries = [TriggerQuery(f"query {i}", i < TRIGGER_QUERIES // 2) for i in range(TRIGGER_QUERIES)]
     _train, test = split_queries(queries)
@@ -598,7 +603,7 @@ def report(name: str, new: Tally, old: Tally | None, old_name: str) -> None:
             line += f"   {old_name}: {interval(old.accepted[kind], old.decided[kind])}"
         print(line)
     total = sum(new.decided.values())
-    budget = GatesConfig().max_extra_runs
+    budget = new.budget if new.budget is not None else GatesConfig().max_extra_runs
     print(f"  extra runs per decision: {new.extra / max(1, total):.1f} (budget {budget})")
 
 
