@@ -412,9 +412,9 @@ class SkillsmithApp(App[None]):
                 self.notify(message.error, severity="error", timeout=8)
         self._queue_error = message.error
         self._update_status()
-        self.refresh_bindings()
         # The changed rows go out first: a reader thread started now would hold the interpreter
-        # while the queue paints, so the patch and the overview are re-read after that frame.
+        # while the queue paints, and the key line rebuilds every key when asked to refresh, so
+        # the patch, the overview and the keys follow that frame.
         self.call_after_refresh(self._after_queue_painted, message.entries is not None)
 
     def _after_queue_painted(self, rows_changed: bool) -> None:
@@ -422,7 +422,9 @@ class SkillsmithApp(App[None]):
             return
         if rows_changed:
             # Files may change without their recorded hash (a hand edit): always re-read.
-            self._show_entry(self.queue_pane.selected, reread=True)
+            self._show_entry(self.queue_pane.selected, reread=True)  # refreshes the keys too
+        else:
+            self.refresh_bindings()
         if self._overview_waits:
             self._overview_waits = False
             self.overview_pane.reload()
