@@ -415,7 +415,9 @@ class SkillsmithApp(App[None]):
         # The changed rows go out first: a reader thread started now would hold the interpreter
         # while the queue paints, and the key line rebuilds every key when asked to refresh, so
         # the patch, the overview and the keys follow that frame.
-        self.call_after_refresh(self._after_queue_painted, message.entries is not None)
+        self.queue_pane.table.after_paint(
+            partial(self._after_queue_painted, message.entries is not None)
+        )
 
     def _after_queue_painted(self, rows_changed: bool) -> None:
         if self._closing_view():

@@ -7,6 +7,7 @@ filter survive reloads: the watcher reloads the queue whenever another process w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -16,7 +17,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable, Input
 
 from tui.gates_pane import gate_summary
@@ -86,7 +89,35 @@ COLUMNS = ("mark", "id", "skill", "source", "op", "status", "gates", "delta", "s
 
 
 class QueueTable(VimTable):
-    """The candidate table; space marks are handled by the app (one binding id for remapping)."""
+    """The candidate table; space marks are handled by the app (one binding id for remapping).
+
+    ``after_paint`` runs work once the table's rows have been drawn: Textual's
+    ``call_after_refresh`` may run before a frame whose widgets have not reported as dirty yet.
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._after_paint: list[Callable[[], None]] = []
+
+    @property
+    def paint_pending(self) -> bool:
+        """Work is waiting for the table's next frame."""
+        return bool(self._after_paint)
+
+    def after_paint(self, callback: Callable[[], None]) -> None:
+        if self.size.height == 0:  # not on screen (a tiny terminal): nothing will be drawn
+            self.call_later(callback)
+            return
+        self._after_paint.append(callback)
+        self.refresh()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        if self._after_paint:
+            callbacks, self._after_paint = self._after_paint, []
+            for callback in callbacks:
+                self.call_later(callback)  # after this frame has been handed to the terminal
+        return lines
 
 
 class QueuePane(Vertical):
@@ -190,7 +221,7 @@ class QueuePane(Vertical):
                     table.update_cell(entry.id, column, value)
         position = {e.id: index for index, e in enumerate(self._shown)}
         if [row.key.value for row in table.ordered_rows] != [e.id for e in self._shown]:
-            table.sort("id", key=lambda candidate_id: position[candidate_id])
+            table.sort("id", key=lambda cell: position[str(cell)])
         if previous is not None:
             table.move_to_key(previous.id)
         self._update_title()
