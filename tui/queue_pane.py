@@ -85,6 +85,8 @@ def _plain(value: object) -> Text:
     return Text(str(value), no_wrap=True, end="")
 
 
+AFTER_PAINT_AT_THE_LATEST = 0.25  # seconds
+
 COLUMNS = ("mark", "id", "skill", "source", "op", "status", "gates", "delta", "summary")
 
 
@@ -105,18 +107,25 @@ class QueueTable(VimTable):
         return bool(self._after_paint)
 
     def after_paint(self, callback: Callable[[], None]) -> None:
-        if self.size.height == 0:  # not on screen (a tiny terminal): nothing will be drawn
+        if self.size.height == 0 or not self.screen.is_current:
+            # Not drawn now (a tiny terminal, or a dialog on top): the work need not wait.
             self.call_later(callback)
             return
         self._after_paint.append(callback)
         self.refresh()
+        # A dialog pushed before the next frame keeps the table from being drawn: then the
+        # work runs anyway, a moment later.
+        self.set_timer(AFTER_PAINT_AT_THE_LATEST, self._run_after_paint)
+
+    def _run_after_paint(self) -> None:
+        callbacks, self._after_paint = self._after_paint, []
+        for callback in callbacks:
+            self.call_later(callback)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         lines = super().render_lines(crop)
         if self._after_paint:
-            callbacks, self._after_paint = self._after_paint, []
-            for callback in callbacks:
-                self.call_later(callback)  # after this frame has been handed to the terminal
+            self._run_after_paint()  # the callbacks run after this frame is out
         return lines
 
 
