@@ -6,11 +6,12 @@ line in the agent's own vocabulary (the demo agent runs backticked ``grep``/``re
 commands of numbered steps and honours Pitfalls items saying a backticked pattern is "not a
 finding"):
 
-- missed positives (FN): calls found on lines of the failing positive cases and in no negative
-  case (``pickle.loads(``, ``Sprintf(`` with ``%s`` after it), or a source of user input the
+- missed positives (FN): the calls the input reaches on lines of the failing positive cases
+  (``pickle.loads(data``, ``Sprintf(`` with ``%s`` after it), or a source of user input the
   skill names handed straight to a call (``curl_init($_GET…``), become a new "Flag …" step with a
   ``grep -nE`` over the languages they occur in; a pattern that also hits a few negative lines
-  brings the Pitfalls items that rule those lines out;
+  brings the Pitfalls items that rule those lines out. Only cases no flag step finds yet are
+  mined: a missed positive a step already finds failed by a slip of the agent, not a gap;
 - false alarms (FP): tokens on the falsely flagged lines of negative cases that no positive case
   contains (``SafeLoader``, ``basename(`` …) become Pitfalls items "… — not a finding";
 - flow anomalies: a "repeat until" step that loops is made to run once; a skill whose agent
@@ -23,9 +24,11 @@ Candidates are generated in a fixed order (ties broken by a hash of the seed), b
 flag step covering the most failures, with Pitfalls guards for the negatives it would also hit.
 Every one goes through the same filters as a model's diff, and the first that passes is the
 proposal; a diff on the taboo list is refused there, so the next candidate is tried instead of
-repeating a failure. A rejection also narrows the search: the feedback cases an earlier rejected
-patch broke (its taboo reason names them) are *fragile* — a Pitfalls guard did not keep them
-passing — so a new flag pattern may no longer touch them at all.
+repeating a failure. The root cause of the last rejected patch is tried after every other
+cause (:func:`ordered_targets`), so a round after a rejection runs a new experiment rather than a
+near-copy of the last one. A rejection also narrows the search: the feedback cases an earlier
+rejected patch broke (its taboo reason names them) are *fragile* — a Pitfalls guard did not keep
+them passing — so a new flag pattern may no longer touch them at all.
 """
 
 from __future__ import annotations
