@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
+from engine.core.skill import SkillDoc
 from engine.evaluation.demo.agent import _THOROUGH
+from engine.evaluation.patches.material import CaseMaterial, CodeLine
+from engine.evaluation.patches.mining import flag_matchers
 from engine.loops.gepa.offline import EVERY_STEP, offline_reflection
 from engine.loops.gepa.reflection import (
     RECORDS_CLOSE,
@@ -19,6 +22,7 @@ from engine.loops.gepa.reflection import (
     parse_rewrite,
 )
 from engine.loops.gepa.sections import candidate_id, check_section, render, sections_of
+from engine.loops.gepa.sinks import sinks
 from tests.candidate_helpers import skill_text
 
 SEED = skill_text(
@@ -246,3 +250,90 @@ def test_offline_never_rules_out_the_sink_a_flag_step_searches_for() -> None:
     prompt = build_prompt("pitfalls", sections, records)
     answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
     assert answer["text"] == sections["pitfalls"]
+
+
+# -- the call that receives the input ----------------------------------------------------------
+
+TRACED = {
+    **sections_of(SEED),
+    "steps": "\n".join(
+        [
+            "1. Read the file: `read <file>`.",
+            '2. Trace the input with `grep -nE "<source>" <file>` for each of `r.URL.Query(`, '
+            "`request.args`, `$_GET`.",
+            "3. Write the verdict.",
+        ]
+    ),
+}
+GO_FETCH = """package hook
+
+func Test(w http.ResponseWriter, r *http.Request) {
+\tresp, err := http.Get(r.URL.Query().Get("url"))
+\tdefer resp.Body.Close()
+\tio.Copy(w, resp.Body)
+}
+"""
+GO_CONSTANT = """package hook
+
+func Up() {
+\tresp, err := http.Get(upstream)
+\tdefer resp.Body.Close()
+}
+"""
+
+
+def go_record(case: int, code: str, expected: str, verdict: str) -> dict[str, Any]:
+    found = record(case, code, expected, verdict)
+    found["input"] = f"Audit `hook.go`. End with `VERDICT: x`.\n\n--- file hook.go ---\n{code}"
+    return found
+
+
+def lines_of(path: str, code: str) -> CaseMaterial:
+    numbered = tuple(CodeLine(path, n, t) for n, t in enumerate(code.splitlines(), start=1))
+    return CaseMaterial("c", "vulnerable", "FN", None, numbered)
+
+
+def test_offline_a_missed_positive_flags_the_call_that_receives_the_input() -> None:
+    # The missed positive calls http.Get, resp.Body.Close and io.Copy; the near-miss negative
+    # calls http.Get too, with a constant URL. The step names the call the request's URL is
+    # handed to, with the source on its line: not the incidental io.Copy, and not the
+    # constant fetch of the near-miss.
+    records = [
+        go_record(1, GO_FETCH, "vulnerable", "safe"),
+        go_record(2, GO_CONSTANT, "safe", "safe"),
+    ]
+    prompt = build_prompt("steps", TRACED, records)
+    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
+    added = answer["text"].replace(TRACED["steps"].rsplit("\n", 1)[0], "")
+    assert "Flag http.Get( calls that take input straight from a source of user input" in added
+    assert (
+        '`grep -nE "\\bhttp\\.Get\\(.*(\\br\\.URL\\.Query\\(|\\brequest\\.args|\\$_GET)" *.go`'
+        in (added)
+    )
+    assert "io.Copy" not in added and "Close" not in added
+    assert answer["rationale"] == "offline: http.Get( receives user input in case-1"
+    matcher = flag_matchers(SkillDoc.parse(render(SEED, {**TRACED, "steps": answer["text"]})))
+    assert [ln.number for m in matcher for ln in m.hits(lines_of("hook.go", GO_FETCH).lines)]
+    assert not [m for m in matcher if m.hits(lines_of("hook.go", GO_CONSTANT).lines)]
+
+
+def test_a_sink_is_the_outermost_call_fed_by_a_source_or_a_variable_read_from_one() -> None:
+    sources = ["request.args", "$_GET", "r.FormValue("]
+    nested = 'f, err := os.Open(filepath.Join("/srv", r.FormValue("file")))\n'
+    assert [(s.form, s.direct) for s in sinks(lines_of("x.go", nested), sources)] == [
+        ("os.Open(", True)
+    ]
+    # through a variable; only the call it is handed to, not the string naming a key
+    flow = 'src = request.args.get("src")\nname = "src"\nbody = requests.get(src).content\n'
+    found = sinks(lines_of("x.py", flow), sources)
+    assert [(s.form, s.pattern, s.direct) for s in found] == [
+        ("requests.get(", "\\brequests\\.get\\(", False)
+    ]
+    # a method of a receiver the file defines is named by its method; the concatenation that
+    # builds the argument is part of the pattern, and the dash of -> is no grep option
+    php = '$db = new mysqli();\n$id = $_GET["id"];\n$db->query("SELECT " . $id);\n'
+    assert [(s.form, s.pattern) for s in sinks(lines_of("x.php", php), sources)] == [
+        ("->query(", "[-]>query\\(.*\\. *\\$")
+    ]
+    # a file with no source hands nothing on
+    assert sinks(lines_of("x.py", 'requests.get("https://example.com")\n'), sources) == []

@@ -20,7 +20,6 @@ on them. The seed is not part of the resume key: resuming keeps the run's own se
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -118,6 +117,8 @@ class Plan:
     under_test: tuple[str, ...]
     baseline: str | None
     agents_md: str | None
+    # hashed once by make_plan (every file of the benchmark is read for it), kept by replace()
+    bench_sha256: str
     versions: dict[str, dict[str, str | None]] = field(default_factory=dict)
     seed: int = 0  # the evaluation seed; deliberately not in ``material`` (see the module doc)
 
@@ -147,11 +148,6 @@ class Plan:
             "seed": self.bench.seed,
         }
 
-    @functools.cached_property
-    def bench_sha256(self) -> str:
-        """Hashed once per plan: every file of the benchmark is read for it."""
-        return bench_fingerprint(self.bench)
-
     def key(self) -> str:
         return _sha(json.dumps(self.material(), sort_keys=True))
 
@@ -174,12 +170,12 @@ class Plan:
 
 @dataclass
 class _Done:
-    """A finished unit on its way from a worker to the run folder."""
+    """A finished unit on its way from a worker to the run folder; ``written`` completes once
+    its session (and raw files) are on disk, and only then may its row be appended."""
 
     unit: UnitKey
     row: dict[str, Any]
-    session: list[dict[str, Any]]
-    outcome: AgentOutcome
+    written: Future[None]
 
 
 def _sha(text: str) -> str:
@@ -321,6 +317,7 @@ def make_plan(
         under_test=under_test,
         baseline=baseline,
         agents_md=agents_md,
+        bench_sha256=bench_fingerprint(bench),
         versions=versions,
     )
 
@@ -331,13 +328,19 @@ def make_plan(
 def _run_unit(
     plan: Plan,
     unit: UnitKey,
-    run_id: str,
+    folder: RunFolder,
     root: Path,
     judge: JudgeModel | None,
     should_stop: Callable[[], bool],
     executor: Executor,
+    io: ThreadPoolExecutor,
 ) -> _Done | None:
-    """Run and grade one unit; None when it was cancelled before it could finish."""
+    """Run and grade one unit; None when it was cancelled before it could finish.
+
+    What follows the grading — writing and fsyncing the session, deleting the room — goes to
+    ``io``, a pool with a thread per worker: the worker starts its next unit at once, and the
+    syncs of units that finish together overlap instead of queueing on one thread.
+    """
     if should_stop():
         return None
     case = next(c for c in plan.cases if c.id == unit.case_id)
@@ -355,12 +358,12 @@ def _run_unit(
         outcome = executor.run(plan.agent, room, prompt, should_stop, unit.run_index, seed)
         if outcome.cancelled:
             return None
-        row = _row(plan, case, unit, run_id, outcome) | {"seed": seed}
+        row = _row(plan, case, unit, folder.run_id, outcome) | {"seed": seed}
         if outcome.invalid_reason is None:
             graded = grade(plan.bench, case, outcome.answer, llm=judge, run_dir=room)
             row.update(graded.row_fields())
     finally:
-        remove_room(room)
+        io.submit(remove_room, room)
     session = outcome.session or [
         {"type": "user", "content": prompt},
         {
@@ -372,7 +375,23 @@ def _run_unit(
             "invalid_reason": outcome.invalid_reason,
         },
     ]
-    return _Done(unit, row, session, outcome)
+    return _Done(unit, row, io.submit(_write_unit_files, folder, unit, row, session, outcome))
+
+
+def _write_unit_files(
+    folder: RunFolder,
+    unit: UnitKey,
+    row: dict[str, Any],
+    session: list[dict[str, Any]],
+    outcome: AgentOutcome,
+) -> None:
+    """The unit's session and raw files, each fsynced (their folders are synced per batch);
+    the row learns where its raw stream is before anyone reads it (after ``written``)."""
+    folder.write_session(unit, session, sync_dir=False)
+    if outcome.raw_stream is not None:
+        row["raw_file"] = folder.write_raw(unit, "stream.jsonl", outcome.raw_stream, sync_dir=False)
+    if outcome.stderr_tail.strip():
+        folder.write_raw(unit, "stderr.txt", outcome.stderr_tail, sync_dir=False)
 
 
 def _row(
@@ -580,11 +599,13 @@ def _evaluate(
     launched = 0
     first_units = FirstUnits(plan.agent, min(FIRST_UNITS, len(todo)))
     try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:
+        # the io pool outlives the workers: every room is gone when the evaluation returns
+        with (
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit-io") as io,
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool,
+        ):
             futures: list[Future[_Done | None]] = [
-                pool.submit(
-                    _run_unit, plan, unit, folder.run_id, root, judge, should_stop, executor
-                )
+                pool.submit(_run_unit, plan, unit, folder, root, judge, should_stop, executor, io)
                 for unit in todo
             ]
             try:
@@ -640,13 +661,16 @@ def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None
 
 
 def _collect(ready: list[Future[_Done | None]]) -> tuple[list[_Done], BaseException | None]:
-    """The units that finished together, and the first error among them (raised after the
-    others are stored, so no finished unit is lost to a sibling's failure)."""
+    """The units that finished together with their files on disk, and the first error among
+    them (raised after the others are stored, so no finished unit is lost to a sibling's
+    failure)."""
     batch: list[_Done] = []
     error: BaseException | None = None
     for future in ready:
         try:
             finished = future.result()
+            if finished is not None:
+                finished.written.result()
         except BaseException as exc:  # re-raised by the caller once the batch is stored
             error = error or exc
             continue
@@ -656,22 +680,13 @@ def _collect(ready: list[Future[_Done | None]]) -> tuple[list[_Done], BaseExcept
 
 
 def _store_batch(folder: RunFolder, batch: list[_Done]) -> None:
-    """Sessions first, then the rows: a row never points at a session that is not on disk.
+    """The rows of units whose files are on disk: a row never points at a missing session.
 
-    Units that finished together share the syncs — each session file is fsynced, its folder
-    once, the rows with one append — so a batch is as durable as storing them one by one.
+    Units that finished together share the syncs — the session folders once, the rows with one
+    append — so a batch is as durable as storing them one by one.
     """
     if not batch:
         return
-    for finished in batch:
-        folder.write_session(finished.unit, finished.session, sync_dir=False)
-        outcome = finished.outcome
-        if outcome.raw_stream is not None:
-            finished.row["raw_file"] = folder.write_raw(
-                finished.unit, "stream.jsonl", outcome.raw_stream, sync_dir=False
-            )
-        if outcome.stderr_tail.strip():
-            folder.write_raw(finished.unit, "stderr.txt", outcome.stderr_tail, sync_dir=False)
     folder.sync_unit_dirs()
     folder.append_rows([finished.row for finished in batch])
 
@@ -722,9 +737,10 @@ def _finish(
     manifest: dict[str, Any],
     units: list[UnitKey],
     status: str,
+    latest: dict[UnitKey, dict[str, Any]] | None = None,
 ) -> dict[UnitKey, dict[str, Any]]:
     """Record the final status and counts, and keep only the latest row per unit."""
-    latest = folder.latest_rows()
+    latest = folder.latest_rows() if latest is None else latest
     manifest.update(status=status, finished_at=utc_now(), counts=_counts(latest, units))
     with ws.lock(f"eval {manifest['benchmark']}"):
         folder.write_manifest(manifest)
@@ -742,8 +758,13 @@ def _complete(
     launched: int,
     scoreboard: bool = True,
 ) -> RunResult:
-    status = "finished" if _counts(folder.latest_rows(), units)["invalid"] == 0 else "incomplete"
-    latest = _finish(ws, folder, manifest, units, status)
+    """Score the finished run, then write its final manifest once.
+
+    The scoreboard record goes first: a crash before the manifest leaves the run unfinished,
+    so the next resume records it (a manifest saying "finished" would hide it from resuming).
+    """
+    latest = folder.latest_rows()
+    status = "finished" if _counts(latest, units)["invalid"] == 0 else "incomplete"
     rows = [latest[u] for u in sorted(units) if u in latest]
     positive = plan.bench.positive_label
     skill_metrics = metrics([r for r in rows if r["variant"] == SKILL], positive)
@@ -751,8 +772,7 @@ def _complete(
     if scoreboard and not manifest.get("scoreboard_recorded"):
         _record_scores(plan, folder.run_id, rows, skill_metrics)
         manifest["scoreboard_recorded"] = True
-        with ws.lock(f"eval {plan.bench.id}"):
-            folder.write_manifest(manifest)
+    _finish(ws, folder, manifest, units, status, latest)
     result = RunResult(
         run_id=folder.run_id,
         run_dir=folder.path,

@@ -84,11 +84,9 @@ def run_process(
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, _Sink(out, tail_only=False))
     selector.register(proc.stderr, selectors.EVENT_READ, _Sink(err, tail_only=True))
-    if launch.status is not None:
-        selector.register(launch.status, selectors.EVENT_READ, launch.status_sink)
     stopper = _Stopper(proc, cwd, grace_s, launch)
     try:
-        while _has_output(selector, launch):
+        while selector.get_map():
             if time.monotonic() >= deadline:
                 result.timed_out = True
                 break
@@ -107,7 +105,7 @@ def run_process(
         stopper.stop()
         if not (result.over_cap or result.timed_out or result.cancelled):
             drain_until = time.monotonic() + _DRAIN_S
-            while _has_output(selector, launch) and time.monotonic() < drain_until:
+            while selector.get_map() and time.monotonic() < drain_until:
                 for key, _ in selector.select(timeout=_POLL_S):
                     total += _read_into(selector, key)
                 if total > max_output_bytes:
@@ -115,8 +113,8 @@ def run_process(
                     break
     finally:
         stopper.stop()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=grace_s + 1.0)
+        _reap(proc, grace_s + 1.0)
+        result.exit_code = launch.exit_code(proc.returncode)  # read before its pipe closes
         for key in list(selector.get_map().values()):
             selector.unregister(key.fileobj)
         selector.close()
@@ -125,7 +123,6 @@ def run_process(
         launch.close()
     result.stdout = bytes(out[:max_output_bytes])
     result.stderr_tail = bytes(err[-_STDERR_TAIL:])
-    result.exit_code = launch.exit_code(proc.returncode)
     result.duration_ms = int((time.monotonic() - started) * 1000)
     return result
 
@@ -143,7 +140,7 @@ class _Launch:
         self.argv = argv
         self.pass_fds: tuple[int, ...] = ()
         self.status: int | None = None
-        self.status_sink = _Sink(bytearray(), tail_only=False)
+        self._status_data = bytearray()
         self._child_fds: list[int] = []
         self._pidfd: int | None = None
         if not self.confined:
@@ -157,6 +154,7 @@ class _Launch:
         os.set_inheritable(args_fd, True)
         self.argv = [sandbox.bwrap, "--args", str(args_fd), "--", *argv]
         self.pass_fds = (args_fd, status_w)
+        os.set_blocking(status_r, False)  # read when asked (_status_field), never waited on
         self.status = status_r
         self._child_fds = [args_fd, status_w]
 
@@ -186,7 +184,21 @@ class _Launch:
         return code
 
     def _status_field(self, name: str) -> int | None:
-        for line in bytes(self.status_sink.data).decode(errors="replace").splitlines():
+        """A field of bubblewrap's status lines, from what it has written so far.
+
+        The pipe is read only here, not watched with the agent's output: its lines would wake
+        the unit's thread twice per run for nothing (the pid matters only to a kill, the exit
+        code only once bubblewrap is reaped, when both lines are in the pipe).
+        """
+        while self.status is not None:
+            try:
+                chunk = os.read(self.status, _CHUNK)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self._status_data.extend(chunk)
+        for line in bytes(self._status_data).decode(errors="replace").splitlines():
             with contextlib.suppress(ValueError):
                 value = json.loads(line)
                 if isinstance(value, dict) and isinstance(value.get(name), int):
@@ -203,11 +215,6 @@ class _Launch:
 
 
 _SIGNALS = {int(s) for s in signal.Signals}
-
-
-def _has_output(selector: selectors.BaseSelector, launch: _Launch) -> bool:
-    """Whether stdout or stderr is still open (bubblewrap's status pipe does not count)."""
-    return any(key.fd != launch.status for key in selector.get_map().values())
 
 
 class _Stopper:
@@ -241,10 +248,31 @@ def _end_namespace(proc: subprocess.Popen[bytes], launch: _Launch, grace_s: floa
     else:  # bubblewrap is still setting up: killing it takes the namespace (--die-with-parent)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace_s + 5.0)
+    _reap(proc, grace_s + 5.0)
     if pidfd is not None:  # readable once the init is gone, which is after the whole namespace
         select.select([pidfd], [], [], grace_s + 5.0)
+
+
+def _reap(proc: subprocess.Popen[bytes], limit_s: float) -> None:
+    """Wait up to ``limit_s`` for ``proc`` to end, and reap it.
+
+    Woken by a pidfd the moment it exits, where ``Popen.wait(timeout)`` sleeps and polls in
+    growing steps and so adds up to a few milliseconds to every unit. The pid cannot be reused
+    before this returns: only this ``Popen`` reaps it.
+    """
+    if proc.poll() is not None:
+        return
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except OSError:  # no pidfds (an old kernel)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=limit_s)
+        return
+    try:
+        select.select([pidfd], [], [], limit_s)
+    finally:
+        os.close(pidfd)
+    proc.poll()
 
 
 @dataclass

@@ -41,11 +41,13 @@ from engine.core.benchmark import normalise_label
 from engine.core.skill import SkillDoc
 from engine.evaluation.demo.agent import discard_rules, labels_of, plan, ruled_out, task_text
 from engine.evaluation.demo.tools import tool_of
+from engine.evaluation.patches.edits import with_step
 from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material, grep_matcher
 from engine.evaluation.patches.mining import GLOB, flag_matchers, split_command, token_class
 from engine.evaluation.patches.offline_proposer import DraftPatch, OfflineProposer, _widen_globs
 from engine.evaluation.patches.proposer import PatchTarget
 from engine.loops.gepa.reflection import RECORDS_CLOSE, RECORDS_OPEN
+from engine.loops.gepa.sinks import Sink, sinks
 
 MAX_NEW_WORDS = 4  # task words one trigger edit adds
 MAX_EDITS = 3  # mined edits one rewrite of steps or pitfalls combines
@@ -213,7 +215,9 @@ def _rewrite(
             for c, m in material.cases.items()
         }
         edit = _edit(section, sections, replace(material, cases=cases), unfixed)
-        if edit is None:
+        if edit is None or set(
+            _unfixed(section, {**sections, section: edit[0]}, material, failing)
+        ) >= set(unfixed):
             break
         sections[section], how = edit
         hows.append(how.removeprefix("offline: "))
@@ -262,6 +266,9 @@ def _edit(
     widened = _widen_matching(sections["steps"], doc, missed)
     if widened is not None:
         return widened
+    sink = _first(_sink_steps(doc, material, missed), section, sections[section])
+    if sink is not None:
+        return sink
     before = _reached(doc, missed)
     sources = {src for step in plan(doc) for src in step.sources}
     mined = chain(proposer._flag_steps(doc, target, material), _widen_globs(doc, target, material))
@@ -271,6 +278,36 @@ def _edit(
         if _reached(SkillDoc.parse(c.text), missed) > before and not _flags_sources(c, doc, sources)
     )
     return _first(better, section, sections[section])
+
+
+def _sink_steps(
+    doc: SkillDoc, material: Material, missed: Sequence[CaseMaterial]
+) -> Iterator[DraftPatch]:
+    """A flag step for the call that receives user input in the missed positives
+    (engine.loops.gepa.sinks), the one reaching most of them first — never one that also
+    flags a line of the records' negatives the Pitfalls leave standing."""
+    sources = [src for step in plan(doc) if not step.flags for src in step.sources]
+    rules = discard_rules(doc)
+    negative = [ln.text for c in material.labelled(material.negative) for ln in c.lines]
+    found: dict[str, list[Sink]] = {}
+    for case in missed:
+        for sink in sinks(case, sources):
+            found.setdefault(sink.pattern, []).append(sink)
+    ranked = sorted(
+        found, key=lambda p: (-len({s.case_id for s in found[p]}), not found[p][0].direct, p)
+    )
+    for pattern in ranked:
+        regex = re.compile(pattern)
+        if any(regex.search(text) and not ruled_out(text, rules) for text in negative):
+            continue
+        first = found[pattern][0]
+        how = "straight from a source of user input" if first.direct else "built from user input"
+        globs = " ".join(sorted({s.glob for s in found[pattern]}))
+        body = f'Flag {first.form} calls that take input {how}: `grep -nE "{pattern}" {globs}`'
+        text = with_step(doc, body)
+        if text is not None:
+            cases = tuple(sorted({s.case_id for s in found[pattern]}))
+            yield DraftPatch(text, cases, f"{first.form} receives user input in {', '.join(cases)}")
 
 
 def _api_shaped(candidate: DraftPatch, doc: SkillDoc) -> bool:
