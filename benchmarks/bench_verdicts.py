@@ -308,7 +308,9 @@ def queue_path(
     better screened on fresh runs and confirmed on runs of their own.
     """
     sampling = Sampling(**_sampling())
-    new, old = Tally(), Tally()
+    # unnamed, the whole-benchmark comparison, the screening and the confirmation each have
+    # the gate budget (the guardrail's reruns come on top, as on the named path)
+    new, old = Tally(budget=None if named else 3 * sampling.max_extra_runs), Tally()
     rng = random.Random(seed)
     parent = {c.id: c.p for c in cases}
     failing = [c.id for c in cases if c.p < 1.0]
