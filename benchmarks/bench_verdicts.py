@@ -14,11 +14,15 @@ Planted candidates go through each decision path and the benchmark counts what t
 Every path runs at the product's defaults (``GatesConfig``: ``alpha`` 0.05,
 ``max_extra_runs`` 48, ``looks`` 3; two runs a case as the demo benchmark sets).
 
-* **queue eval** has two paths. A candidate that names its 5 targets (as evolve's do) is judged
-  like evolve (Target + Guardrail), planted like evolve's. A candidate that names none is judged
-  on the whole benchmark; its planted changes are measured ones: the shipped skill with and
-  without its SQL flagging step, each case at the pass probability probed for that text; the
-  improvement goes to the text with the higher mean pass rate, the regression away from it.
+* **queue eval** has two paths, planted alike (+50 points on 5 failing cases; the regression
+  also 50 points off 6 passing ones). A candidate that names its 5 targets (as evolve's do) is
+  judged like evolve (Target + Guardrail). One that names none must not be worse on the whole
+  benchmark, and the cases that did better are screened on fresh runs and the 3 best confirmed
+  on runs of their own (``engine.evaluation.gates.screening``). That path is also run on a
+  measured change — the shipped skill with and without its SQL flagging step, each case at the
+  pass probability probed for that text, the "improvement" towards the text with the higher
+  mean — which trades cases for a net change of a few tenths of a point: no real improvement,
+  printed to show what the decision makes of a trade.
 * **agent Optimizer** reproduces its default budget: a benchmark the Builder built (8 cases drawn
   from the demo's, at least 3 of them passing at most half the time, one run a case); the real
   improvement lifts the 3 that fail most by +50 points. Its *skill edit* variant draws the two
@@ -29,7 +33,8 @@ Every path runs at the product's defaults (``GatesConfig``: ``alpha`` 0.05,
   of a 20-query set, one run a query (its defaults); each query's chance of a right answer is
   drawn from the demo's per-case pass probabilities, the improvement is a try that lifts the 2
   held-out queries the current one gets right least by +50 points, the regression one that drops
-  2 it gets right by 50. Its extra runs are summed over the 3 comparisons.
+  2 it gets right by 50. It reruns within its own budget (twice the gate budget a try), and its
+  extra runs are summed over the 3 comparisons.
 
 Per-case pass probabilities come from a real evaluation of the bundled noisy demo
 (``--probe-runs`` runs a case; ``--cache DIR`` keeps the probes for the next run); simulated
@@ -81,6 +86,7 @@ from engine.loops.triggers import (  # noqa: E402
     held_out_choice,
     result_rows,
     split_queries,
+    tuning_sampling,
 )
 
 Rows = list[dict[str, Any]]
@@ -104,6 +110,7 @@ class Tally:
     accepted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     decided: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     extra: int = 0
+    budget: int | None = None  # extra runs a decision may take (None: the gate budget)
 
     def add(self, kind: str, accepted: bool, extra: int = 0) -> None:
         self.decided[kind] += 1
@@ -289,11 +296,21 @@ def _f1(rows: Rows) -> float:
     return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
-def queue_targets_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
-    """queue eval of a candidate naming its 5 targets, on the whole demo benchmark: Target on
-    them and Guardrail on the rest, as evolve judges (old rule: strictly higher mean)."""
+def queue_path(
+    cases: Sequence[Case], n: int, seed: int, runs: int, *, named: bool
+) -> tuple[Tally, Tally]:
+    """queue eval on the whole demo benchmark of a candidate that fixes 5 failing cases (+50
+    points; the regression also takes 50 points off 6 passing ones), naming them or not (old
+    rule: strictly higher mean).
+
+    Named, they are judged as evolve judges (Target on them, Guardrail on the rest); unnamed,
+    the candidate is better on the whole benchmark, or not worse there with the cases that did
+    better screened on fresh runs and confirmed on runs of their own.
+    """
     sampling = Sampling(**_sampling())
-    new, old = Tally(), Tally()
+    # unnamed, the whole-benchmark comparison, the screening and the confirmation each have
+    # the gate budget (the guardrail's reruns come on top, as on the named path)
+    new, old = Tally(budget=None if named else 3 * sampling.max_extra_runs), Tally()
     rng = random.Random(seed)
     parent = {c.id: c.p for c in cases}
     failing = [c.id for c in cases if c.p < 1.0]
@@ -302,32 +319,37 @@ def queue_targets_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> t
             targeted = rng.sample(failing, min(TARGETED, len(failing)))
             after_p = plant(kind, cases, targeted, rng)
             before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
-            found = judge_queued(
-                before, after, targeted, sampling, rerunner(cases, parent, after_p, rng)
-            )
-            extra = found.verdict.extra_runs + (found.guardrail or found.verdict).extra_runs
-            new.add(kind, found.passed, extra)
+            rerun = rerunner(cases, parent, after_p, rng)
+            found = judge_queued(before, after, targeted if named else [], sampling, rerun)
+            new.add(kind, found.passed, found.extra_runs)
             old.add(kind, mean(after) > mean(before))
     return new, old
 
 
-def queue_whole_path(
+def queue_targets_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
+    return queue_path(cases, n, seed, runs, named=True)
+
+
+def queue_whole_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Tally, Tally]:
+    return queue_path(cases, n, seed, runs, named=False)
+
+
+def queue_measured_path(
     cases: Sequence[Case], weaker: Sequence[Case], n: int, seed: int, runs: int
 ) -> tuple[Tally, Tally]:
-    """queue eval of a candidate naming no targets: better on the whole benchmark.
+    """The no-target path on a measured change: the shipped skill and the same without its SQL
+    step, each case at its probed pass probability under either text.
 
-    The planted changes are measured ones: the shipped skill and the same without its SQL step,
-    each case at its probed pass probability under either text. The improvement goes from the
-    text with the lower mean pass rate to the other, the regression back, and the no-effect
-    candidate is the worse text with a comment added.
+    The "improvement" goes from the text the probes measured worse to the other, the
+    "regression" back, "no effect" is the worse text again. On the demo the step trades cases
+    (it finds SQL injections and flags safe SQL) for a net change of a few tenths of a point, so
+    this is no real improvement to detect: accepting it would keep a change that breaks cases.
     """
     sampling = Sampling(**_sampling())
     new, old = Tally(), Tally()
     rng = random.Random(seed)
     shipped = {c.id: c.p for c in cases}
     without = {c.id: c.p for c in weaker}
-    # the improvement goes from the text the probes measured worse to the better one (on the
-    # demo the SQL step costs more false alarms on safe cases than it finds)
     worse, better = sorted((shipped, without), key=lambda p: sum(p.values()))
     plans = {
         "no effect": (worse, worse),
@@ -339,7 +361,7 @@ def queue_whole_path(
         for _ in range(n):
             before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
             found = judge_queued(before, after, [], sampling, rerunner(cases, parent, after_p, rng))
-            new.add(kind, found.passed, found.verdict.extra_runs)
+            new.add(kind, found.passed, found.extra_runs)
             old.add(kind, mean(after) > mean(before))
     return new, old
 
@@ -484,10 +506,12 @@ def trigger_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
     tune-description's default. The real improvement is a try that lifts the 2 held-out
     queries the current one gets right least by +50 points, the regression one that drops 2
     it gets right by 50; the other tries change nothing. Old rule: the highest held-out
-    accuracy, if strictly above the current one's.
+    accuracy, if strictly above the current one's. The reruns' budget is tune-description's
+    (``tuning_sampling``: twice the gate budget a try); the current description's reruns are
+    drawn afresh for each try, where the product shares them — each comparison is the same.
     """
-    sampling = Sampling(**_sampling())
-    new, old = Tally(), Tally()
+    sampling = tuning_sampling(GatesConfig())
+    new, old = Tally(budget=TRIGGER_TRIES * sampling.max_extra_runs), Tally()
     rng = random.Random(seed)
     queries = [TriggerQuery(f"query {i}", i < TRIGGER_QUERIES // 2) for i in range(TRIGGER_QUERIES)]
     _train, test = split_queries(queries)
@@ -565,8 +589,8 @@ def real_queue_path(base: Path, n: int) -> Tally:
                 outcome=TaskOutcome(status="fail"),
             )  # fmt: skip
             done = evaluate_queued(ws, cand.id, bench="mini")
-            tally.add(kind, done.status == "pending_approval", done.verdict.extra_runs)
-            print(f"  real {kind:<12} {done.verdict.line()} → {done.status}", flush=True)
+            tally.add(kind, done.status == "pending_approval", done.extra_runs)
+            print(f"  real {kind:<12} {done.line()} → {done.status}", flush=True)
     return tally
 
 
@@ -581,7 +605,7 @@ def report(name: str, new: Tally, old: Tally | None, old_name: str) -> None:
             line += f"   {old_name}: {interval(old.accepted[kind], old.decided[kind])}"
         print(line)
     total = sum(new.decided.values())
-    budget = GatesConfig().max_extra_runs
+    budget = new.budget if new.budget is not None else GatesConfig().max_extra_runs
     print(f"  extra runs per decision: {new.extra / max(1, total):.1f} (budget {budget})")
 
 
@@ -612,6 +636,7 @@ def main() -> None:
         )
         unsteady = sum(0 < c.p < 1 for c in cases)
         moved = sum(a.p != b.p for a, b in zip(cases, weaker, strict=True))
+        net = 100 * abs(sum(a.p - b.p for a, b in zip(cases, weaker, strict=True))) / len(cases)
         print(
             f"probe: {len(cases)} demo cases × {args.probe_runs} runs, shipped skill and without "
             f"its SQL step, in {time.monotonic() - started:.0f}s; {unsteady} cases vary from run "
@@ -627,8 +652,13 @@ def main() -> None:
                 "strictly higher mean",
             ),
             (
-                "queue eval, candidate naming no targets (whole benchmark; SQL step on/off)",
-                lambda c, n, seed, runs: queue_whole_path(c, weaker, n, seed, runs),
+                "queue eval, candidate naming no targets (screened, confirmed on fresh runs)",
+                queue_whole_path,
+                "strictly higher mean",
+            ),
+            (
+                f"queue eval, no targets, measured SQL step on/off (a trade: net {net:+.1f} pts)",
+                lambda c, n, seed, runs: queue_measured_path(c, weaker, n, seed, runs),
                 "strictly higher mean",
             ),
             (

@@ -379,3 +379,36 @@ def test_a_statement_named_prompt_md_is_refused_before_any_run_folder_or_log(
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "PROMPT.md" in err and "Traceback" not in err, err
     assert sorted(p.relative_to(ws.root) for p in ws.root.rglob("*")) == before
+
+
+def test_a_case_file_named_like_a_module_does_not_replace_the_demo_agents_own(
+    tmp_path: Path,
+) -> None:
+    """The demo agent runs with ``-m`` in the run folder; a statement's ``json.py`` or ``re.py``
+    must stay a file to audit, not become the agent's json module (-P keeps the folder off
+    sys.path)."""
+    from engine.evaluation.agents import make_agent
+    from engine.evaluation.demo import copy_demo
+
+    ws = Workspace.at(copy_demo(tmp_path / "demo"))
+    statement = tmp_path / "statement"
+    statement.mkdir()
+    (statement / "prompt.md").write_text("Audit the files here.\n")
+    for name in ("json.py", "re.py"):
+        (statement / name).write_text('raise SystemExit("hijacked")\n')
+    agent = make_agent(ws)
+    skill = ws.skills_dir / "security-audit" / "SKILL.md"
+    spec = RoomSpec(
+        statement,
+        "# Task\n\nAudit json.py. End with `VERDICT: vulnerable` or `VERDICT: safe`.\n",
+        (SkillFiles("security-audit", skill.read_text()),),
+        agent.skills_subdir,
+    )
+    room = build_room(spec, scratch_root(ws.root))
+    try:
+        outcome = agent.run(room, "audit", lambda: False)
+    finally:
+        remove_room(room)
+    assert "hijacked" not in outcome.stderr_tail
+    assert outcome.invalid_reason is None and outcome.exit_code == 0
+    assert "VERDICT:" in outcome.answer

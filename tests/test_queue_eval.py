@@ -2,7 +2,8 @@
 
 The demo workspace is evaluated for real (subprocess agents), on a benchmark of every sixth demo
 case to keep it quick. The planted change is large on purpose — the audit skill's flagging steps
-removed or restored — so the verdict is decided whatever the agent's run-to-run noise does.
+removed or restored — so the verdict is decided whatever the agent's run-to-run noise does; the
+tests that check exact figures set ``agent.noise: 0`` and say so.
 """
 
 from __future__ import annotations
@@ -82,7 +83,10 @@ def test_a_real_improvement_moves_on_to_approval_with_its_figures(ws: Workspace)
     assert data["status"] == "pending_approval", data["verdict"]["line"]
     verdict = data["verdict"]
     assert verdict["decision"] == "better" and verdict["ci_low"] > 0
-    assert verdict["n_cases"] == 18 and verdict["n_runs"] == 2
+    # better on the whole benchmark at once (a broad change), at half of gates.alpha
+    assert verdict["n_cases"] == 18 and verdict["n_runs"] == 2 and verdict["alpha"] == 0.025
+    assert data["broad"] == verdict and data["screening"] is None
+    assert data["extra_runs"] == verdict["extra_runs"]
     cand = CandidateQueue(ws).get(cand_id)
     (gate,) = [g for g in cand.gates() if g["gate"] == "effectiveness"]  # judged again
     assert gate["verdict"] == "pass" and gate["figures"]["line"] == verdict["line"]
@@ -103,10 +107,13 @@ def test_a_regression_is_rejected_onto_the_taboo_list(ws: Workspace) -> None:
     cand_id = _pending(ws, _without_flags(store.read(current)), current)
     code, out, err = _cli("queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "-j", "2")
     assert code == 0, err
-    assert out.startswith(f"{cand_id}: -") and out.rstrip().endswith("→ rejected")
+    assert out.startswith(f"{cand_id}: whole benchmark: -") and out.rstrip().endswith("→ rejected")
     cand = CandidateQueue(ws).get(cand_id)
     assert cand.status == "rejected" and cand.reason is not None
-    assert f"paired evaluation on {MINI} against parent {current}: -" in cand.reason
+    assert (
+        f"paired evaluation on {MINI} against parent {current}: whole benchmark: -" in cand.reason
+    )
+    assert "whole benchmark not worse: " in cand.reason  # it is worse: nothing was screened
     assert len(store.taboo().entries()) == 1
     with pytest.raises(SkillsmithError, match="only pending_eval"):
         CandidateQueue(ws).record_evaluation(cand_id, {"gate": "x"}, passed=True, why="again")
@@ -157,6 +164,49 @@ def test_a_candidate_naming_its_targets_is_judged_on_them_and_on_the_rest(ws: Wo
     assert " worse (" in out.split("; others: ")[1]
     cand = CandidateQueue(ws).get(broad)
     assert cand.status == "rejected" and "(worse at one-sided p<0.05)" in (cand.reason or "")
+
+
+def test_a_narrow_fix_naming_no_targets_is_screened_and_confirmed(ws: Workspace) -> None:
+    """The candidate restores the SQL step, which fixes 2 of the 18 cases, and names none.
+
+    ``agent.noise: 0`` makes every run exact, so each figure below is the one the design gives,
+    not a likely one. With ``gates.looks: 1`` the whole-benchmark route has its one look (2 of 18
+    pairs better: not enough), so the fix must be found by screening: the 2 cases that gained are
+    rerun twice each, then confirmed on 24 fresh runs each, all 48 pairs better.
+    """
+    cfg = ws.load_config()
+    cfg.agent.noise = 0
+    cfg.gates.looks = 1
+    ws.save_config(cfg)
+    store = SkillStore(ws, DEMO_SKILL)
+    good = store.read(str(store.ensure_adopted()))
+    parent = store.publish(
+        "".join(x for x in good.splitlines(True) if not x.startswith("3. ")), why="planted parent"
+    )
+    cand_id = _pending(ws, good, parent)
+    code, out, err = _cli(
+        "queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "--runs", "1", "--json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    sqli = ["sqli-js-concat", "sqli-py-format"]
+    assert data["status"] == "pending_approval", data["verdict"]["line"]
+    assert data["broad"]["decision"] == "inconclusive" and data["broad"]["alpha"] == 0.025
+    assert data["screening"] == {
+        "rounds": [{"cases": sqli, "runs_each": 2}],
+        "confirmed": sqli,
+        "confirmation_runs": 48,
+    }
+    verdict = data["verdict"]
+    assert (verdict["decision"], verdict["n_cases"], verdict["n_runs"]) == ("better", 2, 24)
+    assert verdict["p_value"] == pytest.approx(0.5**48) and verdict["alpha"] == 0.025
+    assert data["guardrail"]["n_cases"] == 18 and data["guardrail"]["decision"] != "worse"
+    assert data["extra_runs"] == 2 * 2 + 48 and len(data["run_ids"]) == 3
+    (gate,) = [g for g in CandidateQueue(ws).get(cand_id).gates() if g["gate"] == "effectiveness"]
+    figures = gate["figures"]
+    assert figures["screening"] == data["screening"] and figures["extra_runs_total"] == 52
+    assert figures["runs"] == data["run_ids"] and figures["targets"] == []
+    assert "2 screened cases (sqli-js-concat, sqli-py-format): +" in gate["reasons"][0]
 
 
 def test_effectiveness_judged_on_a_paired_verdict() -> None:

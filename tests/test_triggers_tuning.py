@@ -8,13 +8,21 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.core.config import GatesConfig
+from engine.core.config import GatesConfig, ModelConfig
 from engine.core.errors import FormatError
 from engine.core.queue import CandidateQueue
 from engine.core.skill import SkillDoc
 from engine.core.workspace import Workspace
-from engine.loops.triggers import TriggerQuery, load_queries, split_queries, tune_description
+from engine.evaluation.runner import unit_seed
+from engine.loops.triggers import (
+    TriggerQuery,
+    can_improve,
+    load_queries,
+    split_queries,
+    tune_description,
+)
 from tests.candidate_helpers import add_skill, skill_text
+from tests.llm_server import MessagesServer, last_user_text
 from tests.online_helpers import DATA, add_weather_skill
 
 # A command agent that decides loading from the description alone: it loads a skill when a word
@@ -35,10 +43,10 @@ def _word(query: TriggerQuery) -> str:
     return query.query.split()[4]
 
 
-def _command_workspace(ws: Workspace) -> None:
+def _command_workspace(ws: Workspace, *args: str) -> None:
     cfg = ws.load_config()
     cfg.agent.kind = "command"
-    cfg.agent.command = ["sh", str(AGENT)]
+    cfg.agent.command = ["sh", str(AGENT), *args]
     ws.save_config(cfg)
     add_skill(ws, "zoo-keeper", skill_text("zoo-keeper", description="Generic helper"))
 
@@ -66,9 +74,11 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
 
     # three runs a query: the agent is deterministic, so the two held-out queries B fixes give
     # six discordant run pairs, all its way: exact p = 1/64 is not enough at the first look of
-    # three (it has seen 12 of 60 planned pairs: 0.025·0.2² = 0.001 of the 0.025 each try
-    # gets), so the two queries rerun 12 times each on fresh seeds for both descriptions, and
-    # 30 of 36 pairs all B's way decide it at the second look
+    # three (it has seen 12 of the 12 + 96 planned pairs — tune-description's budget is twice
+    # gates.max_extra_runs a try: 0.025·(12/108)² = 0.0003 of the 0.025 each try gets), so the
+    # two queries rerun 24 times each on fresh seeds for both descriptions (the other two
+    # held-out queries both got right on every run, so they cannot show a fix), and 54 of 60
+    # pairs all B's way decide it at the second look
     result = tune_description(
         workspace,
         "zoo-keeper",
@@ -85,18 +95,18 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
     ]
     assert (result.chosen, result.best, result.improved) == (2, generalises, True)
     assert result.reason == (
-        "held-out trigger accuracy 0.50 → 1.00: +83.3 pts [+58.6, +83.3] p=<0.001 better "
-        "(4 paired cases, 3 runs, +24 extra)"
-    )  # Clopper–Pearson for 30 of 30 at the second look's 0.025·(0.6² − 0.2²) = 0.008:
-    # 0.008^(1/30) = 0.851, a change of (2·0.851 − 1)·30/36
+        "held-out trigger accuracy 0.50 → 1.00: +90.0 pts [+74.4, +90.0] p=<0.001 better "
+        "(4 paired cases, 3 runs, +48 extra)"
+    )  # Clopper–Pearson for 54 of 54 at the second look's 0.025·((60/108)² − (12/108)²) =
+    # 0.00741: 0.00741^(1/54) = 0.9132, a change of (2·0.9132 − 1)·54/60
     given_a, given_b = (result.scores[1].verdict or {}), (result.scores[2].verdict or {})
     assert given_a["decision"] == "worse" or given_a["decision"] == "inconclusive"
-    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 36, 0.025)
-    assert (given_b["extra_runs"], given_b["looks"]) == (24, 2)
-    assert given_b["p_value"] == pytest.approx(1 / 2**30, abs=1e-6)  # rounded to 6 places
+    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 60, 0.025)
+    assert (given_b["extra_runs"], given_b["looks"]) == (48, 2)
+    assert given_b["p_value"] == pytest.approx(2**-54, abs=1e-6)  # rounded to 6 places
     reruns = result.scores[2].reruns
     assert {r.query for r in reruns} == {q.query for q in test if q.should_trigger}
-    assert all(r.runs == 12 and r.seeds[0] not in r2.seeds for r in reruns
+    assert all(r.runs == 24 and r.seeds[0] not in r2.seeds for r in reruns
                for r2 in result.scores[2].results if r2.query == r.query)  # fmt: skip
     loads = {r.query: r.loads for r in result.scores[2].results}
     assert all(loads[q.query] == 3 for q in test if q.should_trigger)
@@ -148,17 +158,68 @@ def test_one_run_of_a_held_out_gain_is_not_enough_and_reruns_settle_it(
         "no description was better than the current one on the held-out queries (best try, "
         "description 1: +25.0 pts"
     )
-    # the default budget reruns the one query that differs: the agent is deterministic, so the
-    # fix holds on every fresh seed — 25 discordant pairs of 25, p = 2^-25
+    # the default budget (twice the gate budget: 48 runs a look) reruns the query that differs
+    # and the other should-trigger query, which both descriptions got wrong (a fix could hide
+    # behind one slipped run), 24 times each: the agent is deterministic, so the fix holds on
+    # every fresh seed and the other query stays wrong on both — 25 discordant pairs of 25
     cfg.gates.max_extra_runs = GatesConfig().max_extra_runs
     workspace.save_config(cfg)
     result = tune_description(
         workspace, "zoo-keeper", queries, candidates=[one], iterations=0, submit=False
     )
     verdict = result.scores[1].verdict or {}
-    assert (verdict["decision"], verdict["extra_runs"]) == ("better", 24)
+    assert (verdict["decision"], verdict["extra_runs"], verdict["n_pairs"]) == ("better", 48, 52)
     assert verdict["p_value"] == pytest.approx(2**-25, abs=1e-6)
+    assert {r.query for r in result.scores[1].reruns} == {q.query for q in test if q.should_trigger}
     assert (result.chosen, result.improved) == (1, True)
+
+
+def test_a_fix_that_slipped_on_its_one_run_is_rerun_and_the_current_reruns_are_shared(
+    workspace: Workspace,
+) -> None:
+    """An agent that slips on odd seeds (``trigger_agent.sh slip`` loads nothing then) hides a
+    fix behind its first run: both descriptions get the fixed queries wrong there, so only
+    rerunning the queries both got wrong can find it. The current description's reruns serve
+    every try."""
+    _command_workspace(workspace, "slip")
+    queries = _queries()
+
+    def slipped_at_first(seed: int) -> bool:
+        _train, test = split_queries(queries, seed=seed)
+        return all(unit_seed(seed, q.query, 0) % 2 for q in test if q.should_trigger)
+
+    seed = next(s for s in range(100) if slipped_at_first(s))  # both fixed queries slip at run 0
+    _train, test = split_queries(queries, seed=seed)
+    fixed = [q.query for q in test if q.should_trigger]
+    fix = " ".join(_word(q) for q in test if q.should_trigger)
+    result = tune_description(
+        workspace,
+        "zoo-keeper",
+        queries,
+        candidates=[fix, "Another generic text"],
+        iterations=0,
+        seed=seed,
+        submit=False,
+    )
+
+    assert [s.test_accuracy for s in result.scores] == [0.5, 0.5, 0.5]  # the fix slipped
+    verdict = result.scores[1].verdict or {}
+    # default budget, twice gates.max_extra_runs: 96 a try, 48 a look, 24 runs of each fixed
+    # query; the current never loads, so every run the fix loads on (an even seed) is one
+    # discordant pair its way, and the exact p-value is 2^-loads
+    loads = sum(unit_seed(seed, q, run) % 2 == 0 for q in fixed for run in range(1, 25))
+    assert (verdict["decision"], verdict["extra_runs"], verdict["n_pairs"]) == ("better", 48, 52)
+    assert verdict["p_value"] == pytest.approx(0.5**loads, abs=1e-6)
+    assert {r.query for r in result.scores[1].reruns} == set(fixed)
+    assert (result.chosen, result.improved) == (1, True)
+    # the generic try reruns the same two queries (48 runs, then 48 more) and stays
+    # inconclusive; the current description's runs 1–24 of them served both tries
+    other = result.scores[2].verdict or {}
+    assert (other["decision"], other["extra_runs"]) == ("inconclusive", 96)
+    current = [(r.query, seed) for r in result.scores[0].reruns for seed in r.seeds]
+    assert len(current) == len(set(current)) == 96
+    setup = json.loads((Path(result.experiment_dir) / "experiment.json").read_text())
+    assert setup["settings"]["max_extra_runs"] == 2 * GatesConfig().max_extra_runs
 
 
 def test_offline_proposer_with_the_demo_agent(workspace: Workspace) -> None:
@@ -180,6 +241,75 @@ def test_offline_proposer_with_the_demo_agent(workspace: Workspace) -> None:
     assert best.origin == "proposed" and best.test_accuracy == 1.0
     assert "forecast" in best.description
     assert result.improved and result.candidate is not None
+
+
+def test_invalid_runs_are_left_out_of_the_verdict(workspace: Workspace) -> None:
+    """A run the agent crashed on never loaded, but it is no right answer on a should-not
+    query: it is out of the paired verdict (``trigger_agent.sh crash``: odd seeds crash, for
+    both descriptions alike)."""
+    _command_workspace(workspace, "crash")
+    queries = _queries()
+    _train, test = split_queries(queries)
+    fix = " ".join(_word(q) for q in test if q.should_trigger)
+    cfg = workspace.load_config()
+    cfg.gates.max_extra_runs = 0  # the verdict on the measured runs alone
+    workspace.save_config(cfg)
+
+    result = tune_description(
+        workspace, "zoo-keeper", queries, candidates=[fix], iterations=0, runs_per_query=3
+    )
+
+    seeds = {q.query: [unit_seed(42, q.query, run) for run in range(3)] for q in test}
+    valid = {q: [s % 2 == 0 for s in runs] for q, runs in seeds.items()}
+    fixed = sum(sum(valid[q.query]) for q in test if q.should_trigger)
+    verdict = result.scores[1].verdict or {}
+    assert verdict["n_pairs"] == sum(sum(v) for v in valid.values()) < 12
+    assert verdict["delta"] == pytest.approx(fixed / verdict["n_pairs"], abs=1e-6)
+    rows = result.scores[0].rows("test")
+    assert sum(r["pass_fail"] == "invalid" for r in rows) == 12 - verdict["n_pairs"]
+    assert all(r.valid == valid[r.query] for r in result.scores[1].results if r.split == "test")
+
+
+def test_a_model_proposal_kept_at_the_defaults(
+    workspace: Workspace, messages_server: MessagesServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reflection model (the real SDK against the local Messages API) proposes from the
+    training misses only; at every default — one run a query, one proposal's verdict with the
+    reruns' budget — the demo agent's held-out runs settle that the proposal fixes the held-out
+    forecasts."""
+    add_weather_skill(workspace)
+    cfg = workspace.load_config()
+    cfg.models.reflection = ModelConfig(provider="anthropic", timeout_s=10.0, max_retries=0)
+    workspace.save_config(cfg)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-for-the-local-server")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)
+    proposal = "Collect the weather forecast for several cities into one report."
+    messages_server.reply(f"<new_description>{proposal}</new_description>")
+    cities = ("Oslo and Bergen", "Tokyo and Osaka", "Berlin and Munich", "Lima and Cusco")
+    chores = ("Summarise this recipe", "Sort these invoices", "Rename the photos", "Tidy my inbox")
+    queries = [TriggerQuery(f"Get the forecast for {c}", True) for c in cities]
+    queries += [TriggerQuery(f"{c} for dinner", False) for c in chores]
+    train, test = split_queries(queries)
+
+    result = tune_description(workspace, "weather-multi-city", queries, iterations=1)
+
+    asked = last_user_text(messages_server.message_requests[0].json)
+    assert all(q.query in asked for q in train if q.should_trigger)
+    assert not any(q.query in asked for q in test)  # the held-out queries stay unseen
+    assert [(s.origin, s.test_accuracy) for s in result.scores] == [
+        ("current", 0.5),
+        ("proposed", 1.0),
+    ]
+    # the demo agent loads by description words, so each fixed held-out forecast is one
+    # discordant pair per run: 2 of 2 (p = 1/4) cannot decide; both reruns 24 times (48 a
+    # look, half of twice gates.max_extra_runs), and 50 of 50 pairs decide at the second look
+    verdict = result.scores[1].verdict or {}
+    assert (verdict["decision"], verdict["extra_runs"], verdict["looks"]) == ("better", 48, 2)
+    assert verdict["n_pairs"] == 52  # 4 held-out queries once, then 2 of them 24 times
+    assert verdict["p_value"] == pytest.approx(2**-50, abs=1e-6)
+    assert result.improved and result.best == proposal and result.candidate is not None
+    cand = CandidateQueue(workspace).get(result.candidate["id"])
+    assert cand.evidence("metrics.json")["verdict"]["line"] == verdict["line"]
 
 
 def test_query_file_errors(tmp_path: Path) -> None:
@@ -215,3 +345,31 @@ def test_tune_description_command(
     assert CandidateQueue(workspace).list() == []
     assert main(["-w", root, "tune-description", "nope", "--queries", str(path)]) == 1
     assert "no such skill" in capsys.readouterr().err
+    assert main(["-w", root, *args, "--max-extra-runs", "-1"]) == 1
+    assert "max extra runs: expected 0 or more, got -1" in capsys.readouterr().err
+    # no reruns allowed: one run a query gives the fix two discordant pairs (p = 1/4), which
+    # the single look cannot take for better, so nothing is kept
+    once = [*args[:-2], "--candidate", every, "--max-extra-runs", "0", "--no-submit", "--json"]
+    assert main(["-w", root, *once]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert not report["improved"] and report["scores"][1]["verdict"]["extra_runs"] == 0
+    setup = json.loads((Path(report["experiment_dir"]) / "experiment.json").read_text())
+    assert setup["settings"]["max_extra_runs"] == 0
+
+
+def test_reruns_go_where_a_fix_can_show() -> None:
+    """Disagreeing queries first, then those both got wrong; never those both always got right,
+    and the choice is the same whichever side of a pair won."""
+
+    def rows(outcomes: dict[str, list[int]]) -> list[dict[str, object]]:
+        return [
+            {"case_id": q, "run_index": i, "pass_fail": "pass" if v else "fail"}
+            for q, values in outcomes.items()
+            for i, v in enumerate(values)
+        ]
+
+    before = {"right": [1, 1], "wrong": [0, 0], "mixed": [1, 0], "flip": [0, 0]}
+    after = {"right": [1, 1], "wrong": [0, 0], "mixed": [1, 1], "flip": [1, 0]}
+    assert can_improve(rows(before), rows(after)) == ["flip", "mixed", "wrong"]
+    assert can_improve(rows(after), rows(before)) == ["flip", "mixed", "wrong"]
+    assert can_improve(rows(before), rows(after), ["right", "wrong"]) == ["wrong"]

@@ -170,6 +170,9 @@ def _evaluate(args: argparse.Namespace) -> int:
                 "verdict": done.verdict.to_dict(),
                 "targets": done.targets,
                 "guardrail": None if done.guardrail is None else done.guardrail.to_dict(),
+                "screening": None if done.screening is None else done.screening.to_dict(),
+                "broad": None if done.broad is None else done.broad.to_dict(),
+                "extra_runs": done.extra_runs,
             }
         )
     else:

@@ -170,11 +170,12 @@ class Plan:
 
 @dataclass
 class _Done:
-    """A finished unit on its way from a worker to the run folder: its session (and raw files)
-    are on disk already, written and fsynced by the worker; the row is not yet."""
+    """A finished unit on its way from a worker to the run folder; ``written`` completes once
+    its session (and raw files) are on disk, and only then may its row be appended."""
 
     unit: UnitKey
     row: dict[str, Any]
+    written: Future[None]
 
 
 def _sha(text: str) -> str:
@@ -332,14 +333,13 @@ def _run_unit(
     judge: JudgeModel | None,
     should_stop: Callable[[], bool],
     executor: Executor,
-    discard: Callable[[Path], None],
+    io: ThreadPoolExecutor,
 ) -> _Done | None:
-    """Run and grade one unit and write its session; None when it was cancelled first.
+    """Run and grade one unit; None when it was cancelled before it could finish.
 
-    The session file is written and fsynced here, on the unit's own thread, so the syncs of
-    units finishing together overlap instead of queueing on the thread that appends the rows;
-    the room goes to ``discard`` (a background remover) once graded, so the next unit does not
-    wait for its deletion.
+    What follows the grading — writing and fsyncing the session, deleting the room — goes to
+    ``io``, a pool with a thread per worker: the worker starts its next unit at once, and the
+    syncs of units that finish together overlap instead of queueing on one thread.
     """
     if should_stop():
         return None
@@ -363,7 +363,7 @@ def _run_unit(
             graded = grade(plan.bench, case, outcome.answer, llm=judge, run_dir=room)
             row.update(graded.row_fields())
     finally:
-        discard(room)
+        io.submit(remove_room, room)
     session = outcome.session or [
         {"type": "user", "content": prompt},
         {
@@ -375,12 +375,23 @@ def _run_unit(
             "invalid_reason": outcome.invalid_reason,
         },
     ]
+    return _Done(unit, row, io.submit(_write_unit_files, folder, unit, row, session, outcome))
+
+
+def _write_unit_files(
+    folder: RunFolder,
+    unit: UnitKey,
+    row: dict[str, Any],
+    session: list[dict[str, Any]],
+    outcome: AgentOutcome,
+) -> None:
+    """The unit's session and raw files, each fsynced (their folders are synced per batch);
+    the row learns where its raw stream is before anyone reads it (after ``written``)."""
     folder.write_session(unit, session, sync_dir=False)
     if outcome.raw_stream is not None:
         row["raw_file"] = folder.write_raw(unit, "stream.jsonl", outcome.raw_stream, sync_dir=False)
     if outcome.stderr_tail.strip():
         folder.write_raw(unit, "stderr.txt", outcome.stderr_tail, sync_dir=False)
-    return _Done(unit, row)
 
 
 def _row(
@@ -560,24 +571,9 @@ def _evaluate(
             manifest["started_at"] = old.get("started_at", manifest["started_at"])
             manifest["resumed_at"] = [*old.get("resumed_at", []), utc_now()]
             manifest["scoreboard_recorded"] = bool(old.get("scoreboard_recorded"))
-        else:
-            for name in plan.under_test:
-                skill = next(s for s in plan.variants[SKILL] if s.name == name)
-                folder.save_input(SKILL, name, skill.text, skill.resources)
-        folder.write_manifest(manifest)
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))
     log = start_session(ws, "eval", forward=reporter, session_id=folder.run_id)
-    log.emit(
-        "started",
-        run_id=folder.run_id,
-        benchmark=plan.bench.id,
-        total=len(units),
-        todo=len(todo),
-        resumed=resumed,
-        jobs=workers,
-        seed=plan.seed,
-    )
     stop = threading.Event()
 
     def should_stop() -> bool:
@@ -588,22 +584,28 @@ def _evaluate(
     launched = 0
     first_units = FirstUnits(plan.agent, min(FIRST_UNITS, len(todo)))
     try:
-        # the remover outlives the workers: every room is gone when the evaluation returns
+        # the io pool outlives the workers: every room is gone when the evaluation returns
         with (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="rooms") as remover,
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit-io") as io,
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool,
         ):
-
-            def discard(room: Path) -> None:
-                remover.submit(remove_room, room)
-
             futures: list[Future[_Done | None]] = [
-                pool.submit(
-                    _run_unit, plan, unit, folder, root, judge, should_stop, executor, discard
-                )
+                pool.submit(_run_unit, plan, unit, folder, root, judge, should_stop, executor, io)
                 for unit in todo
             ]
             try:
+                # while the first agents start: no row is appended before these are on disk
+                _open_run(ws, plan, folder, manifest, resumed)
+                log.emit(
+                    "started",
+                    run_id=folder.run_id,
+                    benchmark=plan.bench.id,
+                    total=len(units),
+                    todo=len(todo),
+                    resumed=resumed,
+                    jobs=workers,
+                    seed=plan.seed,
+                )
                 order = {future: index for index, future in enumerate(futures)}
                 pending: set[Future[_Done | None]] = set(futures)
                 while pending:
@@ -643,6 +645,18 @@ def _evaluate(
     return _complete(ws, plan, folder, manifest, units, log, launched, scoreboard)
 
 
+def _open_run(
+    ws: Workspace, plan: Plan, folder: RunFolder, manifest: dict[str, Any], resumed: bool
+) -> None:
+    """The run's inputs (a new run) and its manifest, which every later row relies on."""
+    with ws.lock(f"eval {plan.bench.id}"):
+        if not resumed:
+            for name in plan.under_test:
+                skill = next(s for s in plan.variants[SKILL] if s.name == name)
+                folder.save_input(SKILL, name, skill.text, skill.resources)
+        folder.write_manifest(manifest)
+
+
 def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None:
     """What killed commands left behind: temp files of interrupted writes (the scoreboard, run
     manifests, sessions) and unit folders in the scratch root. Only abandoned ones go: a
@@ -656,13 +670,16 @@ def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None
 
 
 def _collect(ready: list[Future[_Done | None]]) -> tuple[list[_Done], BaseException | None]:
-    """The units that finished together, and the first error among them (raised after the
-    others are stored, so no finished unit is lost to a sibling's failure)."""
+    """The units that finished together with their files on disk, and the first error among
+    them (raised after the others are stored, so no finished unit is lost to a sibling's
+    failure)."""
     batch: list[_Done] = []
     error: BaseException | None = None
     for future in ready:
         try:
             finished = future.result()
+            if finished is not None:
+                finished.written.result()
         except BaseException as exc:  # re-raised by the caller once the batch is stored
             error = error or exc
             continue
@@ -672,7 +689,7 @@ def _collect(ready: list[Future[_Done | None]]) -> tuple[list[_Done], BaseExcept
 
 
 def _store_batch(folder: RunFolder, batch: list[_Done]) -> None:
-    """The rows of units whose sessions are on disk: a row never points at a missing session.
+    """The rows of units whose files are on disk: a row never points at a missing session.
 
     Units that finished together share the syncs — the session folders once, the rows with one
     append — so a batch is as durable as storing them one by one.

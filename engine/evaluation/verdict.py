@@ -508,6 +508,8 @@ def compare_f1(
 # -- adaptive sampling -----------------------------------------------------------------------------
 Judge = Callable[[Rows, Rows, float], Verdict]  # before, after, alpha of this look → verdict
 Rerun = Callable[[Sequence[str], int], tuple[Rows, Rows]]  # cases, runs each → (before, after)
+# before, after, the cases judged (None: all) → the cases to rerun, most telling first
+Pick = Callable[[Rows, Rows, Iterable[str] | None], list[str]]
 
 
 SPENDING_POWER = 2  # α(t) = α·t²: between Pocock's (t¹) and O'Brien–Fleming's (≈ t³) shapes
@@ -588,8 +590,12 @@ def decide(
     max_extra_runs: int = 0,
     looks: int = 3,
     cases: Iterable[str] | None = None,
+    pick: Pick | None = None,
 ) -> tuple[Verdict, list[dict[str, Any]], list[dict[str, Any]]]:
     """Judge, and while ``wants_more`` and budget remain, rerun the deciding cases and judge again.
+
+    ``pick`` chooses the cases to rerun (default :func:`deciding_cases`); any choice keeps the
+    error rate as long as it does not look at which side a discordant run favoured.
 
     The schedule is fixed before any outcome is seen: ``max_extra_runs`` case-runs per variant
     split evenly over ``looks − 1`` extra looks, each look judged at its share of ``alpha``
@@ -610,7 +616,7 @@ def decide(
     extra = 0
     done = 1
     while rerun is not None and done < planned and wants_more(verdict) and per_look > 0:
-        candidates = deciding_cases(before, after, wanted)
+        candidates = (pick or deciding_cases)(before, after, wanted)
         if not candidates:
             break
         chosen = candidates[:per_look]
@@ -642,6 +648,7 @@ __all__ = [
     "Alternative",
     "Decision",
     "Paired",
+    "Pick",
     "Verdict",
     "compare_f1",
     "compare_paired",

@@ -17,10 +17,12 @@ context and can mislead. The loop (Anthropic's skill-creator ``run_loop``):
    query and seed, and the exact run-level test must say "better" at ``gates.alpha`` split over
    the descriptions compared (Bonferroni), so trying more descriptions does not raise the chance
    of keeping one that only got lucky. An inconclusive comparison reruns the held-out queries
-   that can still decide it, both descriptions on the same fresh seeds, within
-   ``gates.max_extra_runs`` (``engine.evaluation.verdict.decide``): one run a query is rarely
-   enough to tell a fix from a lucky run. Among the better ones, the highest held-out accuracy
-   wins.
+   that can still decide it (:func:`can_improve`: those whose runs disagree and those both
+   descriptions always got wrong), both descriptions on the same fresh seeds, within twice
+   ``gates.max_extra_runs`` a try (:func:`tuning_sampling`; ``engine.evaluation.verdict.decide``):
+   one run a query is rarely enough to tell a fix from a lucky run. The current description's
+   reruns are shared by the tries (:class:`HeldOutReruns`). Among the better ones, the highest
+   held-out accuracy wins.
 
 An improvement is queued as a candidate (source ``optimize``) that waits for a person, with the
 per-query evidence under ``experiments/<id>/`` (transcripts included).
@@ -34,13 +36,13 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from engine.core.config import Config
+from engine.core.config import Config, GatesConfig
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter, utc_now
 from engine.core.fsutil import atomic_write_text
@@ -64,7 +66,14 @@ from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.runner import unit_seed
 from engine.evaluation.traces import load_trace
-from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
+from engine.evaluation.verdict import (
+    Rerun,
+    Rows,
+    Verdict,
+    compare_paired,
+    deciding_cases,
+    pair,
+)
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.online.library import is_skill_load
 
@@ -156,6 +165,7 @@ class QueryResult:
     invalid: list[str] = field(default_factory=list)
     loaded: list[bool] = field(default_factory=list)  # per run, in run order
     seeds: list[int] = field(default_factory=list)  # per run: the same for every description
+    valid: list[bool] = field(default_factory=list)  # per run: False when the run was invalid
 
 
 @dataclass
@@ -183,11 +193,20 @@ def result_rows(results: Sequence[QueryResult]) -> list[dict[str, Any]]:
             "case_id": r.query,
             "run_index": run,
             "seed": r.seeds[run] if run < len(r.seeds) else None,
-            "pass_fail": "pass" if loaded == r.should_trigger else "fail",
+            "pass_fail": _run_outcome(r, run, loaded),
         }
         for r in results
         for run, loaded in enumerate(r.loaded)
     ]
+
+
+def _run_outcome(result: QueryResult, run: int, loaded: bool) -> str:
+    """An invalid run (the agent crashed, timed out, left no transcript) is ``invalid``, so the
+    verdict leaves it out instead of counting a run that never loaded as right on a
+    should-not-trigger query."""
+    if run < len(result.valid) and not result.valid[run]:
+        return "invalid"
+    return "pass" if loaded == result.should_trigger else "fail"
 
 
 def with_description(text: str, description: str) -> str:
@@ -283,6 +302,7 @@ class TriggerBench:
                     correct=triggered == query.should_trigger,
                     sessions=[path for _l, path, _bad in mine if path],
                     invalid=[bad for _l, _p, bad in mine if bad],
+                    valid=[not bad for _l, _p, bad in mine],
                     loaded=[loaded for loaded, _path, _bad in mine],
                     seeds=seeds,
                 )
@@ -442,6 +462,7 @@ class TuneOptions:
     seed: int = 42
     jobs: int = 2
     submit: bool = True
+    max_extra_runs: int | None = None  # held-out reruns per try; None: see tuning_sampling
 
 
 def tune_description(
@@ -456,6 +477,7 @@ def tune_description(
     holdout: float = 0.4,
     seed: int = 42,
     jobs: int = 2,
+    max_extra_runs: int | None = None,
     proposer: DescriptionProposer | None = None,
     agent: Agent | None = None,
     submit: bool = True,
@@ -471,6 +493,7 @@ def tune_description(
         raise SkillsmithError(f"{ws.skill_path(skill)}: no such skill")
     current = SkillDoc.parse(read_text(ws.skill_path(skill))).description or ""
     train, test = split_queries(queries, holdout, seed)
+    sampling = tuning_sampling(ws.load_config().gates, max_extra_runs)
     tagged: list[tuple[TriggerQuery, Split]] = [(q, "train") for q in train]
     tagged += [(q, "test") for q in test]
     experiment = Experiment(ws, new_id("triggers"))
@@ -500,6 +523,7 @@ def tune_description(
                 "threshold": threshold,
                 "holdout": holdout,
                 "seed": seed,
+                "max_extra_runs": sampling.max_extra_runs,
                 "proposer": proposer.name,
                 "agent": bench.agent.describe(),
             },
@@ -562,33 +586,8 @@ def tune_description(
             break
         evaluate(proposed, "proposed")
     base = scores[0]
-    gates = ws.load_config().gates
-    sampling = Sampling(alpha=gates.alpha, max_extra_runs=gates.max_extra_runs, looks=gates.looks)
-    next_run = [runs_per_query]  # reruns draw run numbers (so seeds) no run has used yet
-
-    def rerun_for(score: DescriptionScore) -> Rerun:
-        def rerun(ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
-            wanted = set(ids)
-            positions = [n for n, (q, _s) in enumerate(tagged) if q.query in wanted]
-            chosen = [tagged[n] for n in positions]
-            first, next_run[0] = next_run[0], next_run[0] + runs
-            sides = []
-            for measured in (base, score):
-                found = bench.measure(
-                    measured.index,
-                    measured.description,
-                    chosen,
-                    runs=runs,
-                    first_run=first,
-                    positions=positions,
-                )
-                measured.reruns += found
-                sides.append(result_rows(found))
-            return sides[0], sides[1]
-
-        return rerun
-
-    best, verdict = held_out_choice(scores, sampling, rerun_for)
+    reruns = HeldOutReruns(bench, base, tagged, runs_per_query)
+    best, verdict = held_out_choice(scores, sampling, reruns.for_try)
     improved = best.index != 0
     if improved:
         reason = (
@@ -623,6 +622,121 @@ def tune_description(
     return result
 
 
+TUNING_BUDGET = 2  # each try's held-out reruns, in multiples of ``gates.max_extra_runs``
+
+
+def tuning_sampling(gates: GatesConfig, max_extra_runs: int | None = None) -> Sampling:
+    """How the held-out choice may look again: ``gates.alpha`` and ``gates.looks``, and a rerun
+    budget per try of ``max_extra_runs`` (default twice ``gates.max_extra_runs``).
+
+    Twice, because the tuner's comparisons rest on few queries with one run each: a try that
+    fixes 2 of 8 held-out queries by 50 points is +12.5 points, and at ``alpha`` shared by 3
+    tries the gate budget alone finds it about 7 times in 10 on the noisy demo, twice the
+    budget 9 times in 10 (``benchmarks/bench_verdicts.py``).
+    """
+    budget = TUNING_BUDGET * gates.max_extra_runs if max_extra_runs is None else max_extra_runs
+    if budget < 0:
+        raise SkillsmithError(f"max extra runs: expected 0 or more, got {budget}")
+    return Sampling(alpha=gates.alpha, max_extra_runs=budget, looks=gates.looks)
+
+
+def can_improve(before: Rows, after: Rows, cases: Iterable[str] | None = None) -> list[str]:
+    """The held-out queries to rerun: those whose runs disagree (most first), then those both
+    descriptions got wrong on every run so far.
+
+    A fix shows only where the current description fails, and with one run a query a fixed
+    query that slipped on its first run looks like one neither description can get right; the
+    queries both always got right are left out, they can only tell against a try. Whether a
+    query's runs are all wrong on both sides does not change when a pair's sides swap, so the
+    choice does not look at which side a run favoured and keeps the verdict's error rate.
+    """
+    varying = deciding_cases(before, after, cases)
+    paired = pair(before, after, cases=cases)
+    wrong = [
+        c for c in paired.cases if paired.runs[c] and not any(b or a for b, a in paired.runs[c])
+    ]
+    return varying + wrong
+
+
+class HeldOutReruns:
+    """Fresh held-out runs for the verdicts, the current description's shared by every try.
+
+    Each try draws run numbers (so seeds) from its own count, starting after the measured
+    runs, so the k-th rerun of a query has the same seed in every try; the current
+    description's run of a query and run number is measured once and paired with every try's
+    run of it. That saves up to half the reruns' agent runs, and changes no verdict's error
+    rate: the alpha shared among the tries holds however their comparisons depend on each
+    other (the union bound).
+    """
+
+    def __init__(
+        self,
+        bench: TriggerBench,
+        base: DescriptionScore,
+        tagged: Sequence[tuple[TriggerQuery, Split]],
+        first_run: int,
+    ) -> None:
+        self.bench = bench
+        self.base = base
+        self.tagged = list(tagged)
+        self.first_run = first_run
+        self.current: dict[tuple[str, int], dict[str, Any]] = {}  # (query, run) → result row
+
+    def for_try(self, score: DescriptionScore) -> Rerun:
+        next_run = [self.first_run]
+
+        def rerun(ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+            first, next_run[0] = next_run[0], next_run[0] + runs
+            numbers = range(first, first + runs)
+            mine = result_rows(self._measure(score, ids, first, runs))
+            missing = {q: [n for n in numbers if (q, n) not in self.current] for q in ids}
+            for group, start, count in _segments(missing):
+                for row in result_rows(self._measure(self.base, group, start, count)):
+                    self.current[(row["case_id"], start + row["run_index"])] = row
+            # numbered within this rerun, as ``decide`` expects; they pair on their seeds
+            theirs = [
+                {**self.current[(q, n)], "run_index": n - first} for q in ids for n in numbers
+            ]
+            return theirs, mine
+
+        return rerun
+
+    def _measure(
+        self, score: DescriptionScore, ids: Sequence[str], first: int, runs: int
+    ) -> list[QueryResult]:
+        wanted = set(ids)
+        positions = [n for n, (q, _s) in enumerate(self.tagged) if q.query in wanted]
+        found = self.bench.measure(
+            score.index,
+            score.description,
+            [self.tagged[n] for n in positions],
+            runs=runs,
+            first_run=first,
+            positions=positions,
+        )
+        score.reruns += found
+        return found
+
+
+def _segments(missing: Mapping[str, Sequence[int]]) -> list[tuple[list[str], int, int]]:
+    """(queries, first run, runs) measurements covering every query's missing run numbers:
+    queries missing the same runs go together, one measurement per unbroken stretch."""
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for query, numbers in missing.items():
+        if numbers:
+            groups.setdefault(tuple(numbers), []).append(query)
+    found: list[tuple[list[str], int, int]] = []
+    for numbers, queries in sorted(groups.items()):
+        start = previous = numbers[0]
+        for number in numbers[1:]:
+            if number != previous + 1:
+                found.append((sorted(queries), start, previous - start + 1))
+                start = number
+            previous = number
+        found.append((sorted(queries), start, previous - start + 1))
+    return found
+
+
 def held_out_choice(
     scores: Sequence[DescriptionScore],
     sampling: Sampling,
@@ -630,7 +744,8 @@ def held_out_choice(
 ) -> tuple[DescriptionScore, Verdict | None]:
     """The description to keep: the current one unless another is better on the held-out
     queries by the paired verdict at ``sampling.alpha`` shared among all tried (each gets
-    alpha / k), rerunning the queries that can still decide an inconclusive comparison."""
+    alpha / k), rerunning the queries that can still decide an inconclusive comparison
+    (:func:`can_improve`) within ``sampling.max_extra_runs`` a try."""
     base, tried = scores[0], list(scores[1:])
     share = replace(sampling, alpha=sampling.alpha / max(1, len(tried)))
     better: list[tuple[DescriptionScore, Verdict]] = []
@@ -645,13 +760,14 @@ def held_out_choice(
             judge,
             lambda v: not v.better,
             None if rerun_for is None else rerun_for(score),
+            pick=can_improve,
         )
         score.verdict = {**verdict.to_dict(), "alpha_family": sampling.alpha}
         if verdict.better:
             better.append((score, verdict))
     if not better:
         return base, None
-    return max(better, key=lambda pair: (pair[0].test_accuracy, -pair[0].index))
+    return max(better, key=lambda found: (found[0].test_accuracy, -found[0].index))
 
 
 def _submit(
@@ -714,6 +830,7 @@ def run(
             holdout=options.holdout,
             seed=options.seed,
             jobs=options.jobs,
+            max_extra_runs=options.max_extra_runs,
             submit=options.submit,
             log=log,
             cancel=cancel,

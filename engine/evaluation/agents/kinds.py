@@ -36,6 +36,11 @@ from engine.evaluation.agents.sessions import (
 from engine.evaluation.grading import answer_of
 
 CLAUDE_BIN_ENV = "SKILLSMITH_CLAUDE_BIN"
+DEMO_MODULE = "engine.evaluation.demo.agent"
+# ``-m`` puts the working directory first on sys.path, and the demo agent's working directory
+# is the run folder, full of the case's files: a statement holding ``json.py`` would replace
+# the agent's json module. -P keeps the folder off the path, -s the (room-local) user site.
+DEMO_FLAGS = ("-P", "-s")
 GRACE_S = 2.0
 # Claude Code phones home for updates, telemetry and error reports unless told not to; a
 # measurement run must talk to the configured Messages endpoint only.
@@ -260,7 +265,7 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         "max_turns": cfg.max_turns,  # every kind stops at it (the demo too: a tool-call budget)
     }
     if cfg.kind == "demo":
-        command: tuple[str, ...] = (sys.executable, "-m", "engine.evaluation.demo.agent")
+        command: tuple[str, ...] = (sys.executable, *DEMO_FLAGS, "-m", DEMO_MODULE)
         extra: dict[str, Any] = {"skills_subdir": "skills", "noise": cfg.noise}
     elif cfg.kind == "command":
         if not cfg.command:

@@ -34,7 +34,15 @@ from typing import Any
 from engine.core.config import GatesConfig
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.metrics import CaseStatus, case_status, metrics
-from engine.evaluation.verdict import Rerun, Verdict, compare_f1, compare_paired, decide, reindex
+from engine.evaluation.verdict import (
+    Pick,
+    Rerun,
+    Verdict,
+    compare_f1,
+    compare_paired,
+    decide,
+    reindex,
+)
 from engine.evaluation.verify import verify_score
 
 Rows = Sequence[Mapping[str, Any]]
@@ -76,6 +84,7 @@ class Sampling:
         wants_more: Callable[[Verdict], bool],
         rerun: Rerun | None,
         cases: Iterable[str] | None = None,
+        pick: Pick | None = None,
     ) -> tuple[Verdict, list[dict[str, Any]], list[dict[str, Any]]]:
         return decide(
             before,
@@ -87,6 +96,7 @@ class Sampling:
             max_extra_runs=self.max_extra_runs,
             looks=self.looks,
             cases=cases,
+            pick=pick,
         )
 
 

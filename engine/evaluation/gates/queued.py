@@ -15,9 +15,21 @@ on what the candidate claims:
   few points on a whole benchmark — lost in the noise of a hundred others — but a clear change
   on the five;
 * a candidate that names no targets (or none the benchmark has) claims nothing narrower than
-  "better", so it is judged on the whole benchmark's cases (the exact run-level test).
+  "better", and can show it two ways, each at half of ``gates.alpha`` (either accepts, so the
+  two error rates add up to ``alpha``):
 
-Inconclusive comparisons rerun the cases that can still change them (``gates.max_extra_runs``).
+  - a broad change: better on the whole benchmark's paired runs (rerunning the cases whose runs
+    disagree while it is inconclusive);
+  - a narrow fix, which changes a few cases only and is lost in the noise of the others: the
+    whole benchmark is not worse (the Guardrail gate, on runs nothing was selected from; cases
+    that broke are rerun to see whether the break repeats), and the cases that did better are
+    screened on fresh runs and the few that did best confirmed on runs of their own
+    (``engine.evaluation.gates.screening``) — the runs that picked them are not the runs that
+    prove them.
+
+Inconclusive comparisons rerun the cases that can still change them (``gates.max_extra_runs``);
+with no extra runs allowed there are no fresh runs to confirm on, and a candidate naming no targets
+is judged on the whole benchmark's runs alone.
 Better with confidence moves the candidate to ``pending_approval`` (a person still decides);
 anything else rejects it with the figures.
 """
@@ -37,10 +49,15 @@ from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import Effectiveness
 from engine.evaluation.gates.outcome import Guardrail, Sampling, Target
 from engine.evaluation.gates.result import GateResult
+from engine.evaluation.gates.screening import Screened, screen_and_confirm
 from engine.evaluation.runner import BASELINE, SKILL, run_evaluation
 from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
 
 GATE = Effectiveness.name
+# The share of gates.alpha a candidate naming no targets may spend on being better on the whole
+# benchmark at once (a broad change, trades of cases included); the rest goes to the screened
+# confirmation of a narrow one. Either route accepts, so their error rates add up to alpha.
+BROAD_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -48,18 +65,30 @@ class QueuedEvaluation:
     candidate: Candidate
     bench: str
     run_ids: list[str]
-    verdict: Verdict  # on the targets when the candidate names them, else on every case
+    verdict: Verdict  # on the targets, or the screened cases' confirmation, or every case
     status: str
     targets: list[str] = dataclasses.field(default_factory=list)
-    guardrail: Verdict | None = None  # on the other cases, when there are targets
+    guardrail: Verdict | None = None  # on the other cases, or the whole benchmark
+    screening: Screened | None = None  # how the confirmed cases were found (no targets named)
+    broad: Verdict | None = None  # better on the whole benchmark? (no targets named)
+    extra_runs: int = 0  # every case-run (per variant) the decision added
 
     def line(self) -> str:
         """The verdict as a person reads it, the guardrail's beside it when there is one."""
-        if self.guardrail is None:
-            return self.verdict.line()
-        return (
-            f"{len(self.targets)} targeted: {self.verdict.line()}; others: {self.guardrail.line()}"
-        )
+        return _line(self.verdict, self.targets, self.guardrail, self.screening)
+
+
+def _line(
+    verdict: Verdict, targets: Sequence[str], guardrail: Verdict | None, screening: Screened | None
+) -> str:
+    if guardrail is None:
+        return verdict.line()
+    if targets:
+        return f"{len(targets)} targeted: {verdict.line()}; others: {guardrail.line()}"
+    if screening is None:  # worse on the whole benchmark: nothing was screened
+        return f"whole benchmark: {guardrail.line()}"
+    confirmed = len(screening.confirmed)
+    return f"{confirmed} screened: {verdict.line()}; whole benchmark: {guardrail.line()}"
 
 
 def default_bench(ws: Workspace, cand: Candidate) -> str:
@@ -87,16 +116,42 @@ def recorded_targets(cand: Candidate) -> list[str]:
 @dataclass(frozen=True)
 class Judgement:
     passed: bool
-    verdict: Verdict  # on the targets, or on every case without them
+    verdict: Verdict  # on the targets, or the screened cases' confirmation, or every case
     guardrail: Verdict | None
     reasons: list[str]
+    screening: Screened | None = None
+    broad: Verdict | None = None  # better on the whole benchmark? (no targets named)
+    extra_runs: int = 0  # every case-run (per variant) any gate added to the first evaluation
+
+
+@dataclass
+class _Counted:
+    """A rerun that counts what it ran: the gates' own figures leave out the guardrail's
+    confirmation of broken cases, and a decision's cost is every run it added."""
+
+    rerun: Rerun
+    runs: int = 0
+
+    def __call__(self, cases: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+        self.runs += len(cases) * runs
+        return self.rerun(cases, runs)
 
 
 def judge_queued(
     before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
 ) -> Judgement:
     """The paired judgement of a queued candidate: on its targets and the rest when it names
-    targets (Target and Guardrail, as evolve judges its own), else on every case."""
+    targets (Target and Guardrail, as evolve judges its own), else screened and confirmed."""
+    if rerun is None:
+        return _judged(before, after, targets, sampling, None)
+    counted = _Counted(rerun)
+    found = _judged(before, after, targets, sampling, counted)
+    return dataclasses.replace(found, extra_runs=counted.runs)
+
+
+def _judged(
+    before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
+) -> Judgement:
     if targets:
         aimed = Target(sampling).judge(before, after, targets, rerun=rerun)
         guarded = Guardrail(sampling).judge(before, after, targeted=targets, rerun=rerun)
@@ -106,15 +161,45 @@ def judge_queued(
             Verdict.from_dict(guarded.figures),
             aimed.reasons + guarded.reasons,
         )
+    if rerun is None or sampling.max_extra_runs <= 0:
+        verdict = compare_paired(
+            before, after, alpha=sampling.alpha, test="runs", alternative="greater"
+        )
+        return Judgement(verdict.better, verdict, None, [_wanted(verdict, sampling.alpha)])
+    broad_alpha = sampling.alpha * BROAD_SHARE
 
     def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
         return compare_paired(b, a, alpha=alpha, test="runs", alternative="greater")
 
-    verdict, _, _ = sampling.decide(before, after, judge, lambda v: not v.better, rerun)
-    reason = verdict.line()
-    if not verdict.better:
-        reason += f"; better at one-sided p<{sampling.alpha:g} wanted"
-    return Judgement(verdict.better, verdict, None, [reason])
+    broad, before_all, after_all = dataclasses.replace(sampling, alpha=broad_alpha).decide(
+        before, after, judge, lambda v: not v.better, rerun
+    )
+    if broad.better:
+        return Judgement(True, broad, None, [f"whole benchmark: {broad.line()}"], broad=broad)
+    reasons = [f"whole benchmark: {_wanted(broad, broad_alpha)}"]
+    # the reruns picked the cases whose runs disagree, whichever side they favoured: the
+    # guardrail may read them, and screening may start from them
+    whole = Guardrail(sampling).judge(before_all, after_all, rerun=rerun)
+    kept = Verdict.from_dict(whole.figures)
+    reasons += [f"whole benchmark not worse: {r}" for r in whole.reasons]
+    if not whole.passed:
+        return Judgement(False, kept, kept, reasons, broad=broad)
+    narrow = dataclasses.replace(sampling, alpha=sampling.alpha - broad_alpha)
+    screened = screen_and_confirm(before_all, after_all, narrow, rerun)
+    if screened.confirmed:
+        found = f"{len(screened.confirmed)} screened cases ({', '.join(screened.confirmed)})"
+    else:
+        found = "screened cases: none did better than the parent"
+    reasons.insert(0, f"{found}: {_wanted(screened.verdict, narrow.alpha)}")
+    return Judgement(
+        screened.verdict.better, screened.verdict, kept, reasons, screened, broad=broad
+    )
+
+
+def _wanted(verdict: Verdict, alpha: float) -> str:
+    if verdict.better:
+        return verdict.line()
+    return f"{verdict.line()}; better at one-sided p<{alpha:g} wanted"
 
 
 def _split(rows: Rows) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -174,7 +259,7 @@ def evaluate_queued(
     found = judge_queued(before, after, targets, sampling, evaluate)
     against = f"parent {baseline}" if cand.parent_version else "no skill"
     why = f"paired evaluation on {bench_id} against {against}: " + "; ".join(found.reasons)
-    if targets:
+    if found.guardrail is not None:
         judged = GateResult(
             gate=GATE,
             verdict="pass" if found.passed else "fail",
@@ -182,7 +267,9 @@ def evaluate_queued(
                 "unproven": False,
                 "targets": targets,
                 **found.verdict.to_dict(),
-                "guardrail": None if found.guardrail is None else found.guardrail.to_dict(),
+                "guardrail": found.guardrail.to_dict(),
+                "screening": None if found.screening is None else found.screening.to_dict(),
+                "broad": None if found.broad is None else found.broad.to_dict(),
             },
             reasons=[why],
         )
@@ -190,13 +277,28 @@ def evaluate_queued(
         judged = Effectiveness().judge(None, operation=cand.operation, verdict=found.verdict)
     result = dataclasses.replace(
         judged,
-        figures={"bench": bench_id, "against": baseline, "runs": run_ids, **judged.figures},
+        figures={
+            "bench": bench_id,
+            "against": baseline,
+            "runs": run_ids,
+            "extra_runs_total": found.extra_runs,
+            **judged.figures,
+        },
         reasons=[why],
     )
     queue.record_evaluation(candidate_id, result.to_json(), passed=found.passed, why=why)
     moved = queue.get(candidate_id)
     return QueuedEvaluation(
-        moved, bench_id, run_ids, found.verdict, moved.status, targets, found.guardrail
+        moved,
+        bench_id,
+        run_ids,
+        found.verdict,
+        moved.status,
+        targets,
+        found.guardrail,
+        found.screening,
+        found.broad,
+        found.extra_runs,
     )
 
 
