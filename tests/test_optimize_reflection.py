@@ -139,8 +139,13 @@ def test_a_valid_child_passes() -> None:
 
 def test_offline_missed_positive_becomes_a_flag_step() -> None:
     records = [
-        record(1, "import pickle\ndata = pickle.loads(blob)\n", "vulnerable", "safe"),
-        record(2, "import json\ndata = json.loads(blob)\n", "safe", "safe"),
+        record(
+            1,
+            "import pickle\ndef load(blob):\n    return pickle.loads(blob)\n",
+            "vulnerable",
+            "safe",
+        ),
+        record(2, "import json\ndef load(blob):\n    return json.loads(blob)\n", "safe", "safe"),
     ]
     answer = ask("steps", records)
     assert answer["section"] == "steps"
@@ -221,8 +226,13 @@ def test_offline_steps_rewrite_covers_every_missed_positive_it_can() -> None:
     ruby["input"] = f'{PROMPT}\n\n--- file app.rb ---\nos.system("ls " + d)\n'
     records = [
         ruby,
-        record(2, "import pickle\ndata = pickle.loads(blob)\n", "vulnerable", "safe"),
-        record(3, "import json\ndata = json.loads(blob)\n", "safe", "safe"),
+        record(
+            2,
+            "import pickle\ndef load(blob):\n    return pickle.loads(blob)\n",
+            "vulnerable",
+            "safe",
+        ),
+        record(3, "import json\ndef load(blob):\n    return json.loads(blob)\n", "safe", "safe"),
     ]
     answer = ask("steps", records)
     assert '`grep -nE "os\\.system\\(" *.py *.rb`' in answer["text"]
@@ -358,5 +368,10 @@ def test_a_sink_is_the_outermost_call_fed_by_a_source_or_a_variable_read_from_on
     assert [(s.form, s.pattern) for s in sinks(lines_of("x.php", php), sources)] == [
         ("->query(", "[-]>query\\(.*\\. *\\$")
     ]
+    # a function's own definition takes its parameters; it hands them to nothing
+    handler = (
+        'func Serve(w http.ResponseWriter, r *http.Request) {\n\thttp.Get(r.FormValue("u"))\n}\n'
+    )
+    assert [s.form for s in sinks(lines_of("x.go", handler), sources)] == ["http.Get("]
     # a file with no source hands nothing on
     assert sinks(lines_of("x.py", 'requests.get("https://example.com")\n'), sources) == []
