@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--splits", "0.125,0.125,0.125", "-j", "2"]  # 10 cases per split out of 80
 
 
-def _optimize(ws: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
+def _optimize(ws: Path, *flags: str, timeout: float = 300) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
         [
             *(sys.executable, "-m", "engine.cli", "optimize", DEMO_SKILL),
@@ -35,7 +35,7 @@ def _optimize(ws: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
 

@@ -139,6 +139,36 @@ def test_rerun_retries_invalid_units_only(tmp_path: Path, count_dir: Path) -> No
     assert len(_rows(second.run_dir)) == 4  # superseded invalid rows were compacted away
 
 
+def test_a_run_that_failed_to_score_stays_resumable_and_its_resume_records_it_once(
+    tmp_path: Path, count_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scoreboard record comes before the final manifest: a run whose record could not be
+    written is not marked finished, so the next run of it scores it without re-running a unit."""
+    import engine.evaluation.runner as runner
+
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {"a": ("answer", SAFE, "safe"), "b": ("answer", SAFE, "safe")}, runs=1)
+    real = runner.append_record
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner, "append_record", disk_full)
+    with pytest.raises(OSError):
+        run_evaluation(ws, "b", jobs=1)
+    (run_dir,) = ws.runs_dir.iterdir()
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] != "finished"
+    assert read_records(ws.benchmarks_dir / "b") == []
+    monkeypatch.setattr(runner, "append_record", real)
+
+    again = run_evaluation(ws, "b", jobs=1)
+
+    assert again.run_id == run_dir.name and again.launched == 0 and len(launches(count_dir)) == 2
+    assert again.status == "finished"
+    (record,) = read_records(ws.benchmarks_dir / "b")
+    assert record.run_id == run_dir.name
+
+
 def test_resuming_with_other_inputs_is_refused(tmp_path: Path, count_dir: Path) -> None:
     ws = command_workspace(tmp_path / "ws")
     mode_benchmark(ws, {"ok": ("answer", SAFE, "safe")})

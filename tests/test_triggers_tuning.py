@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.core.config import GatesConfig
+from engine.core.config import GatesConfig, ModelConfig
 from engine.core.errors import FormatError
 from engine.core.queue import CandidateQueue
 from engine.core.skill import SkillDoc
@@ -16,12 +16,14 @@ from engine.core.workspace import Workspace
 from engine.evaluation.runner import unit_seed
 from engine.loops.triggers import (
     TriggerQuery,
+    _segments,
     can_improve,
     load_queries,
     split_queries,
     tune_description,
 )
 from tests.candidate_helpers import add_skill, skill_text
+from tests.llm_server import MessagesServer, last_user_text
 from tests.online_helpers import DATA, add_weather_skill
 
 # A command agent that decides loading from the description alone: it loads a skill when a word
@@ -242,6 +244,75 @@ def test_offline_proposer_with_the_demo_agent(workspace: Workspace) -> None:
     assert result.improved and result.candidate is not None
 
 
+def test_invalid_runs_are_left_out_of_the_verdict(workspace: Workspace) -> None:
+    """A run the agent crashed on never loaded, but it is no right answer on a should-not
+    query: it is out of the paired verdict (``trigger_agent.sh crash``: odd seeds crash, for
+    both descriptions alike)."""
+    _command_workspace(workspace, "crash")
+    queries = _queries()
+    _train, test = split_queries(queries)
+    fix = " ".join(_word(q) for q in test if q.should_trigger)
+    cfg = workspace.load_config()
+    cfg.gates.max_extra_runs = 0  # the verdict on the measured runs alone
+    workspace.save_config(cfg)
+
+    result = tune_description(
+        workspace, "zoo-keeper", queries, candidates=[fix], iterations=0, runs_per_query=3
+    )
+
+    seeds = {q.query: [unit_seed(42, q.query, run) for run in range(3)] for q in test}
+    valid = {q: [s % 2 == 0 for s in runs] for q, runs in seeds.items()}
+    fixed = sum(sum(valid[q.query]) for q in test if q.should_trigger)
+    verdict = result.scores[1].verdict or {}
+    assert verdict["n_pairs"] == sum(sum(v) for v in valid.values()) < 12
+    assert verdict["delta"] == pytest.approx(fixed / verdict["n_pairs"], abs=1e-6)
+    rows = result.scores[0].rows("test")
+    assert sum(r["pass_fail"] == "invalid" for r in rows) == 12 - verdict["n_pairs"]
+    assert all(r.valid == valid[r.query] for r in result.scores[1].results if r.split == "test")
+
+
+def test_a_model_proposal_kept_at_the_defaults(
+    workspace: Workspace, messages_server: MessagesServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reflection model (the real SDK against the local Messages API) proposes from the
+    training misses only; at every default — one run a query, one proposal's verdict with the
+    reruns' budget — the demo agent's held-out runs settle that the proposal fixes the held-out
+    forecasts."""
+    add_weather_skill(workspace)
+    cfg = workspace.load_config()
+    cfg.models.reflection = ModelConfig(provider="anthropic", timeout_s=10.0, max_retries=0)
+    workspace.save_config(cfg)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-for-the-local-server")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)
+    proposal = "Collect the weather forecast for several cities into one report."
+    messages_server.reply(f"<new_description>{proposal}</new_description>")
+    cities = ("Oslo and Bergen", "Tokyo and Osaka", "Berlin and Munich", "Lima and Cusco")
+    chores = ("Summarise this recipe", "Sort these invoices", "Rename the photos", "Tidy my inbox")
+    queries = [TriggerQuery(f"Get the forecast for {c}", True) for c in cities]
+    queries += [TriggerQuery(f"{c} for dinner", False) for c in chores]
+    train, test = split_queries(queries)
+
+    result = tune_description(workspace, "weather-multi-city", queries, iterations=1)
+
+    asked = last_user_text(messages_server.message_requests[0].json)
+    assert all(q.query in asked for q in train if q.should_trigger)
+    assert not any(q.query in asked for q in test)  # the held-out queries stay unseen
+    assert [(s.origin, s.test_accuracy) for s in result.scores] == [
+        ("current", 0.5),
+        ("proposed", 1.0),
+    ]
+    # the demo agent loads by description words, so each fixed held-out forecast is one
+    # discordant pair per run: 2 of 2 (p = 1/4) cannot decide; both reruns 24 times (48 a
+    # look, half of twice gates.max_extra_runs), and 50 of 50 pairs decide at the second look
+    verdict = result.scores[1].verdict or {}
+    assert (verdict["decision"], verdict["extra_runs"], verdict["looks"]) == ("better", 48, 2)
+    assert verdict["n_pairs"] == 52  # 4 held-out queries once, then 2 of them 24 times
+    assert verdict["p_value"] == pytest.approx(2**-50, abs=1e-6)
+    assert result.improved and result.best == proposal and result.candidate is not None
+    cand = CandidateQueue(workspace).get(result.candidate["id"])
+    assert cand.evidence("metrics.json")["verdict"]["line"] == verdict["line"]
+
+
 def test_query_file_errors(tmp_path: Path) -> None:
     path = tmp_path / "q.json"
     path.write_text(json.dumps([{"query": "x", "should_trigger": "yes"}]), encoding="utf-8")
@@ -303,3 +374,8 @@ def test_reruns_go_where_a_fix_can_show() -> None:
     assert can_improve(rows(before), rows(after)) == ["flip", "mixed", "wrong"]
     assert can_improve(rows(after), rows(before)) == ["flip", "mixed", "wrong"]
     assert can_improve(rows(before), rows(after), ["right", "wrong"]) == ["wrong"]
+
+
+def test_the_current_descriptions_missing_reruns_are_measured_in_unbroken_stretches() -> None:
+    missing = {"a": [3, 4, 5], "b": [3, 4, 5], "c": [1, 2, 7], "d": []}
+    assert _segments(missing) == [(["c"], 1, 2), (["c"], 7, 1), (["a", "b"], 3, 3)]

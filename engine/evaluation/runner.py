@@ -571,24 +571,9 @@ def _evaluate(
             manifest["started_at"] = old.get("started_at", manifest["started_at"])
             manifest["resumed_at"] = [*old.get("resumed_at", []), utc_now()]
             manifest["scoreboard_recorded"] = bool(old.get("scoreboard_recorded"))
-        else:
-            for name in plan.under_test:
-                skill = next(s for s in plan.variants[SKILL] if s.name == name)
-                folder.save_input(SKILL, name, skill.text, skill.resources)
-        folder.write_manifest(manifest)
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))
     log = start_session(ws, "eval", forward=reporter, session_id=folder.run_id)
-    log.emit(
-        "started",
-        run_id=folder.run_id,
-        benchmark=plan.bench.id,
-        total=len(units),
-        todo=len(todo),
-        resumed=resumed,
-        jobs=workers,
-        seed=plan.seed,
-    )
     stop = threading.Event()
 
     def should_stop() -> bool:
@@ -609,6 +594,18 @@ def _evaluate(
                 for unit in todo
             ]
             try:
+                # while the first agents start: no row is appended before these are on disk
+                _open_run(ws, plan, folder, manifest, resumed)
+                log.emit(
+                    "started",
+                    run_id=folder.run_id,
+                    benchmark=plan.bench.id,
+                    total=len(units),
+                    todo=len(todo),
+                    resumed=resumed,
+                    jobs=workers,
+                    seed=plan.seed,
+                )
                 order = {future: index for index, future in enumerate(futures)}
                 pending: set[Future[_Done | None]] = set(futures)
                 while pending:
@@ -646,6 +643,18 @@ def _evaluate(
         log.emit("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
         raise
     return _complete(ws, plan, folder, manifest, units, log, launched, scoreboard)
+
+
+def _open_run(
+    ws: Workspace, plan: Plan, folder: RunFolder, manifest: dict[str, Any], resumed: bool
+) -> None:
+    """The run's inputs (a new run) and its manifest, which every later row relies on."""
+    with ws.lock(f"eval {plan.bench.id}"):
+        if not resumed:
+            for name in plan.under_test:
+                skill = next(s for s in plan.variants[SKILL] if s.name == name)
+                folder.save_input(SKILL, name, skill.text, skill.resources)
+        folder.write_manifest(manifest)
 
 
 def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None:

@@ -165,6 +165,7 @@ class QueryResult:
     invalid: list[str] = field(default_factory=list)
     loaded: list[bool] = field(default_factory=list)  # per run, in run order
     seeds: list[int] = field(default_factory=list)  # per run: the same for every description
+    valid: list[bool] = field(default_factory=list)  # per run: False when the run was invalid
 
 
 @dataclass
@@ -192,11 +193,20 @@ def result_rows(results: Sequence[QueryResult]) -> list[dict[str, Any]]:
             "case_id": r.query,
             "run_index": run,
             "seed": r.seeds[run] if run < len(r.seeds) else None,
-            "pass_fail": "pass" if loaded == r.should_trigger else "fail",
+            "pass_fail": _run_outcome(r, run, loaded),
         }
         for r in results
         for run, loaded in enumerate(r.loaded)
     ]
+
+
+def _run_outcome(result: QueryResult, run: int, loaded: bool) -> str:
+    """An invalid run (the agent crashed, timed out, left no transcript) is ``invalid``, so the
+    verdict leaves it out instead of counting a run that never loaded as right on a
+    should-not-trigger query."""
+    if run < len(result.valid) and not result.valid[run]:
+        return "invalid"
+    return "pass" if loaded == result.should_trigger else "fail"
 
 
 def with_description(text: str, description: str) -> str:
@@ -292,6 +302,7 @@ class TriggerBench:
                     correct=triggered == query.should_trigger,
                     sessions=[path for _l, path, _bad in mine if path],
                     invalid=[bad for _l, _p, bad in mine if bad],
+                    valid=[not bad for _l, _p, bad in mine],
                     loaded=[loaded for loaded, _path, _bad in mine],
                     seeds=seeds,
                 )
@@ -653,9 +664,9 @@ class HeldOutReruns:
     Each try draws run numbers (so seeds) from its own count, starting after the measured
     runs, so the k-th rerun of a query has the same seed in every try; the current
     description's run of a query and run number is measured once and paired with every try's
-    run of it. That saves up to half the reruns' agent runs, and changes no verdict's error
-    rate: the alpha shared among the tries holds however their comparisons depend on each
-    other (the union bound).
+    run of it. Where the tries rerun the same queries that saves (k − 1) / 2k of the reruns'
+    agent runs (a third with 3 tries), and it changes no verdict's error rate: the alpha shared
+    among the tries holds however their comparisons depend on each other (the union bound).
     """
 
     def __init__(

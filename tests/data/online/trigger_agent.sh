@@ -1,7 +1,10 @@
 #!/bin/sh
-# Loads a skill when a word of five letters or more of its description is in the task. With the
-# argument "slip" it loads nothing on an odd seed, as a noisy model misses a skill it would load
-# on another run.
+# Loads a skill when a word of five letters or more of its description is in the task. On an
+# odd seed, with the argument "slip" it loads nothing, as a noisy model misses a skill it would
+# load on another run; with "crash" it exits 3 before writing anything.
+if [ "$1" = crash ] && [ $((SKILLSMITH_SEED % 2)) -eq 1 ]; then
+  exit 3
+fi
 prompt=$(cat "$SKILLSMITH_PROMPT_FILE")
 printf '{"type": "user", "content": "task"}\n'
 if [ "$1" = slip ] && [ $((SKILLSMITH_SEED % 2)) -eq 1 ]; then
