@@ -47,12 +47,12 @@ def first_run(ws: Workspace, text: str, split: str) -> str:
 
 
 @pytest.mark.xfail(
-    reason="the holdout half is not yet shown: at the shipped noise 0.4, with flag patterns mined "
-    "from the calls the input reaches (benchmarks/bench_evolve_lift.py, seeds 7, 11, 23), the "
-    "latest accepted version after 7, 6 and 7 of the 10 rounds measured holdout +7.7, +2.2 and "
-    "+5.5 points and golden +5.5, +10.7 and +10.6 points over the start (mean +5.1 holdout, "
-    "+8.9 golden; the goals are +10 and +5); 6, 5 and 4 of those rounds accepted, the rejected "
-    "ones inconclusive on the Target gate or broke passing cases again on the Guardrail's reruns",
+    reason="the holdout goal is missed by a hair: at the shipped noise 0.4, with flag patterns "
+    "mined from the calls the input reaches, whole 10-round sessions (benchmarks/"
+    "bench_evolve_lift.py, seeds 7, 11, 23) lifted holdout +12.2, +7.6 and +9.2 points (mean "
+    "+9.7, goal +10) and golden -3.8, +10.7 and +12.1 points (mean +6.3, goal +5), with 8, 6 "
+    "and 6 rounds accepted and no accepted version worse on the guardrail; so one seed (7, "
+    "golden -3.8) does not show the whole bar",
     strict=False,
 )
 def test_offline_evolution_on_the_noisy_demo_lifts_holdout_and_golden_f1(tmp_path: Path) -> None:
