@@ -47,10 +47,12 @@ def first_run(ws: Workspace, text: str, split: str) -> str:
 
 
 @pytest.mark.xfail(
-    reason="not yet shown to hold over a whole session: at the shipped noise 0.4, seed 7 ran all "
-    "10 rounds (benchmarks/bench_evolve_lift.py) for holdout 0.590 -> 0.613 (+2.3 points) and "
-    "golden 0.538 -> 0.621 (+8.2); 3 rounds accepted, then 7 rejected, mostly near-identical "
-    "flag steps for the same 3 cases, too few for the Target gate to decide",
+    reason="the holdout half is not yet shown: at the shipped noise 0.4, with flag patterns mined "
+    "from the calls the input reaches (benchmarks/bench_evolve_lift.py, seeds 7, 11, 23), the "
+    "latest accepted version after 7, 6 and 7 of the 10 rounds measured holdout +7.7, +2.2 and "
+    "+5.5 points and golden +5.5, +10.7 and +10.6 points over the start (mean +5.1 holdout, "
+    "+8.9 golden; the goals are +10 and +5); 6, 5 and 4 of those rounds accepted, the rejected "
+    "ones inconclusive on the Target gate or broke passing cases again on the Guardrail's reruns",
     strict=False,
 )
 def test_offline_evolution_on_the_noisy_demo_lifts_holdout_and_golden_f1(tmp_path: Path) -> None:
