@@ -101,9 +101,10 @@ def test_bad_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
 @pytest.mark.slow
 def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Path) -> None:
     # The demo's own settings (its noisy agent, the benchmark's seed, the default budget); only
-    # the parallelism is set, which changes no figure: every case run has its own seed.
+    # the parallelism is set, which changes no figure: every case run has its own seed. The
+    # default budget's ~500 agent runs take minutes on two cores.
     root = copy_demo(tmp_path / "demo")
-    code, result, err = _optimize(root, "-j", "2")
+    code, result, err = _optimize(root, "-j", "2", timeout=900)
     assert code == 0, err
     pool = result["pool"]
     # At least two pool members lead on validation cases the other does not.
