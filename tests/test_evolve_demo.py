@@ -47,10 +47,12 @@ def first_run(ws: Workspace, text: str, split: str) -> str:
 
 
 @pytest.mark.xfail(
-    reason="not yet shown to hold over a whole session: at the shipped noise 0.4, seed 7 ran all "
-    "10 rounds (benchmarks/bench_evolve_lift.py) for holdout 0.590 -> 0.613 (+2.3 points) and "
-    "golden 0.538 -> 0.621 (+8.2); 3 rounds accepted, then 7 rejected, mostly near-identical "
-    "flag steps for the same 3 cases, too few for the Target gate to decide",
+    reason="the holdout goal is missed by a hair: at the shipped noise 0.4, with flag patterns "
+    "mined from the calls the input reaches, whole 10-round sessions (benchmarks/"
+    "bench_evolve_lift.py, seeds 7, 11, 23) lifted holdout +12.2, +7.6 and +9.2 points (mean "
+    "+9.7, goal +10) and golden -3.8, +10.7 and +12.1 points (mean +6.3, goal +5), with 8, 6 "
+    "and 6 rounds accepted and no accepted version worse on the guardrail; so one seed (7, "
+    "golden -3.8) does not show the whole bar",
     strict=False,
 )
 def test_offline_evolution_on_the_noisy_demo_lifts_holdout_and_golden_f1(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--splits", "0.125,0.125,0.125", "-j", "2"]  # 10 cases per split out of 80
 
 
-def _optimize(ws: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
+def _optimize(ws: Path, *flags: str, timeout: float = 300) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
         [
             *(sys.executable, "-m", "engine.cli", "optimize", DEMO_SKILL),
@@ -35,7 +35,7 @@ def _optimize(ws: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
 
@@ -101,9 +101,10 @@ def test_bad_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
 @pytest.mark.slow
 def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Path) -> None:
     # The demo's own settings (its noisy agent, the benchmark's seed, the default budget); only
-    # the parallelism is set, which changes no figure: every case run has its own seed.
+    # the parallelism is set, which changes no figure: every case run has its own seed. The
+    # default budget's ~500 agent runs take minutes on two cores.
     root = copy_demo(tmp_path / "demo")
-    code, result, err = _optimize(root, "-j", "2")
+    code, result, err = _optimize(root, "-j", "2", timeout=900)
     assert code == 0, err
     pool = result["pool"]
     # At least two pool members lead on validation cases the other does not.

@@ -235,6 +235,13 @@ def test_every_pool_member_has_its_wins_and_the_rule_that_stopped_it() -> None:
         "validation mean 0.1667 beats the seed's 0.0833, but a candidate has a higher one (0.2500)"
     )
     assert found[3].why == "validation mean 0.0000 does not beat the seed's 0.0833"
+    # A later candidate with the best mean loses the tie to the earlier one, and says so.
+    twin = seed | {"c4": 1.0, "c5": 1.0}
+    found = pool_standings([seed, even, twin], cases, 0, verdict)
+    assert found[2].why == (
+        "validation mean 0.2500 beats the seed's 0.0833, but ties the best one, and the earlier "
+        "candidate wins a tie"
+    )
     # A pick that beat the seed says so, and the seed is then only the seed.
     strong = dict.fromkeys(cases, 1.0)
     picked, verdict = validated_pick([seed, strong], cases, alpha=0.05)

@@ -139,8 +139,13 @@ def test_a_valid_child_passes() -> None:
 
 def test_offline_missed_positive_becomes_a_flag_step() -> None:
     records = [
-        record(1, "import pickle\ndata = pickle.loads(blob)\n", "vulnerable", "safe"),
-        record(2, "import json\ndata = json.loads(blob)\n", "safe", "safe"),
+        record(
+            1,
+            "import pickle\ndef load(blob):\n    return pickle.loads(blob)\n",
+            "vulnerable",
+            "safe",
+        ),
+        record(2, "import json\ndef load(blob):\n    return json.loads(blob)\n", "safe", "safe"),
     ]
     answer = ask("steps", records)
     assert answer["section"] == "steps"
@@ -221,8 +226,13 @@ def test_offline_steps_rewrite_covers_every_missed_positive_it_can() -> None:
     ruby["input"] = f'{PROMPT}\n\n--- file app.rb ---\nos.system("ls " + d)\n'
     records = [
         ruby,
-        record(2, "import pickle\ndata = pickle.loads(blob)\n", "vulnerable", "safe"),
-        record(3, "import json\ndata = json.loads(blob)\n", "safe", "safe"),
+        record(
+            2,
+            "import pickle\ndef load(blob):\n    return pickle.loads(blob)\n",
+            "vulnerable",
+            "safe",
+        ),
+        record(3, "import json\ndef load(blob):\n    return json.loads(blob)\n", "safe", "safe"),
     ]
     answer = ask("steps", records)
     assert '`grep -nE "os\\.system\\(" *.py *.rb`' in answer["text"]
@@ -295,26 +305,49 @@ def lines_of(path: str, code: str) -> CaseMaterial:
 
 def test_offline_a_missed_positive_flags_the_call_that_receives_the_input() -> None:
     # The missed positive calls http.Get, resp.Body.Close and io.Copy; the near-miss negative
-    # calls http.Get too, with a constant URL. The step names the call the request's URL is
-    # handed to, with the source on its line: not the incidental io.Copy, and not the
+    # calls http.Get too, with a constant URL. The step names what makes the positive one:
+    # a call handed the request's input as its argument — in every language the skill
+    # searches, since that lesson is not Go's — not the incidental io.Copy, and not the
     # constant fetch of the near-miss.
     records = [
         go_record(1, GO_FETCH, "vulnerable", "safe"),
         go_record(2, GO_CONSTANT, "safe", "safe"),
     ]
-    prompt = build_prompt("steps", TRACED, records)
-    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
+    answer = ask_traced(records)
     added = answer["text"].replace(TRACED["steps"].rsplit("\n", 1)[0], "")
-    assert "Flag http.Get( calls that take input straight from a source of user input" in added
-    assert (
-        '`grep -nE "\\bhttp\\.Get\\(.*(\\br\\.URL\\.Query\\(|\\brequest\\.args|\\$_GET)" *.go`'
-        in (added)
-    )
+    assert "Flag calls handed user input as their argument: `grep -nE " in added
     assert "io.Copy" not in added and "Close" not in added
-    assert answer["rationale"] == "offline: http.Get( receives user input in case-1"
-    matcher = flag_matchers(SkillDoc.parse(render(SEED, {**TRACED, "steps": answer["text"]})))
-    assert [ln.number for m in matcher for ln in m.hits(lines_of("hook.go", GO_FETCH).lines)]
-    assert not [m for m in matcher if m.hits(lines_of("hook.go", GO_CONSTANT).lines)]
+    assert added.endswith(" *.go`")
+    assert answer["rationale"] == "offline: a call is handed user input in case-1"
+    assert flagged(answer, GO_FETCH) and not flagged(answer, GO_CONSTANT)
+
+
+def test_offline_input_reaching_a_call_through_a_variable_flags_that_call() -> None:
+    # The URL is read into a variable first, so no call is handed the source itself: the step
+    # names the call the variable goes to (its constant-URL twin is no finding).
+    fetch = 'src = request.args.get("src")\nbody = requests.get(src, timeout=3).content\n'
+    records = [record(1, fetch, "vulnerable", "safe"), record(2, "x = 1\n", "safe", "safe")]
+    answer = ask_traced(records)
+    assert (
+        'Flag requests.get( calls that take input built from user input: `grep -nE "\\brequests'
+        '\\.get\\(" *.py`' in answer["text"]
+    )
+    assert answer["rationale"] == "offline: requests.get( receives user input in case-1"
+    assert flagged(answer, fetch, "app.py")
+
+
+def ask_traced(records: list[dict[str, Any]]) -> dict[str, str]:
+    prompt = build_prompt("steps", TRACED, records)
+    answer: dict[str, str] = json.loads(
+        offline_reflection("system", [{"role": "user", "content": prompt}])
+    )
+    return answer
+
+
+def flagged(answer: dict[str, str], code: str, path: str = "hook.go") -> bool:
+    """Whether a flag step of the rewritten skill has a hit in ``code``."""
+    doc = SkillDoc.parse(render(SEED, {**TRACED, "steps": answer["text"]}))
+    return any(m.hits(lines_of(path, code).lines) for m in flag_matchers(doc))
 
 
 def test_a_sink_is_the_outermost_call_fed_by_a_source_or_a_variable_read_from_one() -> None:
@@ -335,5 +368,10 @@ def test_a_sink_is_the_outermost_call_fed_by_a_source_or_a_variable_read_from_on
     assert [(s.form, s.pattern) for s in sinks(lines_of("x.php", php), sources)] == [
         ("->query(", "[-]>query\\(.*\\. *\\$")
     ]
+    # a function's own definition takes its parameters; it hands them to nothing
+    handler = (
+        'func Serve(w http.ResponseWriter, r *http.Request) {\n\thttp.Get(r.FormValue("u"))\n}\n'
+    )
+    assert [s.form for s in sinks(lines_of("x.go", handler), sources)] == ["http.Get("]
     # a file with no source hands nothing on
     assert sinks(lines_of("x.py", 'requests.get("https://example.com")\n'), sources) == []

@@ -21,9 +21,11 @@ from engine.core.sessions import list_sessions
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.loops.gepa import OptimizeFailed, OptimizeOptions, optimize
+from tests.candidate_helpers import add_skill, skill_text
 from tests.llm_server import MessagesServer, Reply
 from tests.optimize_helpers import (
     BENCH,
+    SEED_STEPS,
     SKILL,
     keyword_workspace,
     rewriting,
@@ -33,7 +35,10 @@ from tests.optimize_helpers import (
 )
 
 SEED = 3
-ONE_ROUND = OptimizeOptions(iterations=1, jobs=2)
+# Three Feedback cases a round (GEPA's paper's minibatch): every figure below — metric calls,
+# which look decides — was worked out on it; the default's eight only change those figures.
+BATCH = 3
+ONE_ROUND = OptimizeOptions(reflection_batch=BATCH, iterations=1, jobs=2)
 
 
 def _events(ws: Workspace, experiment_id: str) -> list[dict]:  # type: ignore[type-arg]
@@ -129,7 +134,12 @@ def test_a_time_limit_fails_the_run_and_submits_nothing(
     ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
     served.respond_with(rewriting("Flag every call site: flag all"))
     with pytest.raises(OptimizeFailed, match=r"time limit of 0\.2s") as caught:
-        optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=3, jobs=1, time_limit_s=0.2))
+        optimize(
+            ws,
+            SKILL,
+            BENCH,
+            OptimizeOptions(reflection_batch=BATCH, iterations=3, jobs=1, time_limit_s=0.2),
+        )
     result = caught.value.result
     assert result.status == "failed" and result.candidate is None
     assert CandidateQueue(ws).list() == []
@@ -142,13 +152,15 @@ def test_the_budget_is_never_exceeded(tmp_path: Path, served: MessagesServer) ->
     served.respond_with(rewriting("Flag every call site: flag all"))
     # The seed's validation (10) plus one round (3 + 3 + 10) plus the holdout reserve (20) is 46:
     # with 45 the search stops before the first round.
-    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=5, max_metric_calls=45))
+    result = optimize(
+        ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, iterations=5, max_metric_calls=45)
+    )
     assert result.stop_reason == "metric_budget"
     assert result.metric_calls == 10 <= 45
     assert result.reason == "no candidate beat the seed on validation with confidence"
     assert served.message_requests == []
     with pytest.raises(UsageError, match="cannot cover"):
-        optimize(ws, SKILL, BENCH, OptimizeOptions(max_metric_calls=29))
+        optimize(ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, max_metric_calls=29))
 
 
 def test_a_malformed_reflection_is_rejected_and_the_search_goes_on(
@@ -156,7 +168,9 @@ def test_a_malformed_reflection_is_rejected_and_the_search_goes_on(
 ) -> None:
     ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False))
     served.respond_with(lambda req: Reply(text="I think the skill is fine as it is."))
-    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=2, jobs=2))
+    result = optimize(
+        ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, iterations=2, jobs=2)
+    )
     assert result.status == "not_submitted"
     assert result.reason == "no candidate beat the seed on validation with confidence"
     rejected = [e for e in _events(ws, result.experiment_id) if e["kind"] == "reflection_rejected"]
@@ -183,7 +197,12 @@ def test_one_round_rewrites_every_section_the_records_call_for(
         return Reply(text=json.dumps({"section": section, "text": text, "rationale": "scripted"}))
 
     served.respond_with(respond)
-    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=1, jobs=2, submit=False))
+    result = optimize(
+        ws,
+        SKILL,
+        BENCH,
+        OptimizeOptions(reflection_batch=BATCH, iterations=1, jobs=2, submit=False),
+    )
     asked = [selected_section(r.json) for r in served.message_requests]
     assert [section for section, _ in asked] == ["steps", "pitfalls", "when_to_use", "description"]
     # the pitfalls are rewritten on the steps as already rewritten this round
@@ -236,7 +255,9 @@ def test_small_splits_refuse_to_submit_unless_asked_not_to(
     with pytest.raises(UsageError, match="at least 10 cases per split"):
         optimize(ws, SKILL, BENCH, ONE_ROUND)
     served.respond_with(rewriting("Flag every call site: flag all"))
-    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=1, submit=False))
+    result = optimize(
+        ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, iterations=1, submit=False)
+    )
     assert result.status == "not_submitted"
     # all four validation cases fixed is p = 1/16 by the exact test: on splits this small no
     # gain can be told from noise, so the seed stays (the pick is a paired verdict now)
@@ -267,6 +288,47 @@ def test_when_nothing_beats_the_seed_the_record_says_why_per_candidate(
     assert CandidateQueue(ws).list() == []
 
 
+def test_a_planted_seed_that_is_already_best_is_kept_and_each_candidate_says_why(
+    tmp_path: Path, served: MessagesServer
+) -> None:
+    # The planted seed flags everything but the validation and holdout negatives, so it is
+    # right on every case there; on Feedback it is wrong on the two negatives. Each round's
+    # rewrite clears one of them: it wins its minibatch and joins the pool — and cannot beat a
+    # seed that is already perfect where candidates are compared.
+    cases = standard_cases(critical_safe_holdout=False)
+    cases |= {f"fb-neg-{i:02d}": ("feedback", "safe", False) for i in range(2)}
+    ws = keyword_workspace(tmp_path / "ws", cases)
+    spared = " ".join(f"ignore {c}" for c in cases if "-neg-" in c and not c.startswith("fb"))
+    planted = (*SEED_STEPS, "Flag every call site: flag all", f"Known safe: {spared}")
+    add_skill(ws, SKILL, skill_text(SKILL, steps=planted))
+    lines = iter(f"Known safe too: ignore fb-neg-{i:02d}" for i in range(2))
+
+    def respond(req: dict[str, Any]) -> Reply:
+        section, sections = selected_section(req)
+        text = sections[section]
+        if section == "steps":
+            text = f"{text}\n{text.count(chr(10)) + 2}. {next(lines)}"
+        return Reply(text=json.dumps({"section": section, "text": text, "rationale": "scripted"}))
+
+    served.respond_with(respond)
+    options = OptimizeOptions(iterations=2, reflection_batch=12, jobs=2)
+    result = optimize(ws, SKILL, BENCH, options)
+
+    assert result.status == "not_submitted"
+    assert result.reason == "no candidate beat the seed on validation with confidence"
+    seed, *children = result.pool
+    assert seed["validation_mean"] == 1.0
+    assert seed["why"] == "the seed, kept: no candidate beat it on validation with confidence"
+    assert children and all(c["validation_mean"] == 1.0 for c in children)
+    assert [c["why"] for c in children] == [
+        "validation mean 1.0000 does not beat the seed's 1.0000"
+    ] * len(children)
+    assert result.holdout is None  # the seed was kept: nothing to promote, no holdout spent
+    recorded = json.loads((ws.experiments_dir / result.experiment_id / "result.json").read_text())
+    assert [p["why"] for p in recorded["pool"]] == [p["why"] for p in result.pool]
+    assert CandidateQueue(ws).list() == []
+
+
 def test_an_inconclusive_pick_is_decided_by_rerunning_its_deciding_cases(
     tmp_path: Path, served: MessagesServer
 ) -> None:
@@ -274,7 +336,9 @@ def test_an_inconclusive_pick_is_decided_by_rerunning_its_deciding_cases(
     # draws — and hence which look decides — are the same on every machine.
     ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False), noise=0.3)
     served.respond_with(rewriting("Flag every call site: flag all"))
-    result = optimize(ws, SKILL, BENCH, OptimizeOptions(iterations=1, jobs=2, seed=1))
+    result = optimize(
+        ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, iterations=1, jobs=2, seed=1)
+    )
 
     # On the one run per case the pick is +40 pts at p=0.11 (this seed, measured): inconclusive.
     # Rerunning only the cases whose runs disagree decides it at the third look (the first two

@@ -173,7 +173,15 @@ def test_a_taboo_diff_is_never_repeated(baseline: Baseline) -> None:
     second = OfflineProposer(baseline.ws, seed=7).propose(baseline.context(taboo_entries=[entry]))
 
     assert second.ok and second.diff != first.diff
-    assert second.attempts == first.attempts + 1
+    # the next idea comes from another root cause, not the rejected one's next-best candidate
+    assert (second.rule_id, second.direction) != (first.rule_id, first.direction)
+    # told to stay on the rejected cause, it never repeats the rejected diff either
+    cause = f"{first.direction} + {first.rule_id}"
+    again = OfflineProposer(baseline.ws, seed=7).propose(
+        baseline.context(taboo_entries=[entry], target=cause)
+    )
+    assert again.ok and again.diff != first.diff
+    assert (again.rule_id, again.direction) == (first.rule_id, first.direction)
 
 
 def test_gt_flagged_cases_are_passed_over_while_others_fail(baseline: Baseline) -> None:

@@ -23,12 +23,16 @@ from engine.evaluation.patches import OfflineProposer, ProposalContext
 from engine.evaluation.patches.material import CaseMaterial, CodeLine
 from engine.evaluation.patches.mining import (
     calls,
+    carries_input,
     construct,
+    flag_matchers,
+    fn_patterns,
     greedy_covers,
+    input_names,
     nesting,
     source_pattern,
 )
-from engine.evaluation.patches.offline_proposer import guard_tokens
+from engine.evaluation.patches.offline_proposer import found, guard_tokens, ordered_targets
 from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_case
 from tests.patch_helpers import diagnosis
@@ -267,3 +271,87 @@ def test_a_cover_is_one_patch_whatever_the_ranking_order() -> None:
     other = list(greedy_covers(["a", "b", "c"], hit, {"c1", "c2"}, 3))
     assert one[0] == other[0] == ("a", "b")
     assert len(one) == len(set(one))
+
+
+def _lines(path: str, code: str) -> tuple[CodeLine, ...]:
+    return tuple(CodeLine(path, n, text) for n, text in enumerate(code.splitlines(), 1))
+
+
+def test_flag_patterns_come_from_the_calls_the_input_reaches() -> None:
+    # the sink is the call the request's value is handed to, directly or through a variable;
+    # the file's other calls (logging, the error reply, the encoder) fit this file alone
+    code = (
+        "def image(request):\n"
+        '    src = request.args.get("src")\n'
+        '    log.info("fetching an image")\n'
+        "    body = requests.get(src, timeout=3).content\n"
+        "    return base64.b64encode(body)\n"
+    )
+    case = CaseMaterial("ssrf-py-proxy", "vulnerable", "FN", "ssrf", _lines("proxy.py", code))
+    assert input_names(case, ["request.args"]) >= {"request", "src", "body"}
+    mined = fn_patterns([case], ["request.args"])
+    assert r"\brequests\.get\(" in mined
+    assert not any("log" in p or "info" in p for p in mined)
+    assert carries_input('"fetching")', ["request.args"], {"src"}) is False
+    assert carries_input('"a " + src)', ["request.args"], {"src"}) is True
+    # a name inside a string literal is text, not the variable
+    assert carries_input('"src")', [], {"src"}) is False
+
+
+def test_a_missed_positive_a_step_already_finds_is_no_gap_to_mine() -> None:
+    # the step finds ``os.system(`` here: the run that missed it slipped, and a second step
+    # for what the file happens to call as well would only fit this one file
+    doc = SkillDoc.parse(SKILL)
+    slipped = CaseMaterial(
+        "cmd-slipped",
+        "vulnerable",
+        "FN",
+        "command-injection",
+        _lines("ping.py", "def ping(host):\n    os.system('ping ' + host)\n"),
+    )
+    missed = CaseMaterial(
+        "ssrf-missed",
+        "vulnerable",
+        "FN",
+        "ssrf",
+        _lines("get.py", "def get(url):\n    return urlopen(url)\n"),
+    )
+    rules = discard_rules(doc)
+    assert found(slipped, flag_matchers(doc), rules)
+    assert not found(missed, flag_matchers(doc), rules)
+
+
+def test_after_a_rejection_the_next_round_tries_another_root_cause() -> None:
+    fn = {"rule_id": "progress_mismatch", "direction": "FN", "case_ids": ["a", "b", "c"]}
+    haste = {"rule_id": "premature_conclusion", "direction": "FP", "case_ids": ["d", "e"]}
+    single = {"rule_id": "tool_loop", "direction": "FN", "case_ids": ["f"]}
+    found_causes = diagnosis(fn, {**haste, "worth_patch": False}, {**single, "worth_patch": False})
+    ctx = ProposalContext(skill_name="net-audit", skill_text=SKILL, diagnosis=found_causes)
+    # the cause worth a patch first; a smaller one of two cases after it; one case is no cause
+    assert [t.rule_id for t in ordered_targets(ctx)] == [
+        "progress_mismatch",
+        "premature_conclusion",
+    ]
+
+    rejected = TabooEntry(
+        "progress_mismatch:FN", "0" * 64, "gate rejected: target: inconclusive", "2026-05-27"
+    )
+    after = ProposalContext(
+        skill_name="net-audit",
+        skill_text=SKILL,
+        diagnosis=found_causes,
+        taboo_entries=[rejected],
+    )
+    assert [t.rule_id for t in ordered_targets(after)] == [
+        "premature_conclusion",
+        "progress_mismatch",
+    ]
+    # a cause asked for by name is the only one tried
+    named = ProposalContext(
+        skill_name="net-audit",
+        skill_text=SKILL,
+        diagnosis=found_causes,
+        taboo_entries=[rejected],
+        target="FN + progress_mismatch",
+    )
+    assert [t.rule_id for t in ordered_targets(named)] == ["progress_mismatch"]

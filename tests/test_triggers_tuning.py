@@ -16,6 +16,7 @@ from engine.core.workspace import Workspace
 from engine.evaluation.runner import unit_seed
 from engine.loops.triggers import (
     TriggerQuery,
+    _segments,
     can_improve,
     load_queries,
     split_queries,
@@ -373,3 +374,8 @@ def test_reruns_go_where_a_fix_can_show() -> None:
     assert can_improve(rows(before), rows(after)) == ["flip", "mixed", "wrong"]
     assert can_improve(rows(after), rows(before)) == ["flip", "mixed", "wrong"]
     assert can_improve(rows(before), rows(after), ["right", "wrong"]) == ["wrong"]
+
+
+def test_the_current_descriptions_missing_reruns_are_measured_in_unbroken_stretches() -> None:
+    missing = {"a": [3, 4, 5], "b": [3, 4, 5], "c": [1, 2, 7], "d": []}
+    assert _segments(missing) == [(["c"], 1, 2), (["c"], 7, 1), (["a", "b"], 3, 3)]

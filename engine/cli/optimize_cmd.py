@@ -32,7 +32,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--bench", required=True, metavar="B", help="benchmark id under benchmarks/")
     p.add_argument("--iterations", type=int, default=10, help="search rounds (default 10)")
     p.add_argument(
-        "--reflection-batch", type=int, default=3, help="Feedback cases per round (default 3)"
+        "--reflection-batch",
+        type=int,
+        default=8,
+        help="Feedback cases per round (default %(default)s; each round runs them twice)",
     )
     p.add_argument(
         "--max-metric-calls",

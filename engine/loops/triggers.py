@@ -664,9 +664,9 @@ class HeldOutReruns:
     Each try draws run numbers (so seeds) from its own count, starting after the measured
     runs, so the k-th rerun of a query has the same seed in every try; the current
     description's run of a query and run number is measured once and paired with every try's
-    run of it. That saves up to half the reruns' agent runs, and changes no verdict's error
-    rate: the alpha shared among the tries holds however their comparisons depend on each
-    other (the union bound).
+    run of it. Where the tries rerun the same queries that saves (k − 1) / 2k of the reruns'
+    agent runs (a third with 3 tries), and it changes no verdict's error rate: the alpha shared
+    among the tries holds however their comparisons depend on each other (the union bound).
     """
 
     def __init__(

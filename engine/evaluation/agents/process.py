@@ -264,12 +264,14 @@ def _reap(proc: subprocess.Popen[bytes], limit_s: float) -> None:
         return
     try:
         pidfd = os.pidfd_open(proc.pid)
-    except OSError:  # no pidfds (an old kernel)
+    except (OSError, AttributeError):  # no pidfds: an old kernel, or not Linux
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=limit_s)
         return
     try:
-        select.select([pidfd], [], [], limit_s)
+        poller = select.poll()  # not select(): a pidfd may be numbered past FD_SETSIZE
+        poller.register(pidfd, select.POLLIN)
+        poller.poll(limit_s * 1000)
     finally:
         os.close(pidfd)
     proc.poll()

@@ -47,6 +47,16 @@ _CONSTANT_ARGUMENT = re.compile(r"\w+=(?:True|False|None|true|false|null|\d+|[A-
 _SEP = re.compile(r"\.|->|::")
 
 
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`")
+
+
+# ``name = …``, ``name := …``, ``$name = …``, ``const name = …``, ``String name = …``
+_ASSIGNED = re.compile(r"^\s*(?:[\w<>\[\],.]+\s+)*?(\$?[A-Za-z_]\w*)\s*:?=(?!=)")
+
+
+_PARAM = re.compile(r"\$?[A-Za-z_]\w*")
+
+
 _QUALIFIED = re.compile(r"(([A-Za-z_$][\w$]*)(?:\.|->|::))?[A-Za-z_$][\w$]*$")
 
 
@@ -178,8 +188,11 @@ def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict
     found: dict[str, FlagPattern] = {}
     for case in failing:
         defined = definitions(case)
+        inputs = input_names(case, sources)
         for line in case.code():
             for match in calls(line.text):
+                if not carries_input(line.text[match.end() :], sources, inputs):
+                    continue
                 parts = _SEP.split(match.group(1))
                 if parts[-1] in defined or any(parts[-1] + "(" in src for src in sources):
                     continue
@@ -201,6 +214,35 @@ def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict
                         info.cases.add(case.case_id)
                         info.files.add(operand(line.path))
     return found
+
+
+def input_names(case: CaseMaterial, sources: Sequence[str]) -> set[str]:
+    """The names that hold input in a case: its functions' parameters, and every variable
+    assigned from a source the skill names or from such a name (one pass, top to bottom)."""
+    names: set[str] = set()
+    for line in case.code():
+        if _DEFINITION.match(line.text):
+            names.update(_PARAM.findall(line.text.split("(", 1)[-1]))
+            continue
+        assigned = _ASSIGNED.match(line.text)
+        if assigned and carries_input(line.text[assigned.end() :], sources, names):
+            names.add(assigned.group(1).lstrip("$"))
+    return names - _KEYWORDS
+
+
+def carries_input(arguments: str, sources: Sequence[str], names: set[str]) -> bool:
+    """Whether the text after a call's parenthesis hands it input: a source the skill names, or
+    a name that holds input, outside string literals.
+
+    The vulnerable call of a missed positive is the one the input reaches (``requests.get(src``,
+    ``Paths.get(BASE + name``); the other calls of the file (``http.Error(w, "…")``,
+    ``setHeader("Content-Type", …)``, ``getEncoder()``) only tell that file apart, and a rule
+    built on them flags whatever else calls them.
+    """
+    code = _STRING.sub('""', arguments.split(")", 1)[0] if ")" in arguments else arguments)
+    if any(s.strip() and s in arguments for s in sources):
+        return True
+    return any(_SEP.split(word)[0].lstrip("$") in names for word in _NAME.findall(code))
 
 
 def operand(path: str) -> str:

@@ -6,11 +6,12 @@ line in the agent's own vocabulary (the demo agent runs backticked ``grep``/``re
 commands of numbered steps and honours Pitfalls items saying a backticked pattern is "not a
 finding"):
 
-- missed positives (FN): calls found on lines of the failing positive cases and in no negative
-  case (``pickle.loads(``, ``Sprintf(`` with ``%s`` after it), or a source of user input the
+- missed positives (FN): the calls the input reaches on lines of the failing positive cases
+  (``pickle.loads(data``, ``Sprintf(`` with ``%s`` after it), or a source of user input the
   skill names handed straight to a call (``curl_init($_GET…``), become a new "Flag …" step with a
   ``grep -nE`` over the languages they occur in; a pattern that also hits a few negative lines
-  brings the Pitfalls items that rule those lines out;
+  brings the Pitfalls items that rule those lines out. Only cases no flag step finds yet are
+  mined: a missed positive a step already finds failed by a slip of the agent, not a gap;
 - false alarms (FP): tokens on the falsely flagged lines of negative cases that no positive case
   contains (``SafeLoader``, ``basename(`` …) become Pitfalls items "… — not a finding";
 - flow anomalies: a "repeat until" step that loops is made to run once; a skill whose agent
@@ -23,9 +24,11 @@ Candidates are generated in a fixed order (ties broken by a hash of the seed), b
 flag step covering the most failures, with Pitfalls guards for the negatives it would also hit.
 Every one goes through the same filters as a model's diff, and the first that passes is the
 proposal; a diff on the taboo list is refused there, so the next candidate is tried instead of
-repeating a failure. A rejection also narrows the search: the feedback cases an earlier rejected
-patch broke (its taboo reason names them) are *fragile* — a Pitfalls guard did not keep them
-passing — so a new flag pattern may no longer touch them at all.
+repeating a failure. The root cause of the last rejected patch is tried after every other
+cause (:func:`ordered_targets`), so a round after a rejection runs a new experiment rather than a
+near-copy of the last one. A rejection also narrows the search: the feedback cases an earlier
+rejected patch broke (its taboo reason names them) are *fragile* — a Pitfalls guard did not keep
+them passing — so a new flag pattern may no longer touch them at all.
 """
 
 from __future__ import annotations
@@ -41,10 +44,10 @@ from engine.core.skill import SkillDoc
 from engine.core.store import unified_diff
 from engine.core.taboo import TabooEntry
 from engine.core.workspace import Workspace
-from engine.evaluation.demo.agent import discard_rules, plan, ruled_out
+from engine.evaluation.demo.agent import DiscardRule, discard_rules, plan, ruled_out
 from engine.evaluation.demo.tools import parse_grep, tool_of
 from engine.evaluation.patches.edits import NUMBER, splice, with_pitfalls, with_step
-from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material, gather
+from engine.evaluation.patches.material import CaseMaterial, CodeLine, GrepMatcher, Material, gather
 from engine.evaluation.patches.mining import (
     GLOB,
     construct,
@@ -67,6 +70,7 @@ from engine.evaluation.patches.proposer import (
     ProposalContext,
     summary_of,
 )
+from engine.evaluation.patches.signature import split_taboo_rule
 from engine.evaluation.patches.textrules import TextRules, default_rules, load_text_rules
 
 MAX_PATTERNS = 3  # grep alternatives one new step may add
@@ -77,6 +81,7 @@ HASTE_RULES = ("premature_conclusion",)
 GLOB_RULES = ("progress_mismatch",)
 TRIGGER_RULES = ("skill_not_loaded",)
 MAX_GUARDS = 2  # exceptions a new flag pattern may bring along
+MIN_FALLBACK_CASES = 2  # a root cause not worth a patch by itself is tried from this many cases
 _LOOP_CLAUSE = re.compile(r",?\s*(?:and\s+)?\brepeat\b[^.\n`]*?\buntil\b[^.\n`]*", re.IGNORECASE)
 _LOOPS = re.compile(r"\brepeat\b[^.\n]*\buntil\b", re.IGNORECASE)
 _ALL_STEPS = re.compile(r"\b(every|all)\s+(the\s+)?steps?\b[^.\n]*\bbefore\b", re.IGNORECASE)
@@ -127,7 +132,7 @@ class OfflineProposer:
         doc, _ = SkillDoc.parse_lenient(ctx.skill_text)
         tried = 0
         last = "no candidate found"
-        for target in targets:
+        for target in ordered_targets(ctx):
             candidates = self._candidates(doc, target, material, fragile)
             for count, candidate in enumerate(candidates):
                 if count >= self.max_candidates:
@@ -190,10 +195,13 @@ class OfflineProposer:
         material: Material,
         fragile: frozenset[str] = frozenset(),
     ) -> Iterator[DraftPatch]:
-        failing = material.failing("FN", target.case_ids)
+        rules = discard_rules(doc)
+        matchers = flag_matchers(doc)
+        failing = [
+            c for c in material.failing("FN", target.case_ids) if not found(c, matchers, rules)
+        ]
         if not failing:
             return
-        rules = discard_rules(doc)
         negatives = [
             (c.case_id, ln)
             for c in material.labelled(material.negative)
@@ -210,7 +218,10 @@ class OfflineProposer:
         ranked: list[tuple[tuple[int, int, int, int, int, int, str], str]] = []
         guards: dict[str, tuple[str, ...]] = {}
         guarded: dict[str, set[str]] = {}  # exception token → the negative cases it spares
+        searched = "\n".join(m.regex.pattern for m in matchers)
         for pattern, info in covers.items():
+            if pattern in searched:
+                continue  # a step already searches for it: those cases failed by chance
             try:
                 regex = re.compile(pattern)
             except re.error:
@@ -367,6 +378,29 @@ class OfflineProposer:
 
 
 # -- candidate building blocks --------------------------------------------------------------------
+def ordered_targets(ctx: ProposalContext) -> list[PatchTarget]:
+    """The root causes to try, in order: those worth a patch, then the smaller ones of at least
+    ``MIN_FALLBACK_CASES`` cases — and the root cause of the last rejected patch after all others.
+
+    A rejected or inconclusive idea tells the next round where not to look first: its next-best
+    candidate for the same cause is most often a near-copy (one pattern swapped, one guard more)
+    that the gate cannot tell apart from it either, while another cause (the false alarms a
+    Pitfalls item clears, the agent that concludes early) is a fresh experiment. A named target
+    (``ctx.target``) is tried alone.
+    """
+    worth = ctx.targets()
+    if ctx.target is not None:
+        return worth
+    ids = {t.id for t in worth}
+    ordered = worth + [
+        t for t in ctx.root_causes if t.id not in ids and len(t.case_ids) >= MIN_FALLBACK_CASES
+    ]
+    if not ctx.taboo_entries:
+        return ordered
+    rejected = split_taboo_rule(ctx.taboo_entries[-1].rule_id)
+    return sorted(ordered, key=lambda t: (t.rule_id, t.direction) == rejected)
+
+
 def broken_before(entries: Sequence[TabooEntry], material: Material) -> frozenset[str]:
     """Feedback cases named by the reasons of rejected patches ("… now fail: a, b").
 
@@ -382,6 +416,18 @@ def broken_before(entries: Sequence[TabooEntry], material: Material) -> frozense
         for cid in material.cases
         if re.search(rf"(?<![\w.-]){re.escape(cid)}(?![\w.-])", text) is not None
     )
+
+
+def found(case: CaseMaterial, matchers: Sequence[GrepMatcher], rules: list[DiscardRule]) -> bool:
+    """Whether a flag step of the skill already finds something in ``case`` that no Pitfalls item
+    rules out.
+
+    A missed positive like that is no gap in what the skill searches for: the agent slipped on
+    that run (skipped the step, misread the hit, concluded early). Mining its lines for a new
+    flag pattern would pick up whatever else the file happens to call — the raw tokens that fit
+    this case and nothing else — and a second step for the same sink changes nothing.
+    """
+    return any(not ruled_out(ln.text, rules) for m in matchers for ln in m.hits(case.lines))
 
 
 def guard_tokens(text: str, positives: Sequence[str], sinks: Sequence[re.Pattern[str]]) -> set[str]:

@@ -6,11 +6,14 @@ mined from the records with the offline patch proposer's own machinery
 (``engine.evaluation.patches.offline_proposer``), in the vocabulary of the bundled demo agent:
 
 - steps: a flag step whose pattern matches a missed positive (FN) in a language its globs skip
-  searches that language too (only that step); else calls found in the missed positives and in
-  none of the negatives become a new "Flag …" step with a ``grep -nE`` — never one that matches
-  where user input is merely read, which the near-miss negatives do as well — or the flag steps
-  get the globs of the missed cases' languages, whichever first makes a flag step hit more of
-  the missed cases;
+  searches that language too (only that step); else a new "Flag …" step for the call the
+  missed positive hands its user input to (``engine.loops.gepa.sinks``): first the lesson that
+  carries across sinks and languages, "a call handed user input as its argument", then the
+  sink itself when the input reaches it through a variable or a built string — never a step
+  that also flags a negative record's line; else calls found in the missed positives and in
+  none of the negatives become a new step with a ``grep -nE`` — never one that matches where
+  user input is merely read, which the near-miss negatives do as well — or the flag steps get
+  the globs of the missed cases' languages, whichever first makes a flag step hit more of them;
 - pitfalls: calls and API names on the falsely flagged lines (FP) that no positive contains
   become "… — not a finding" items (a plain word would hide real findings elsewhere, and so
   would the very call a flag step searches for);
@@ -43,7 +46,14 @@ from engine.evaluation.demo.agent import discard_rules, labels_of, plan, ruled_o
 from engine.evaluation.demo.tools import tool_of
 from engine.evaluation.patches.edits import with_step
 from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material, grep_matcher
-from engine.evaluation.patches.mining import GLOB, flag_matchers, split_command, token_class
+from engine.evaluation.patches.mining import (
+    GLOB,
+    flag_matchers,
+    skill_globs,
+    source_pattern,
+    split_command,
+    token_class,
+)
 from engine.evaluation.patches.offline_proposer import DraftPatch, OfflineProposer, _widen_globs
 from engine.evaluation.patches.proposer import PatchTarget
 from engine.loops.gepa.reflection import RECORDS_CLOSE, RECORDS_OPEN
@@ -289,6 +299,24 @@ def _sink_steps(
     sources = [src for step in plan(doc) if not step.flags for src in step.sources]
     rules = discard_rules(doc)
     negative = [ln.text for c in material.labelled(material.negative) for ln in c.lines]
+
+    def clean(pattern: str) -> bool:
+        regex = re.compile(pattern)
+        return not any(regex.search(text) and not ruled_out(text, rules) for text in negative)
+
+    # First the lesson that carries across sinks and languages: a call handed the input as
+    # its argument (``http.Get(r.URL.Query()…``) teaches ``curl_init($_GET[…])``.
+    general = source_pattern(sources, missed, skill_globs(doc))
+    if general is not None and clean(general[0]):
+        pattern, info = general
+        body = (
+            "Flag calls handed user input as their argument: "
+            f'`grep -nE "{pattern}" {" ".join(sorted(info.files))}`'
+        )
+        text = with_step(doc, body)
+        if text is not None:
+            cases = tuple(sorted(info.cases))
+            yield DraftPatch(text, cases, f"a call is handed user input in {', '.join(cases)}")
     found: dict[str, list[Sink]] = {}
     for case in missed:
         for sink in sinks(case, sources):
@@ -296,10 +324,7 @@ def _sink_steps(
     ranked = sorted(
         found, key=lambda p: (-len({s.case_id for s in found[p]}), not found[p][0].direct, p)
     )
-    for pattern in ranked:
-        regex = re.compile(pattern)
-        if any(regex.search(text) and not ruled_out(text, rules) for text in negative):
-            continue
+    for pattern in filter(clean, ranked):
         first = found[pattern][0]
         how = "straight from a source of user input" if first.direct else "built from user input"
         globs = " ".join(sorted({s.glob for s in found[pattern]}))

@@ -216,6 +216,11 @@ def pool_standings(
                 f"best validation mean {value:.4f} against the seed's {seed:.4f}, but not "
                 f"better with confidence{shown}"
             )
+        elif value >= means[best] - _EPSILON:
+            why = (
+                f"validation mean {value:.4f} beats the seed's {seed:.4f}, but ties the best "
+                "one, and the earlier candidate wins a tie"
+            )
         else:
             why = (
                 f"validation mean {value:.4f} beats the seed's {seed:.4f}, but a candidate "

@@ -8,8 +8,9 @@ variable read from ``request.args``. That call is found by a one-step data flow 
 
 - a call whose arguments hold a source of user input (one the skill's trace step names)
   receives it *directly*;
-- a call whose arguments hold a variable assigned straight from such a source receives it
-  *through* that variable.
+- a call whose arguments hold a name that holds input — a parameter, or a variable assigned
+  from a source or from such a name (``engine.evaluation.patches.mining.input_names``, which
+  evolve's proposer mines with too) — receives it *through* that name.
 
 Of the calls on one line only the outermost counts: ``os.Open(filepath.Join(dir, input))``
 opens the path, ``filepath.Join`` only builds it. A call on a receiver the file itself defines
@@ -26,14 +27,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.evaluation.patches.material import CaseMaterial, CodeLine
-from engine.evaluation.patches.mining import calls, ere, operand
+from engine.evaluation.patches.mining import (
+    calls,
+    carries_input,
+    definitions,
+    ere,
+    input_names,
+    operand,
+)
 
 _SEP = re.compile(r"\.|->|::")
 _ASSIGNED = re.compile(r"(?<![\w$.>])(\$?[A-Za-z_][\w$]*)\s*(?::=|=)(?![=>])")
-_RECEIVER = r"^\s*(\$?[A-Za-z_][\w$]*(\.|->|::))*"
 # concatenation or formatting after the sink's name: ``+``, PHP's ``" . $x``, ``%s``, ``${``
 _BUILT = (r"\+", r"\. *\$", "%s", r"\$\{")
-_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
 _NOT_CALLS = frozenset({"try", "new"})  # ``try (InputStream in = …)`` opens a block
 
 
@@ -54,23 +60,22 @@ def sinks(case: CaseMaterial, sources: Sequence[str]) -> list[Sink]:
     if not names:
         return []
     code = case.code()
-    tainted = _tainted(code, names)
+    inputs = input_names(case, names)
+    defined = definitions(case)  # ``func Test(w, r)`` declares, it calls nothing
     local = {m.group(1).lstrip("$") for ln in code for m in _ASSIGNED.finditer(ln.text)}
     found: list[Sink] = []
     for line in code:
         best: tuple[int, Sink] | None = None
         for match in calls(line.text):
             chain = match.group(1)
-            if chain in _NOT_CALLS or line.text[: match.start()].endswith((".", "->")):
+            if chain in _NOT_CALLS | defined or line.text[: match.start()].endswith((".", "->")):
                 continue  # a keyword, or a method of a call's result: ``Query().Get(``
             if any(src.rstrip("(") in chain for src in names):
                 continue  # reading the input is not handing it on
             args = _arguments(line.text, match.end() - 1)
-            direct = any(src in args for src in names)
-            bare = _STRING.sub('""', args)  # ``Get("host")`` names no variable ``host``
-            through = not direct and any(_mentions(bare, name) for name in tainted)
-            if not (direct or through):
+            if not carries_input(args, names, inputs):
                 continue
+            direct = any(src in args for src in names)
             depth = line.text[: match.start()].count("(") - line.text[: match.start()].count(")")
             sink = _sink(case.case_id, line, chain, direct, names, local)
             if sink is not None and (best is None or depth < best[0]):
@@ -78,21 +83,6 @@ def sinks(case: CaseMaterial, sources: Sequence[str]) -> list[Sink]:
         if best is not None:
             found.append(best[1])
     return found
-
-
-def _tainted(code: Sequence[CodeLine], sources: Sequence[str]) -> set[str]:
-    """Variables assigned straight from a source: ``src = request.args.get("src")``."""
-    names: set[str] = set()
-    for line in code:
-        for match in _ASSIGNED.finditer(line.text):
-            rhs = line.text[match.end() :]
-            if any(re.match(_RECEIVER + re.escape(src), rhs) for src in sources):
-                names.add(match.group(1))
-    return names
-
-
-def _mentions(text: str, name: str) -> bool:
-    return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text) is not None
 
 
 def _arguments(text: str, open_at: int) -> str:
