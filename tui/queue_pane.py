@@ -7,19 +7,15 @@ filter survive reloads: the watcher reloads the queue whenever another process w
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
-from textual.geometry import Region
 from textual.message import Message
-from textual.strip import Strip
 from textual.widgets import DataTable, Input
 
 from tui.gates_pane import gate_summary
@@ -81,52 +77,11 @@ def _delta(candidate: Any) -> Content:
     return Content.styled(f"{value:+.3f}", style)
 
 
-def _plain(value: object) -> Text:
-    return Text(str(value), no_wrap=True, end="")
-
-
-AFTER_PAINT_AT_THE_LATEST = 0.25  # seconds
-
 COLUMNS = ("mark", "id", "skill", "source", "op", "status", "gates", "delta", "summary")
 
 
 class QueueTable(VimTable):
-    """The candidate table; space marks are handled by the app (one binding id for remapping).
-
-    ``after_paint`` runs work once the table's rows have been drawn: Textual's
-    ``call_after_refresh`` may run before a frame whose widgets have not reported as dirty yet.
-    """
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self._after_paint: list[Callable[[], None]] = []
-
-    @property
-    def paint_pending(self) -> bool:
-        """Work is waiting for the table's next frame."""
-        return bool(self._after_paint)
-
-    def after_paint(self, callback: Callable[[], None]) -> None:
-        if self.size.height == 0 or not self.screen.is_current:
-            # Not drawn now (a tiny terminal, or a dialog on top): the work need not wait.
-            self.call_later(callback)
-            return
-        self._after_paint.append(callback)
-        self.refresh()
-        # A dialog pushed before the next frame keeps the table from being drawn: then the
-        # work runs anyway, a moment later.
-        self.set_timer(AFTER_PAINT_AT_THE_LATEST, self._run_after_paint)
-
-    def _run_after_paint(self) -> None:
-        callbacks, self._after_paint = self._after_paint, []
-        for callback in callbacks:
-            self.call_later(callback)
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        lines = super().render_lines(crop)
-        if self._after_paint:
-            self._run_after_paint()  # the callbacks run after this frame is out
-        return lines
+    """The candidate table; space marks are handled by the app (one binding id for remapping)."""
 
 
 class QueuePane(Vertical):
@@ -230,26 +185,23 @@ class QueuePane(Vertical):
                     table.update_cell(entry.id, column, value)
         position = {e.id: index for index, e in enumerate(self._shown)}
         if [row.key.value for row in table.ordered_rows] != [e.id for e in self._shown]:
-            table.sort("id", key=lambda cell: position[str(cell)])
+            table.sort("id", key=lambda candidate_id: position[candidate_id])
         if previous is not None:
             table.move_to_key(previous.id)
         self._update_title()
 
-    def _cells(self, entry: QueueEntry) -> tuple[Content | Text, ...]:
-        """The row's cells. DataTable reads a plain str as Rich markup, and a summary is engine
-        data (``[/tmp]`` in it must show, not break the row): plain cells are Rich Text, which
-        the table also measures for its column widths."""
+    def _cells(self, entry: QueueEntry) -> tuple[Content | str, ...]:
         c = entry.candidate
         return (
             self._mark_cell(entry.id),
-            _plain(c.id),
-            _plain(c.skill),
-            _plain(c.source),
-            _plain(c.operation),
+            c.id,
+            c.skill,
+            c.source,
+            c.operation,
             Content.styled(str(c.status), STATUS_STYLE.get(str(c.status), "")),
             gate_summary(entry.gates),
             _delta(c),
-            _plain(c.summary or ""),
+            c.summary or "",
         )
 
     def _mark_cell(self, candidate_id: str) -> Content:
