@@ -54,6 +54,14 @@ def test_gained_ranks_by_gain_then_room_then_id() -> None:
     assert gained(before, after, ["a", "c"]) == ["a"]
 
 
+def test_gained_ranks_a_one_sided_case_above_a_larger_gain_both_ways() -> None:
+    # steady: +50 points, its 5 discordant pairs all one way (one-sided p = 1/32); coin: +60
+    # points, but 8 pairs its way and 2 the other (p = 56/1024): the steady one is the likelier fix
+    before = rows({"steady": [False] * 10, "coin": [False] * 8 + [True] * 2})
+    after = rows({"steady": [True] * 5 + [False] * 5, "coin": [True] * 8 + [False] * 2})
+    assert gained(before, after) == ["steady", "coin"]
+
+
 def test_the_schedule_at_the_defaults_and_a_fix_confirmed_on_its_own_runs() -> None:
     """20 cases gained on the first evaluation: 12 are rerun twice, the best 6 four times, and
     the best 3 get the 48 confirmation runs between them; only those 48 pairs are tested."""
