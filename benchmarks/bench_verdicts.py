@@ -44,7 +44,9 @@ demo case). Each rate is printed with its count and a 95 % Clopper–Pearson int
 decision used before paired verdicts (deterministic case statuses for evolve, "strictly higher
 mean" elsewhere) is measured in the same run, on the same draws, as the baseline.
 
-Usage: ``uv run python benchmarks/bench_verdicts.py [--decisions N] [--probe-runs R] [--real N]``
+Usage: ``uv run python benchmarks/bench_verdicts.py [--decisions N] [--probe-runs R] [--real N]
+[--paths TEXT ...]``; ``--paths holdout`` runs only the paths whose name contains "holdout"
+(case-insensitive; several may be given; ``--real 0`` skips the real queue evaluations).
 """
 
 from __future__ import annotations
@@ -619,6 +621,9 @@ def main() -> None:
     parser.add_argument(
         "--cache", type=Path, default=None, help="keep the probes here and reuse them next time"
     )
+    parser.add_argument(
+        "--paths", nargs="*", default=None, help="only the paths whose name contains one of these"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(copy_demo(Path(tmp) / "probe"))
@@ -677,6 +682,8 @@ def main() -> None:
                 "highest held-out accuracy",
             ),
         ]
+        if args.paths:
+            paths = [p for p in paths if any(w.lower() in p[0].lower() for w in args.paths)]
         for name, path, old_name in paths:
             started = time.monotonic()
             new, old = path(cases, args.decisions, args.seed, args.runs)
