@@ -28,7 +28,12 @@
    both with the flags the harness starts the agent with.
 
 Every measurement is repeated ``--reps`` times, interleaved (each step once, then again) so
-drift of the shared machine hits all of them alike; min and median are printed.
+drift of the shared machine hits all of them alike; min and median are printed. A ratio is
+taken per repetition — the two sides measured seconds apart in the same pass — and then its
+min and median over the repetitions are printed (not the ratio of each side's min, which would
+pair the best moment of one side with the best moment of the other). The speed-up ``-j 1 / -j
+4`` and the machine's own ``bare 1 / bare 4`` are formed the same way from the same pass, so
+"what the machine allows" is the bound the runner's speed-up is read against.
 
 Usage: ``uv run python benchmarks/bench_runner.py [--units N] [--sleep S] [--reps R]``
 """

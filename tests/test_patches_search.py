@@ -22,13 +22,10 @@ from engine.evaluation.demo.tools import RunDir
 from engine.evaluation.patches import OfflineProposer, ProposalContext
 from engine.evaluation.patches.material import CaseMaterial, CodeLine
 from engine.evaluation.patches.mining import (
-    calls,
-    carries_input,
     construct,
     flag_matchers,
     fn_patterns,
     greedy_covers,
-    input_names,
     nesting,
     source_pattern,
 )
@@ -213,18 +210,6 @@ def test_a_guard_is_what_wraps_the_input_not_the_sink_the_step_found(
     assert nesting("shlex.quote(", [line]) == 1 and nesting("subprocess.run(", [line]) == 0
 
 
-def test_keywords_before_a_parenthesis_are_not_calls() -> None:
-    line = (
-        "return (Session) new ValidatingObjectInputStream(in).accept(Session.class).readObject();"
-    )
-    assert [m.group(1) for m in calls(line)] == [
-        "ValidatingObjectInputStream",
-        "accept",
-        "readObject",
-    ]
-    assert [m.group(1) for m in calls("if (ok) { while (x) run(y); }")] == ["run"]
-
-
 def test_the_source_pattern_matches_in_the_agents_own_grep(tmp_path: Path) -> None:
     # Python's re reads ``[\w$]`` as a word class, POSIX grep as three characters: a pattern
     # checked only in Python can look right to the proposer and never fire for the agent
@@ -288,14 +273,9 @@ def test_flag_patterns_come_from_the_calls_the_input_reaches() -> None:
         "    return base64.b64encode(body)\n"
     )
     case = CaseMaterial("ssrf-py-proxy", "vulnerable", "FN", "ssrf", _lines("proxy.py", code))
-    assert input_names(case, ["request.args"]) >= {"request", "src", "body"}
     mined = fn_patterns([case], ["request.args"])
     assert r"\brequests\.get\(" in mined
     assert not any("log" in p or "info" in p for p in mined)
-    assert carries_input('"fetching")', ["request.args"], {"src"}) is False
-    assert carries_input('"a " + src)', ["request.args"], {"src"}) is True
-    # a name inside a string literal is text, not the variable
-    assert carries_input('"src")', [], {"src"}) is False
 
 
 def test_a_missed_positive_a_step_already_finds_is_no_gap_to_mine() -> None:

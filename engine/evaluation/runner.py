@@ -178,6 +178,33 @@ class _Done:
     written: Future[None]
 
 
+class _Notes:
+    """The evaluation's event log, written in order by a thread of its own.
+
+    Every append is fsynced. On the main thread that sync would hold back storing the next
+    finished units and, after the last one, the scoreboard record and final manifest: here it
+    overlaps them. :meth:`last` waits for what was handed over (raising what writing it raised)
+    and then writes the closing event itself, so the log reads in order and is complete when
+    the evaluation returns.
+    """
+
+    def __init__(self, log: SessionLog, writer: ThreadPoolExecutor) -> None:
+        self._log, self._writer = log, writer
+        self._pending: list[Future[object]] = []
+
+    def emit(self, kind: EventKind, **data: Any) -> None:
+        self.emit_many([(kind, data)])
+
+    def emit_many(self, events: list[tuple[EventKind, dict[str, Any]]]) -> None:
+        self._pending.append(self._writer.submit(self._log.emit_many, events))
+
+    def last(self, kind: EventKind, **data: Any) -> None:
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+        self._log.emit(kind, **data)
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -583,66 +610,71 @@ def _evaluate(
     done = len(units) - len(todo)
     launched = 0
     first_units = FirstUnits(plan.agent, min(FIRST_UNITS, len(todo)))
-    try:
-        # the io pool outlives the workers: every room is gone when the evaluation returns
-        with (
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit-io") as io,
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool,
-        ):
-            futures: list[Future[_Done | None]] = [
-                pool.submit(_run_unit, plan, unit, folder, root, judge, should_stop, executor, io)
-                for unit in todo
-            ]
-            try:
-                # while the first agents start: no row is appended before these are on disk
-                _open_run(ws, plan, folder, manifest, resumed)
-                log.emit(
-                    "started",
-                    run_id=folder.run_id,
-                    benchmark=plan.bench.id,
-                    total=len(units),
-                    todo=len(todo),
-                    resumed=resumed,
-                    jobs=workers,
-                    seed=plan.seed,
-                )
-                order = {future: index for index, future in enumerate(futures)}
-                pending: set[Future[_Done | None]] = set(futures)
-                while pending:
-                    ready, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    batch, error = _collect(sorted(ready, key=order.__getitem__))
-                    _store_batch(folder, batch)
-                    events: list[tuple[EventKind, dict[str, Any]]] = []
-                    for finished in batch:
-                        done += 1
-                        events.append(("case_finished", _summary(finished.row)))
-                        events.append(("progress", {"done": done, "total": len(units)}))
-                    log.emit_many(events)
-                    launched += len(batch)
-                    if error is not None:
-                        raise error
-                    for finished in batch:
-                        fault = first_units.observe(
-                            finished.unit.case_id, finished.row["invalid_reason"]
-                        )
-                        if fault is not None:
-                            raise AgentBroken(fault)
-            except BaseException:
-                stop.set()
-                for future in futures:
-                    future.cancel()
-                raise
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled()
-    except BaseException as exc:
-        # every finished unit is on disk already; the status says why the rest is missing
-        status = "interrupted" if isinstance(exc, (Cancelled, KeyboardInterrupt)) else "failed"
-        if isinstance(exc, AgentBroken):
-            manifest["error"] = str(exc)
-        _finish(ws, folder, manifest, units, status)
-        log.emit("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
-        raise
-    return _complete(ws, plan, folder, manifest, units, log, launched, scoreboard)
+    # the event log has a writer of its own (see _Notes); it is drained before returning
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="eval-log") as writer:
+        notes = _Notes(log, writer)
+        try:
+            # the io pool outlives the workers: every room is gone when the evaluation returns
+            with (
+                ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit-io") as io,
+                ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool,
+            ):
+                futures: list[Future[_Done | None]] = [
+                    pool.submit(
+                        _run_unit, plan, unit, folder, root, judge, should_stop, executor, io
+                    )
+                    for unit in todo
+                ]
+                try:
+                    # while the first agents start: no row is appended before these are on disk
+                    _open_run(ws, plan, folder, manifest, resumed)
+                    notes.emit(
+                        "started",
+                        run_id=folder.run_id,
+                        benchmark=plan.bench.id,
+                        total=len(units),
+                        todo=len(todo),
+                        resumed=resumed,
+                        jobs=workers,
+                        seed=plan.seed,
+                    )
+                    order = {future: index for index, future in enumerate(futures)}
+                    pending: set[Future[_Done | None]] = set(futures)
+                    while pending:
+                        ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        batch, error = _collect(sorted(ready, key=order.__getitem__))
+                        _store_batch(folder, batch)
+                        events: list[tuple[EventKind, dict[str, Any]]] = []
+                        for finished in batch:
+                            done += 1
+                            events.append(("case_finished", _summary(finished.row)))
+                            events.append(("progress", {"done": done, "total": len(units)}))
+                        notes.emit_many(events)
+                        launched += len(batch)
+                        if error is not None:
+                            raise error
+                        for finished in batch:
+                            fault = first_units.observe(
+                                finished.unit.case_id, finished.row["invalid_reason"]
+                            )
+                            if fault is not None:
+                                raise AgentBroken(fault)
+                except BaseException:
+                    stop.set()
+                    for future in futures:
+                        future.cancel()
+                    raise
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled()
+        except BaseException as exc:
+            # every finished unit is on disk already; the status says why the rest is missing
+            status = "interrupted" if isinstance(exc, (Cancelled, KeyboardInterrupt)) else "failed"
+            if isinstance(exc, AgentBroken):
+                manifest["error"] = str(exc)
+            _finish(ws, folder, manifest, units, status)
+            notes.last("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
+            raise
+        return _complete(ws, plan, folder, manifest, units, notes, launched, scoreboard)
 
 
 def _open_run(
@@ -763,7 +795,7 @@ def _complete(
     folder: RunFolder,
     manifest: dict[str, Any],
     units: list[UnitKey],
-    log: SessionLog,
+    notes: _Notes,
     launched: int,
     scoreboard: bool = True,
 ) -> RunResult:
@@ -792,7 +824,7 @@ def _complete(
         launched=launched,
         seed=plan.seed,
     )
-    log.emit(
+    notes.last(
         "finished",
         run_id=folder.run_id,
         status=status,

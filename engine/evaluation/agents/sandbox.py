@@ -177,6 +177,9 @@ def _around(paths: Iterable[Path], workspace: Path) -> tuple[list[Path], list[tu
                 pending.append(child)
             elif child.resolve() != workspace and workspace not in child.resolve().parents:
                 links.append((os.readlink(child), child))
-    # a path inside another one is already visible (and binding over a symlink there fails)
-    shown = [p for p in dict.fromkeys(kept) if not any(q in p.parents for q in kept)]
+    # a path inside another one is already visible (and binding over a symlink there fails);
+    # a set lookup per parent, not a scan of every kept path per parent (the engine's checkout
+    # shown piece by piece is hundreds of paths, and this runs before any unit starts)
+    unique = set(kept)
+    shown = [p for p in dict.fromkeys(kept) if unique.isdisjoint(p.parents)]
     return shown, links

@@ -17,25 +17,10 @@ from dataclasses import dataclass
 from engine.core.skill import SkillDoc
 from engine.evaluation.demo.agent import plan
 from engine.evaluation.demo.tools import parse_grep, tool_of
+from engine.evaluation.patches.input_flow import BUILT, NAME, SEP, calls, definitions, handoffs
 from engine.evaluation.patches.material import CaseMaterial, GrepMatcher, grep_matcher
 
 MIN_BARE_NAME = 6  # shorter plain call names ("get(", "load(") rank last
-
-
-_CHAIN = re.compile(r"(?<![\w$])([A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*)\s*\(")
-
-
-# Words that take a parenthesis without being a call: ``return (Session) in``, ``if (ok)``.
-_KEYWORDS = frozenset(
-    re.findall(
-        r"[a-z]+",
-        """and assert await case catch elif else for foreach func function if in is lambda not
-        or return switch synchronized throw typeof sizeof while with yield""",
-    )
-)
-
-
-_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)*")
 
 
 _ASSIGN = re.compile(r"\b\w+=\w+\b")  # keyword arguments: usedforsecurity=False
@@ -44,31 +29,7 @@ _ASSIGN = re.compile(r"\b\w+=\w+\b")  # keyword arguments: usedforsecurity=False
 _CONSTANT_ARGUMENT = re.compile(r"\w+=(?:True|False|None|true|false|null|\d+|[A-Z]\w*)")
 
 
-_SEP = re.compile(r"\.|->|::")
-
-
-_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`")
-
-
-# ``name = …``, ``name := …``, ``$name = …``, ``const name = …``, ``String name = …``
-_ASSIGNED = re.compile(r"^\s*(?:[\w<>\[\],.]+\s+)*?(\$?[A-Za-z_]\w*)\s*:?=(?!=)")
-
-
-_PARAM = re.compile(r"\$?[A-Za-z_]\w*")
-
-
 _QUALIFIED = re.compile(r"(([A-Za-z_$][\w$]*)(?:\.|->|::))?[A-Za-z_$][\w$]*$")
-
-
-_DEFINITION = re.compile(
-    r"^\s*(?:export\s+)?(?:async\s+)?(?:def|function|func|fn|sub)\s+(?:\([^)]*\)\s*)?(\w+)"
-    r"|^\s*(?:(?:public|private|protected|static|final|synchronized|abstract)\s+)+"
-    r"[\w<>\[\], ]*?\b(\w+)\s*\("
-)
-
-
-# concatenation (``+``, PHP's ``" . $x``) or formatting after the call, on the same line
-_TAINT = (r"\+", r"\. *\$", "%s", r"\$\{")
 
 
 _ERE_SPECIAL = re.compile(r"([.\[\](){}*+?|^$\\])")
@@ -111,13 +72,6 @@ class FlagPattern:
     files: set[str]  # the glob operands of the files it matched ("*.java"), or "<file>"
 
 
-def calls(text: str) -> Iterator[re.Match[str]]:
-    """The call chains of a code line (``hashlib.md5(``), keywords left out."""
-    for match in _CHAIN.finditer(text):
-        if match.group(1) not in _KEYWORDS:
-            yield match
-
-
 def ere(token: str) -> str:
     escaped = _ERE_SPECIAL.sub(r"\\\1", token)
     return (r"\b" + escaped) if re.match(r"\w", token) else escaped
@@ -133,15 +87,6 @@ def task_words(prompt: str) -> list[str]:
 
 def stems(text: str) -> set[str]:
     return {w[:5] for w in _WORDS.findall(text.lower()) if len(w) >= 4}
-
-
-def definitions(case: CaseMaterial) -> set[str]:
-    names: set[str] = set()
-    for line in case.lines:
-        match = _DEFINITION.match(line.text)
-        if match:
-            names.add(match.group(1) or match.group(2))
-    return names
 
 
 def source_pattern(
@@ -181,68 +126,36 @@ def skill_globs(doc: SkillDoc) -> set[str]:
 
 
 def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict[str, FlagPattern]:
-    """grep patterns from the calls in failing positive cases → (cases, class, tainted).
-
-    Calls the skill lists as sources of user input (``r.FormValue(``) are traced, not flagged.
+    """grep patterns from the calls failing positive cases hand input to → (cases, class,
+    tainted): the file's other calls only tell that file apart, and a rule built on them flags
+    whatever else calls them (``engine.evaluation.patches.input_flow``).
     """
     found: dict[str, FlagPattern] = {}
     for case in failing:
         defined = definitions(case)
-        inputs = input_names(case, sources)
-        for line in case.code():
-            for match in calls(line.text):
-                if not carries_input(line.text[match.end() :], sources, inputs):
-                    continue
-                parts = _SEP.split(match.group(1))
-                if parts[-1] in defined or any(parts[-1] + "(" in src for src in sources):
-                    continue
-                qualified = _QUALIFIED.search(match.group(1))
-                bare = name_class(parts[-1])
-                # a short plain name ("get(", "from(") names no API by itself: only its
-                # qualified form ("requests.get(") is a construct that carries to other files
-                forms = [(parts[-1] + "(", bare)] if bare < 2 else []
-                if qualified and qualified.group(1) and qualified.group(2) not in defined:
-                    forms.append((qualified.group(0) + "(", 1))
-                rest = line.text[match.start() :]
-                for form, cls in forms:
-                    base = ere(form)
-                    variants = [(base, 0)] + [
-                        (f"{base}.*{m}", 1) for m in _TAINT if re.search(f"{base}.*{m}", rest)
-                    ]
-                    for pattern, tainted in variants:
-                        info = found.setdefault(pattern, FlagPattern(set(), cls, tainted, set()))
-                        info.cases.add(case.case_id)
-                        info.files.add(operand(line.path))
+        for handoff in handoffs(case, sources):
+            line = handoff.line
+            parts = SEP.split(handoff.chain)
+            if parts[-1] in defined:
+                continue  # ``http.send(`` in a class defining ``send``: the name finds that too
+            qualified = _QUALIFIED.search(handoff.chain)
+            bare = name_class(parts[-1])
+            # a short plain name ("get(", "from(") names no API by itself: only its
+            # qualified form ("requests.get(") is a construct that carries to other files
+            forms = [(parts[-1] + "(", bare)] if bare < 2 else []
+            if qualified and qualified.group(1) and qualified.group(2) not in defined:
+                forms.append((qualified.group(0) + "(", 1))
+            rest = line.text[handoff.start :]
+            for form, cls in forms:
+                base = ere(form)
+                variants = [(base, 0)] + [
+                    (f"{base}.*{m}", 1) for m in BUILT if re.search(f"{base}.*{m}", rest)
+                ]
+                for pattern, tainted in variants:
+                    info = found.setdefault(pattern, FlagPattern(set(), cls, tainted, set()))
+                    info.cases.add(case.case_id)
+                    info.files.add(operand(line.path))
     return found
-
-
-def input_names(case: CaseMaterial, sources: Sequence[str]) -> set[str]:
-    """The names that hold input in a case: its functions' parameters, and every variable
-    assigned from a source the skill names or from such a name (one pass, top to bottom)."""
-    names: set[str] = set()
-    for line in case.code():
-        if _DEFINITION.match(line.text):
-            names.update(_PARAM.findall(line.text.split("(", 1)[-1]))
-            continue
-        assigned = _ASSIGNED.match(line.text)
-        if assigned and carries_input(line.text[assigned.end() :], sources, names):
-            names.add(assigned.group(1).lstrip("$"))
-    return names - _KEYWORDS
-
-
-def carries_input(arguments: str, sources: Sequence[str], names: set[str]) -> bool:
-    """Whether the text after a call's parenthesis hands it input: a source the skill names, or
-    a name that holds input, outside string literals.
-
-    The vulnerable call of a missed positive is the one the input reaches (``requests.get(src``,
-    ``Paths.get(BASE + name``); the other calls of the file (``http.Error(w, "…")``,
-    ``setHeader("Content-Type", …)``, ``getEncoder()``) only tell that file apart, and a rule
-    built on them flags whatever else calls them.
-    """
-    code = _STRING.sub('""', arguments.split(")", 1)[0] if ")" in arguments else arguments)
-    if any(s.strip() and s in arguments for s in sources):
-        return True
-    return any(_SEP.split(word)[0].lstrip("$") in names for word in _NAME.findall(code))
 
 
 def operand(path: str) -> str:
@@ -268,11 +181,11 @@ def line_tokens(text: str) -> set[str]:
     for match in calls(text):
         chain = match.group(1)
         found.add(chain + "(")
-        found.add(_SEP.split(chain)[-1] + "(")
-    for match in _NAME.finditer(text):
+        found.add(SEP.split(chain)[-1] + "(")
+    for match in NAME.finditer(text):
         name = match.group(0)
         found.add(name)
-        found.update(part for part in _SEP.split(name))
+        found.update(part for part in SEP.split(name))
     found.update(m.group(0) for m in _ASSIGN.finditer(text))
     found.update(m.group(0) for m in _PUNCT.finditer(text))
     return {t for t in found if len(t.strip("($")) >= 3 and "`" not in t}
@@ -289,7 +202,7 @@ def construct(token: str) -> bool:
     the feedback cases and nothing else.
     """
     if token.endswith("("):
-        parts = _SEP.split(token[:-1].lstrip("$"))
+        parts = SEP.split(token[:-1].lstrip("$"))
         return (len(parts) > 1 and all(parts)) or name_class(parts[-1]) < 2
     if "=" in token:
         return _CONSTANT_ARGUMENT.fullmatch(token) is not None
