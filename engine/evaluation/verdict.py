@@ -462,7 +462,6 @@ def compare_f1(
         return _f1_runs(before, after, common, positive_label, alpha, alternative, threshold)
     cells_b = np.array([_cells(before[c], positive_label) for c in common])
     cells_a = np.array([_cells(after[c], positive_label) for c in common])
-    n_runs = max(max(len(before[c]), len(after[c])) for c in common)
 
     def statistic(idx: Any, axis: int = -1) -> Any:
         idx = np.moveaxis(np.asarray(idx, dtype=int), axis, -1)
@@ -495,22 +494,36 @@ def compare_f1(
             low = high = delta
         p_greater = float((np.sum(boot <= threshold) + 1) / (boot.size + 1))
         p_less = float((np.sum(boot >= threshold) + 1) / (boot.size + 1))
-    return _judged(
-        delta,
-        low,
-        high,
-        _p_from_one_sided(p_greater, p_less, alternative),
+    return _f1_judged(
+        (delta, low, high, _p_from_one_sided(p_greater, p_less, alternative)),
+        before,
+        after,
+        common,
+        test="bootstrap-f1",
         threshold=threshold,
         side=side,
-        n_cases=len(common),
-        n_runs=n_runs,
-        n_pairs=sum(min(len(before[c]), len(after[c])) for c in common),
-        test="bootstrap-f1",
-        measure="f1",
         alternative=alternative,
         alpha=alpha,
         before=f1_b,
         after=f1_a,
+    )
+
+
+def _f1_judged(
+    figures: tuple[float, float, float, float],
+    before_runs: dict[str, list[Mapping[str, Any]]],
+    after_runs: dict[str, list[Mapping[str, Any]]],
+    common: list[str],
+    **rest: Any,
+) -> Verdict:
+    """An F1 verdict from (delta, low, high, p), with the case and run counts both tests report."""
+    return _judged(
+        *figures,
+        n_cases=len(common),
+        n_runs=max(max(len(before_runs[c]), len(after_runs[c])) for c in common),
+        n_pairs=sum(min(len(before_runs[c]), len(after_runs[c])) for c in common),
+        measure="f1",
+        **rest,
     )
 
 
@@ -603,18 +616,14 @@ def _f1_runs(
     else:
         p_greater = 0.0 if delta > threshold else 1.0
         p_less = 0.0 if delta < threshold else 1.0
-    return _judged(
-        delta,
-        low,
-        high,
-        _p_from_one_sided(p_greater, p_less, alternative),
+    return _f1_judged(
+        (delta, low, high, _p_from_one_sided(p_greater, p_less, alternative)),
+        before,
+        after,
+        common,
+        test="delta-f1-runs",
         threshold=threshold,
         side=side,
-        n_cases=len(common),
-        n_runs=max(max(len(before[c]), len(after[c])) for c in common),
-        n_pairs=sum(min(len(before[c]), len(after[c])) for c in common),
-        test="delta-f1-runs",
-        measure="f1",
         alternative=alternative,
         alpha=alpha,
         before=f1_b,
