@@ -44,7 +44,10 @@ demo case). Each rate is printed with its count and a 95 % Clopper–Pearson int
 decision used before paired verdicts (deterministic case statuses for evolve, "strictly higher
 mean" elsewhere) is measured in the same run, on the same draws, as the baseline.
 
-Usage: ``uv run python benchmarks/bench_verdicts.py [--decisions N] [--probe-runs R] [--real N]``
+Usage: ``uv run python benchmarks/bench_verdicts.py [--decisions N] [--probe-runs R] [--real N]
+[--paths KEY,...]``; ``--paths`` runs only the named paths (keys: evolve, holdout, queue-targets,
+queue-whole, queue-measured, optimizer-skill, optimizer-settings, tune-description; all by
+default), so one decision path can be measured without the minutes the others take.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ from engine.evaluation.gates.outcome import Guardrail, Holdout, Sampling, Target
 from engine.evaluation.gates.queued import evaluate_queued, judge_queued  # noqa: E402
 from engine.evaluation.gates.submission import submit_candidate  # noqa: E402
 from engine.evaluation.runner import run_evaluation  # noqa: E402
+from engine.evaluation.verdict import can_improve  # noqa: E402
 from engine.loops.agent_optimizer.session import better_on_these_cases  # noqa: E402
 from engine.loops.triggers import (  # noqa: E402
     DescriptionScore,
@@ -456,7 +460,12 @@ def optimizer_path(
             evaluate = _evaluator(bench, parent, after_p, rng, shared=shared)
             before, after = evaluate([c.id for c in bench], 1)
             verdict, _, _ = sampling.decide(
-                before, after, better_on_these_cases, lambda v: not v.better, evaluate
+                before,
+                after,
+                better_on_these_cases,
+                lambda v: not v.better,
+                evaluate,
+                pick=can_improve,
             )
             new.add(kind, verdict.better, verdict.extra_runs)
             old.add(kind, mean(after) > mean(before))
@@ -609,6 +618,18 @@ def report(name: str, new: Tally, old: Tally | None, old_name: str) -> None:
     print(f"  extra runs per decision: {new.extra / max(1, total):.1f} (budget {budget})")
 
 
+PATH_KEYS = (
+    "evolve",
+    "holdout",
+    "queue-targets",
+    "queue-whole",
+    "queue-measured",
+    "optimizer-skill",
+    "optimizer-settings",
+    "tune-description",
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decisions", type=int, default=300, help="per kind and path")
@@ -619,7 +640,19 @@ def main() -> None:
     parser.add_argument(
         "--cache", type=Path, default=None, help="keep the probes here and reuse them next time"
     )
+    parser.add_argument(
+        "--paths",
+        default=",".join(PATH_KEYS),
+        help="comma-separated decision paths to run (default: all): " + ", ".join(PATH_KEYS),
+    )
     args = parser.parse_args()
+    chosen = [key.strip() for key in args.paths.split(",") if key.strip()]
+    unknown = [key for key in chosen if key not in PATH_KEYS]
+    if unknown or not chosen:
+        parser.error(
+            f"--paths: unknown path {', '.join(unknown) or '(none)'}; known: "
+            + ", ".join(PATH_KEYS)
+        )
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(copy_demo(Path(tmp) / "probe"))
         store = SkillStore(ws, DEMO_SKILL)
@@ -642,42 +675,53 @@ def main() -> None:
             f"its SQL step, in {time.monotonic() - started:.0f}s; {unsteady} cases vary from run "
             f"to run; {moved} change pass rate between the two texts"
         )
-        paths: list[tuple[str, Callable[[Sequence[Case], int, int, int], tuple[Tally, Tally]], str]]
-        paths = [
-            ("evolve Target + Guardrail (selection)", evolve_path, "old case-status rule"),
-            ("evolve Holdout (lower bound > −1 F1 pt)", holdout_path, "old F1-drop rule"),
-            (
+        paths: dict[
+            str, tuple[str, Callable[[Sequence[Case], int, int, int], tuple[Tally, Tally]], str]
+        ]
+        paths = {
+            "evolve": (
+                "evolve Target + Guardrail (selection)",
+                evolve_path,
+                "old case-status rule",
+            ),
+            "holdout": (
+                "evolve Holdout (lower bound > −1 F1 pt)",
+                holdout_path,
+                "old F1-drop rule",
+            ),
+            "queue-targets": (
                 "queue eval, candidate naming its 5 targets (Target + Guardrail)",
                 queue_targets_path,
                 "strictly higher mean",
             ),
-            (
+            "queue-whole": (
                 "queue eval, candidate naming no targets (screened, confirmed on fresh runs)",
                 queue_whole_path,
                 "strictly higher mean",
             ),
-            (
+            "queue-measured": (
                 f"queue eval, no targets, measured SQL step on/off (a trade: net {net:+.1f} pts)",
                 lambda c, n, seed, runs: queue_measured_path(c, weaker, n, seed, runs),
                 "strictly higher mean",
             ),
-            (
+            "optimizer-skill": (
                 "agent Optimizer round, skill edit (8 built cases, 1 run)",
                 optimizer_skill_path,
                 "strictly higher mean",
             ),
-            (
+            "optimizer-settings": (
                 "agent Optimizer round, settings edit (8 built cases, 1 run, shared seeds)",
                 optimizer_settings_path,
                 "strictly higher mean",
             ),
-            (
+            "tune-description": (
                 "tune-description held-out choice (8 held-out queries, 1 run, 3 tries)",
                 trigger_path,
                 "highest held-out accuracy",
             ),
-        ]
-        for name, path, old_name in paths:
+        }
+        for key in chosen:
+            name, path, old_name = paths[key]
             started = time.monotonic()
             new, old = path(cases, args.decisions, args.seed, args.runs)
             report(name, new, old, old_name)

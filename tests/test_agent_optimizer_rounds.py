@@ -112,6 +112,15 @@ def test_rounds_are_kept_by_the_paired_verdict_and_the_rest_rolled_back(
     )
     assert third["candidate"]["target"] == "AGENTS.md"
     assert third["verdict"]["delta"] == 0 and third["verdict"]["p_value"] == 1.0
+    # no run disagreed, yet the round reruns the cases both states failed (where a fix that
+    # slipped on its one run would hide) up to the budget, and the reruns agree as well
+    statuses = [
+        {r["case_id"]: r["pass_fail"] for r in result_rows(ws.runs_dir / third[run])}
+        for run in ("parent_run_id", "run_id")
+    ]
+    failed_both = sorted(c for c, s in statuses[0].items() if s == "fail" == statuses[1][c])
+    assert failed_both and [sorted(r["cases"]) for r in third["reruns"]] == [failed_both] * 2
+    assert third["verdict"]["extra_runs"] == ws.load_config().gates.max_extra_runs
     assert third["reason"].startswith("paired verdict against the parent: score ±0.0 pts")
     assert second["reference_score"] == first["score"] > first["reference_score"]
     assert result["final_score"] == second["score"]

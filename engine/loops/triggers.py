@@ -36,7 +36,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -70,9 +70,8 @@ from engine.evaluation.verdict import (
     Rerun,
     Rows,
     Verdict,
+    can_improve,
     compare_paired,
-    deciding_cases,
-    pair,
 )
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.online.library import is_skill_load
@@ -638,24 +637,6 @@ def tuning_sampling(gates: GatesConfig, max_extra_runs: int | None = None) -> Sa
     if budget < 0:
         raise SkillsmithError(f"max extra runs: expected 0 or more, got {budget}")
     return Sampling(alpha=gates.alpha, max_extra_runs=budget, looks=gates.looks)
-
-
-def can_improve(before: Rows, after: Rows, cases: Iterable[str] | None = None) -> list[str]:
-    """The held-out queries to rerun: those whose runs disagree (most first), then those both
-    descriptions got wrong on every run so far.
-
-    A fix shows only where the current description fails, and with one run a query a fixed
-    query that slipped on its first run looks like one neither description can get right; the
-    queries both always got right are left out, they can only tell against a try. Whether a
-    query's runs are all wrong on both sides does not change when a pair's sides swap, so the
-    choice does not look at which side a run favoured and keeps the verdict's error rate.
-    """
-    varying = deciding_cases(before, after, cases)
-    paired = pair(before, after, cases=cases)
-    wrong = [
-        c for c in paired.cases if paired.runs[c] and not any(b or a for b, a in paired.runs[c])
-    ]
-    return varying + wrong
 
 
 class HeldOutReruns:

@@ -14,9 +14,11 @@ PenguinHarness' agent-optimization, round by round:
    (engine.evaluation.verdict, the exact run-level test at ``gates.alpha``, one-sided): a target
    agent does not answer the same twice, and "a higher mean than the last record" keeps a change
    that does nothing about half the time. An inconclusive verdict reruns the cases that can
-   still decide it, on both states with shared seeds, within ``gates.max_extra_runs``. Kept: the
-   skill is published or the workspace version bumped to N+1, and the record is written to the
-   scoreboard and checked against its run at once. Otherwise the snapshot is **restored** (and a
+   still decide it (engine.evaluation.verdict.can_improve: those whose runs disagree and those
+   both states failed on every run, where a fix that slipped on its one run hides), on both
+   states with shared seeds, within ``gates.max_extra_runs``. Kept: the skill is published or
+   the workspace version bumped to N+1, and the record is written to the scoreboard and checked
+   against its run at once. Otherwise the snapshot is **restored** (and a
    skill diff goes on the skill's taboo list). The verdict's figures go into the state file, the
    session events and the record's summary.
 6. Whether the **hypothesis held** on the cases it targeted is reported apart from the verdict,
@@ -62,7 +64,7 @@ from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.patches import taboo_rule
 from engine.evaluation.protocol import ProtocolExhausted, ask, data_message
 from engine.evaluation.runner import SKILL, RunResult, agent_runtime, fresh_seed, run_evaluation
-from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
+from engine.evaluation.verdict import Rerun, Rows, Verdict, can_improve, compare_paired
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_SYSTEM,
     AgentCandidate,
@@ -420,6 +422,7 @@ class _Optimizer:
             better_on_these_cases,
             lambda v: not v.better,
             self._rerun(attempt, candidate),
+            pick=can_improve,
         )
         self._put(attempt, candidate, candidate.after)
         record = figures(rows)
