@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy import stats
 
 from engine.core.config import GatesConfig
 from engine.core.errors import FormatError
@@ -20,6 +22,7 @@ from engine.evaluation.gates.outcome import (
     Verify,
     verify_calibration,
 )
+from engine.evaluation.verdict import compare_f1
 from engine.evaluation.verify import verify_score
 from tests.bench_helpers import result_row
 
@@ -215,6 +218,53 @@ def test_holdout_passes_a_broad_improvement_and_tracks_the_session_start() -> No
     assert result.verdict == "pass" and result.figures["ci_low"] > -0.01
     assert result.figures["since_start_delta"] == pytest.approx(74 / 77 - 40 / 60, abs=1e-6)
     assert result.reasons[1].startswith("since the session's first version: f1 +29.4 pts")
+
+
+def worked_holdout() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two runs a case: 3 positives fixed (fn,fn → tp,tp), 2 slip once (tp,tp → tp,fn), 5 stay
+    tp and 10 negatives stay tn."""
+    spec: dict[str, tuple[str, tuple[bool, ...], tuple[bool, ...]]] = {}
+    spec |= {f"f{i}": ("vulnerable", (False, False), (True, True)) for i in range(3)}
+    spec |= {f"d{i}": ("vulnerable", (True, True), (True, False)) for i in range(2)}
+    spec |= {f"s{i}": ("vulnerable", (True, True), (True, True)) for i in range(5)}
+    spec |= {f"n{i}": ("safe", (True, True), (True, True)) for i in range(10)}
+    before = [row(c, ok, truth=t, run=i) for c, (t, b, _) in spec.items() for i, ok in enumerate(b)]
+    after = [row(c, ok, truth=t, run=i) for c, (t, _, a) in spec.items() for i, ok in enumerate(a)]
+    return before, after
+
+
+# F1 goes 14/17 → 18/19 (+12.4 pts). Only the two slipping cases vary: their pooled pass/fail
+# variance is 0.5/2 = 0.25 on 2 degrees of freedom, times the F1 step tp↔fn squared over the runs,
+# (1.38408² + 1.10803²)/2 = 1.57171, summed over both and over 20² cases:
+# se = √(2·0.25·1.57171/400) = 0.044325 on 4 degrees of freedom (Welch–Satterthwaite).
+WORKED_DELTA = 18 / 19 - 14 / 17
+WORKED_HALF_WIDTH = float(stats.t(4).ppf(0.95)) * math.sqrt(2 * 0.25 * 1.57171 / 400)
+
+
+def test_holdout_judges_run_noise_so_a_fix_of_a_few_cases_passes() -> None:
+    """The one-sided 5 % lower bound is 0.12384 − t₀.₉₅,₄·0.044325 = +2.9 pts. A bootstrap over
+    cases reads the same rows as possibly −5 pts: resamples that leave the fixed cases out."""
+    before, after = worked_holdout()
+    result = Holdout(max_f1_drop=0.01).judge(before, after, positive_label="vulnerable")
+    assert result.figures["test"] == "delta-f1-runs"
+    assert result.figures["delta"] == pytest.approx(WORKED_DELTA, abs=1e-6)
+    assert result.figures["ci_low"] == pytest.approx(WORKED_DELTA - WORKED_HALF_WIDTH, abs=1e-4)
+    assert result.verdict == "pass"
+    by_cases = compare_f1(
+        before, after, positive_label="vulnerable", alternative="greater", threshold=-0.01
+    )
+    assert by_cases.test == "bootstrap-f1" and by_cases.ci_low < -0.01
+    assert by_cases.decision == "inconclusive"
+
+
+def test_holdout_rejects_the_worked_rows_reversed() -> None:
+    """Three cases broken and two steadied: −12.4 pts, the upper bound below −1 point."""
+    before, after = worked_holdout()
+    result = Holdout(max_f1_drop=0.01).judge(after, before, positive_label="vulnerable")
+    assert result.figures["delta"] == pytest.approx(-WORKED_DELTA, abs=1e-6)
+    assert result.figures["ci_high"] == pytest.approx(-WORKED_DELTA + WORKED_HALF_WIDTH, abs=1e-4)
+    assert result.figures["ci_high"] < -0.01
+    assert result.verdict == "fail"
 
 
 def test_holdout_without_labels_uses_the_pass_rate() -> None:

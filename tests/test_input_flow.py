@@ -73,6 +73,30 @@ def test_a_call_is_handed_input_directly_or_through_a_name() -> None:
     # own function, and its definition line declares a parameter rather than calling anything
 
 
+def test_a_handler_takes_its_input_through_the_request_not_its_outputs() -> None:
+    code = (
+        "func Serve(w http.ResponseWriter, r *http.Request) {\n"
+        '\tname := r.URL.Query().Get("name")\n'
+        "\tif err != nil {\n"
+        '\t\thttp.Error(w, "not found", http.StatusNotFound)\n'
+        "\t}\n"
+        "\tq := fmt.Sprintf(\"SELECT * FROM users WHERE name = '%s'\", name)\n"
+        "\tio.Copy(w, strings.NewReader(q))\n"
+        "}\n"
+        "func lookup(db *sql.DB, id string) {\n"
+        '\tdb.Exec("DELETE FROM t WHERE id = " + id)\n'
+        "}\n"
+    )
+    case = case_of("x.go", code)
+    assert input_names(case, ["r.URL.Query("]) >= {"r", "name", "q", "db", "id"}
+    assert "w" not in input_names(case, ["r.URL.Query("])
+    chains = [h.chain for h in handoffs(case, ["r.URL.Query("])]
+    # the error reply is handed the writer alone; ``io.Copy`` gets ``q`` in its arguments
+    assert chains == ["fmt.Sprintf", "io.Copy", "strings.NewReader", "db.Exec"]
+    # with no source read from a parameter, every parameter may hold the caller's input
+    assert "w" in input_names(case, ["$_GET"])
+
+
 def test_a_call_reading_a_source_is_not_handed_it() -> None:
     code = 'func Serve(w http.ResponseWriter, r *http.Request) {\n\thttp.Get(r.FormValue("u"))\n}\n'
     chains = [h.chain for h in handoffs(case_of("x.go", code), ["r.FormValue("])]

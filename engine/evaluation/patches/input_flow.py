@@ -10,7 +10,10 @@ calls and GEPA's offline reflection picks its sink among them, so both ask this 
   receives it *directly*;
 - a call whose arguments hold a name that holds input — a parameter of the file's functions,
   or a variable assigned from a source or from such a name (one pass, top to bottom) —
-  receives it *through* that name.
+  receives it *through* that name. A function handed the request a source reads from (``r``
+  of ``r.FormValue(``) takes its input through that parameter alone: the others are the
+  framework's outputs or the caller's settings (``w http.ResponseWriter``, a cipher ``key``),
+  and the calls they reach (``http.Error(w, …)``, ``io.Copy(w, …)``) receive no input.
 
 The file's own functions (``def image(request)`` declares, ``image(x)`` calls code the file
 holds) and the calls that read the input (``r.FormValue(``) are not calls it is handed to.
@@ -128,9 +131,13 @@ def input_names(case: CaseMaterial, sources: Sequence[str]) -> set[str]:
     """The names that hold input in a case: its functions' parameters, and every variable
     assigned from a source the skill names or from such a name (one pass, top to bottom)."""
     names: set[str] = set()
+    receivers = {SEP.split(src)[0].lstrip("$") for src in sources if SEP.search(src)}
     for line in case.code():
         if _DEFINITION.match(line.text):
-            names.update(_PARAM.findall(line.text.split("(", 1)[-1]))
+            params = set(_PARAM.findall(line.text.split("(", 1)[-1]))
+            # a handler handed the request (``r`` of ``r.FormValue(``) takes the input through
+            # it; its other parameters are the framework's outputs (``w http.ResponseWriter``)
+            names.update(params & receivers or params)
             continue
         assigned = _ASSIGNED.match(line.text)
         if assigned and carries_input(line.text[assigned.end() :], sources, names):
