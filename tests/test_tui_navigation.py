@@ -6,13 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.command import CommandPalette
+from textual.geometry import Region
 from textual.widgets import Input
 
 from engine.core.queue import CandidateQueue
 from engine.core.snapshots import list_snapshots
 from engine.core.store import SkillStore, unified_diff
 from tests.tui_pilot import SIZE, settle, toasts, user_config_home
-from tests.tui_workspace import SKILL, build_workspace, skill_text, submit_candidate
+from tests.tui_workspace import (
+    GATES_PASS,
+    SKILL,
+    build_workspace,
+    edited,
+    skill_text,
+    submit_candidate,
+)
 from tui.app import SkillsmithApp, make_app
 from tui.diff_pane import DiffView
 from tui.help_screen import HelpScreen
@@ -237,3 +245,28 @@ async def test_R_reloads_what_changed_while_not_watching(tmp_path: Path) -> None
         await pilot.press("R")
         await settle(pilot)
         assert app.queue_pane.table.row_count == 4
+
+
+async def test_a_summary_that_looks_like_markup_shows_as_written(tmp_path: Path) -> None:
+    """Engine data in a row is text: a closing tag alone used to break the table's render."""
+    ws = build_workspace(tmp_path / "ws", candidates=0)
+    summary = "drop hits under [/tmp] and [bold]vendored[/bold] code"
+    text = ws.skill_path(SKILL).read_text()
+    new = edited(text, "Markup")
+    CandidateQueue(ws).submit(
+        SKILL,
+        new,
+        unified_diff(text, new),
+        source="evolve",
+        operation="update",
+        status="pending_approval",
+        parent_version="v1",
+        summary=summary,
+        gates=GATES_PASS,
+    )
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=(200, 40)) as pilot:  # wide enough for the whole summary
+        await settle(pilot)
+        table = app.queue_pane.table
+        shown = table.render_lines(Region(0, 0, table.size.width, table.size.height))
+        assert any(summary in line.text for line in shown)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -75,6 +76,10 @@ def _delta(candidate: Any) -> Content:
     value = float(candidate.delta_score)
     style = "$text-success" if value > 0 else "$text-error" if value < 0 else ""
     return Content.styled(f"{value:+.3f}", style)
+
+
+def _plain(value: object) -> Text:
+    return Text(str(value), no_wrap=True, end="")
 
 
 COLUMNS = ("mark", "id", "skill", "source", "op", "status", "gates", "delta", "summary")
@@ -185,23 +190,26 @@ class QueuePane(Vertical):
                     table.update_cell(entry.id, column, value)
         position = {e.id: index for index, e in enumerate(self._shown)}
         if [row.key.value for row in table.ordered_rows] != [e.id for e in self._shown]:
-            table.sort("id", key=lambda candidate_id: position[candidate_id])
+            table.sort("id", key=lambda cell: position[str(cell)])
         if previous is not None:
             table.move_to_key(previous.id)
         self._update_title()
 
-    def _cells(self, entry: QueueEntry) -> tuple[Content | str, ...]:
+    def _cells(self, entry: QueueEntry) -> tuple[Content | Text, ...]:
+        """The row's cells. DataTable reads a plain str as Rich markup, and a summary is engine
+        data (``[/tmp]`` in it must show, not break the row): plain cells are Rich Text, which
+        the table also measures for its column widths."""
         c = entry.candidate
         return (
             self._mark_cell(entry.id),
-            c.id,
-            c.skill,
-            c.source,
-            c.operation,
+            _plain(c.id),
+            _plain(c.skill),
+            _plain(c.source),
+            _plain(c.operation),
             Content.styled(str(c.status), STATUS_STYLE.get(str(c.status), "")),
             gate_summary(entry.gates),
             _delta(c),
-            c.summary or "",
+            _plain(c.summary or ""),
         )
 
     def _mark_cell(self, candidate_id: str) -> Content:
