@@ -45,7 +45,7 @@ from engine.core.events import (
     null_reporter,
     utc_now,
 )
-from engine.core.fsutil import iter_files, sweep_temp_files
+from engine.core.fsutil import sweep_temp_files, walk_files
 from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.core.scoreboard import Runtime, append_record, record_from_rows
 from engine.core.sessions import start_session
@@ -223,11 +223,12 @@ def _skill_sha(skill: SkillFiles) -> str:
 def bench_fingerprint(bench: Benchmark) -> str:
     """A change to any statement or rubric makes old results incomparable; the scoreboard not."""
     digest = hashlib.sha256()
-    for path in iter_files(bench.root):
-        rel = path.relative_to(bench.root).as_posix()
-        if is_log_file(rel, bench.scoreboard_path.name):
+    log = bench.scoreboard_path.name
+    for path, rel in walk_files(bench.root):
+        if "/" not in rel and is_log_file(rel, log):
             continue
-        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+        with open(path, "rb") as fh:
+            digest.update(rel.encode() + b"\0" + fh.read() + b"\0")
     return digest.hexdigest()
 
 
