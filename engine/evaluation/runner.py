@@ -19,7 +19,9 @@ on them. The seed is not part of the resume key: resuming keeps the run's own se
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -780,12 +782,30 @@ def _finish(
     units: list[UnitKey],
     status: str,
     latest: dict[UnitKey, dict[str, Any]] | None = None,
+    first: Callable[[], None] | None = None,
 ) -> dict[UnitKey, dict[str, Any]]:
-    """Record the final status and counts, and keep only the latest row per unit."""
+    """Record the final status and counts, and keep only the latest row per unit.
+
+    ``first`` (the scoreboard record) must be on disk before the manifest: it runs while the
+    manifest's bytes are synced under a temp name, and only its return puts them in place —
+    when it raises, the manifest on disk stays as it was.
+    """
     latest = folder.latest_rows() if latest is None else latest
     manifest.update(status=status, finished_at=utc_now(), counts=_counts(latest, units))
+    if first is None:
+        staged = folder.stage_manifest(manifest)
+    else:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="eval-manifest") as side:
+            pending = side.submit(folder.stage_manifest, manifest)
+            try:
+                first()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    pending.result().abort()
+                raise
+            staged = pending.result()
     with ws.lock(f"eval {manifest['benchmark']}"):
-        folder.write_manifest(manifest)
+        staged.commit()
         folder.compact(sorted(units))
     return latest
 
@@ -811,10 +831,11 @@ def _complete(
     positive = plan.bench.positive_label
     skill_metrics = metrics([r for r in rows if r["variant"] == SKILL], positive)
     baseline_rows = [r for r in rows if r["variant"] == BASELINE]
+    record: Callable[[], None] | None = None
     if scoreboard and not manifest.get("scoreboard_recorded"):
-        _record_scores(plan, folder.run_id, rows, skill_metrics)
         manifest["scoreboard_recorded"] = True
-    _finish(ws, folder, manifest, units, status, latest)
+        record = functools.partial(_record_scores, plan, folder.run_id, rows, skill_metrics)
+    _finish(ws, folder, manifest, units, status, latest, record)
     result = RunResult(
         run_id=folder.run_id,
         run_dir=folder.path,
