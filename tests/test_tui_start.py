@@ -9,12 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from textual.geometry import Region
-
 from engine.core.queue import CandidateQueue
-from engine.core.store import unified_diff
 from tests.tui_pilot import SIZE, settle, user_config_home, wait_until
-from tests.tui_workspace import GATES_PASS, SKILL, build_workspace, edited
+from tests.tui_workspace import build_workspace
 from tui.app import SkillsmithApp, make_app
 
 __all__ = ["user_config_home"]
@@ -114,28 +111,3 @@ async def test_a_candidate_decided_elsewhere_updates_its_row_before_the_overview
         # The frame showing the new status went out while the overview still waited to reload.
         assert ("rejected", True) in frames
         assert "Open candidates (2)" in str(app.query_one("#overview-body").render())
-
-
-async def test_a_summary_that_looks_like_markup_shows_as_written(tmp_path: Path) -> None:
-    """Engine data in a row is text: a closing tag alone used to break the table's render."""
-    ws = build_workspace(tmp_path / "ws", candidates=0)
-    summary = "drop hits under [/tmp] and [bold]vendored[/bold] code"
-    text = ws.skill_path(SKILL).read_text()
-    new = edited(text, "Markup")
-    CandidateQueue(ws).submit(
-        SKILL,
-        new,
-        unified_diff(text, new),
-        source="evolve",
-        operation="update",
-        status="pending_approval",
-        parent_version="v1",
-        summary=summary,
-        gates=GATES_PASS,
-    )
-    app = make_app(ws, watch=False)
-    async with app.run_test(size=(200, 40)) as pilot:  # wide enough for the whole summary
-        await settle(pilot)
-        table = app.queue_pane.table
-        shown = table.render_lines(Region(0, 0, table.size.width, table.size.height))
-        assert any(summary in line.text for line in shown)
