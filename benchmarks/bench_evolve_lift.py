@@ -159,8 +159,8 @@ def kept(path: Path, runs: int, jobs: int) -> dict[str, Any]:
     done = next(e for e in events if e.get("kind") == "finished")
     worse = []
     for verdict in sorted((ws.root / "history" / DEMO_SKILL).glob("v*/gate_verdict.json")):
-        gates = json.loads(verdict.read_text(encoding="utf-8"))["gates"]
-        guard = next(g for g in gates if g["gate"] == "guardrail")
+        gates = json.loads(verdict.read_text(encoding="utf-8")).get("gates", [])
+        guard = next((g for g in gates if g["gate"] == "guardrail"), {"figures": {}})
         if guard["figures"].get("decision") == "worse":
             worse.append(verdict.parent.name)
     again = remeasure(ws, done["start_version"], done["final_version"], runs, jobs)
