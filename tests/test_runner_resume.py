@@ -203,3 +203,33 @@ def test_torn_last_row_is_dropped_and_malformed_rows_are_named(
     with pytest.raises(FormatError, match=r"results\.jsonl:1: field 'run_index'"):
         run_evaluation(ws, "b", run_id="run-fixed")
     assert manifest_path.read_bytes() == before
+
+
+def test_walk_files_lists_what_os_walk_lists_so_fingerprints_and_resume_keys_stay(
+    tmp_path: Path,
+) -> None:
+    """The fingerprint (part of every run's resume key) walks the benchmark with one scandir
+    per folder; a run made before must still be found, so the listing is os.walk's exactly."""
+    from engine.core.fsutil import iter_files, walk_files
+
+    root = tmp_path / "tree"
+    for rel in ("b/z.txt", "b/a/deep.txt", "a.txt", "B.txt", "c d/e.txt", "b/a b/x", ".hidden"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    (root / "b" / ".x.abcd1234.tmp").write_text("a killed writer's temp file")
+    (root / "link-to-dir").symlink_to(root / "b", target_is_directory=True)
+    (root / "link-to-file").symlink_to(root / "a.txt")
+    (root / "dangling").symlink_to(root / "missing")
+    (root / "empty").mkdir()
+
+    expected = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if not name.endswith(".tmp"):
+                path = Path(dirpath) / name
+                expected.append((str(path), path.relative_to(root).as_posix()))
+
+    assert list(walk_files(root)) == expected
+    assert [str(p) for p in iter_files(root)] == [path for path, _ in expected]
+    assert "link-to-dir/z.txt" not in {rel for _, rel in expected}  # not entered, as before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.app import App, ComposeResult
 from textual.command import CommandPalette
 from textual.geometry import Region
 from textual.widgets import Input
@@ -25,6 +26,7 @@ from tui.app import SkillsmithApp, make_app
 from tui.diff_pane import DiffView
 from tui.help_screen import HelpScreen
 from tui.keys import APP_BINDINGS
+from tui.navigation import VimTable
 
 __all__ = ["user_config_home"]
 
@@ -270,3 +272,26 @@ async def test_a_summary_that_looks_like_markup_shows_as_written(tmp_path: Path)
         table = app.queue_pane.table
         shown = table.render_lines(Region(0, 0, table.size.width, table.size.height))
         assert any(summary in line.text for line in shown)
+
+
+class OneTable(App[None]):
+    CSS = "VimTable { height: 4; }"
+
+    def compose(self) -> ComposeResult:
+        yield VimTable()
+
+
+async def test_a_table_drawn_before_it_measured_its_rows_redraws_them_at_full_width() -> None:
+    """DataTable measures new rows when idle; a frame drawn before that cuts cells to the
+    labels' width, and the next frame must not reuse those cells (the queue's first screen)."""
+    app = OneTable()
+    async with app.run_test(size=(60, 6)) as pilot:
+        table = app.query_one(VimTable)
+        table.add_column("id", key="id")
+        await pilot.pause()
+        table.add_row("candidate-0001", key="c1")
+        region = Region(0, 0, table.size.width, table.size.height)
+        early = [line.text for line in table.render_lines(region)]
+        assert " ca " in early[1]  # drawn before the table was idle: the label's width
+        await pilot.pause()
+        assert "candidate-0001" in table.render_lines(region)[1].text

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from tests.tui_pilot import SIZE, settle, user_config_home
 from tests.tui_workspace import build_fixed_workspace
@@ -34,6 +35,11 @@ def keys(*presses: str) -> Callable[[Pilot[None]], Awaitable[None]]:
         for key in presses:
             await pilot.press(key)
             await settle(pilot)
+        # A focused Input's cursor blinks every half second from the moment it has focus (a
+        # loop's form): a loaded machine can take that long to settle, and the picture would
+        # catch it hidden. Held on, the cursor shows as it does first.
+        for field in pilot.app.screen.query(Input):
+            field.cursor_blink = False
 
     return run_before
 

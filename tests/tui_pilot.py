@@ -29,6 +29,16 @@ def user_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
 
 
 def _busy(pilot: Pilot[None]) -> bool:
+    # The workbench starts its readers after a frame is out (call_after_refresh): callbacks
+    # still waiting for that frame are work not yet started...
+    if any(screen._callbacks for screen in pilot.app.screen_stack):
+        return True
+    # ...and so does the queue, for the work that follows the frame showing its rows.
+    from tui.queue_pane import QueueTable
+
+    table = pilot.app.query_one_optional(QueueTable)
+    if table is not None and table.paint_pending:
+        return True
     return any(
         worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
         and worker.group not in BACKGROUND_GROUPS

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import on, work
 from textual.actions import parse as parse_action
@@ -26,35 +26,32 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
-from engine.core.benchmark import benchmark_ids
 from engine.core.errors import SkillsmithError, UsageError
-from engine.core.events import Cancelled, CancelToken, Event
-from engine.core.queue import CandidateQueue
-from engine.core.store import SkillStore, unified_diff
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.stale import dismiss, repropose, stale_against
-from engine.views.overview import evaluation_size
-from engine.views.rows import CandidateCache, current_versions
+from engine.views.rows import CandidateCache
 from themes.palette import DEFAULT_THEME, STYLESHEET, THEMES, resolve_theme_name, variable_defaults
 from tui.activity import ActivityLog, ActivityPane, Kind, Link
 from tui.dialogs import ConfirmScreen, ErrorScreen, ReasonScreen
 from tui.diff_pane import DiffPane
 from tui.gates_pane import GatesPane
-from tui.help_screen import HelpScreen, KeyGroup
 from tui.jobs import Job, JobBar, JobEnded, JobEvent, JobOutcome
 from tui.keys import APP_BINDINGS
-from tui.loop_form import LoopForm
-from tui.loops import LAUNCHERS
-from tui.loops import Context as LoopContext
-from tui.navigation import SCROLL_BINDINGS, TABLE_BINDINGS, ListsPane
 from tui.overview_pane import OverviewPane
 from tui.queue_pane import DECIDED_STATUSES, OPEN_STATUSES, QueueEntry, QueuePane
-from tui.scoreboard_pane import ScoreboardPane
-from tui.sessions_pane import SessionsPane
-from tui.skills_pane import SkillsPane
-from tui.snapshots_screen import SnapshotsScreen
 from tui.user_config import UserConfig, load_user_config, save_user_config
-from tui.watch import Area, WorkspaceFilter, areas_of, candidates_of
+
+# What the first screen does not show is imported when first used (the panes behind tabs 4-6,
+# the loops, the engine's writers): the workbench paints before they are loaded.
+if TYPE_CHECKING:
+    from engine.core.events import CancelToken, Event
+    from tui.help_screen import KeyGroup
+    from tui.scoreboard_pane import ScoreboardPane
+    from tui.sessions_pane import SessionsPane
+    from tui.skills_pane import SkillsPane
+    from tui.snapshots_screen import SnapshotsScreen
+    from tui.watch import Area
+
+    LazyPane = SessionsPane | ScoreboardPane | SkillsPane | ActivityPane
 
 # Pane number → (tab id or None for the queue, selector of the widget that takes focus).
 PANES: dict[int, tuple[str | None, str]] = {
@@ -67,7 +64,6 @@ PANES: dict[int, tuple[str | None, str]] = {
     6: ("tab-skills", "#skill-list"),
     7: ("tab-activity", "#activity-list"),
 }
-LazyPane = SessionsPane | ScoreboardPane | SkillsPane | ActivityPane
 WATCH_DEBOUNCE_MS = 300
 WATCH_STEP_MS = 30
 DECISION_WHY = "approved in the workbench"
@@ -97,12 +93,17 @@ class WorkspaceFacts:
 
 class QueueLoaded(Message):
     def __init__(
-        self, entries: list[QueueEntry] | None, facts: WorkspaceFacts, error: str | None
+        self,
+        entries: list[QueueEntry] | None,
+        facts: WorkspaceFacts,
+        error: str | None,
+        facts_asked: int,
     ) -> None:
         super().__init__()
         self.entries = entries
         self.facts = facts
         self.error = error
+        self.facts_asked = facts_asked  # the request for fresh facts these answer
 
 
 class PatchLoaded(Message):
@@ -142,6 +143,8 @@ def load_queue(
 ) -> tuple[list[QueueEntry], bool, list[str]]:
     """Every candidate with its gates (a bad gates.json shows as a failed pseudo-gate), whether
     any decision was taken, and one line per unreadable candidate."""
+    from engine.core.queue import CandidateQueue
+
     views, errors = cache.load(incremental=incremental)
     entries = []
     for view in views:
@@ -149,7 +152,9 @@ def load_queue(
         if view.gates_error is not None:
             gates = [{"gate": "gates.json", "verdict": "fail", "reasons": [view.gates_error]}]
         entries.append(QueueEntry(view.candidate, gates))
-    return entries, bool(CandidateQueue(cache.ws).decisions()), errors
+    # Whether the log holds any decision, without parsing a log that grows with every one.
+    log = CandidateQueue(cache.ws).decisions_path
+    return entries, log.is_file() and log.stat().st_size > 0, errors
 
 
 class SkillsmithApp(App[None]):
@@ -178,6 +183,10 @@ class SkillsmithApp(App[None]):
         self._job_token: CancelToken | None = None
         self._watch_stop = threading.Event()
         self._candidates = CandidateCache(workspace)
+        # Facts (config version, skills, benchmarks, versions) are re-read only when a change
+        # outside candidates/ asked for them: numbered requests, and the last one answered.
+        self._facts_asked = 1
+        self._facts_read = 0
         self._overview_waits = False  # a reload asked for while the queue reloads
         self._queue_error: str | None = None
         self._shown_patch: tuple[str, str] | None = None
@@ -219,8 +228,8 @@ class SkillsmithApp(App[None]):
             yield TabPane("5 Scoreboard", id="tab-scoreboard")
             yield TabPane("6 Skills & history", id="tab-skills")
             yield TabPane("7 Activity", id="tab-activity")
-        yield JobBar(id="jobbar")
-        yield Footer(compact=True)
+        # The job bar (hidden until a job runs) and the key line (whose keys Textual fills in
+        # after a frame anyway) are mounted once the first frame is out: see _after_first_paint.
 
     def _closing_view(self) -> bool:
         """True once the widgets are gone (the app is closing): late worker results are dropped."""
@@ -238,33 +247,45 @@ class SkillsmithApp(App[None]):
     def overview_pane(self) -> OverviewPane:
         return self.query_one(OverviewPane)
 
+    # The lazy panes, by id: their classes are imported only when their tab is first opened.
     @property
     def skills_pane(self) -> SkillsPane | None:
         """The Skills & history pane, once it has been opened."""
-        return self.query_one_optional(SkillsPane)
+        return cast("SkillsPane | None", self.query_one_optional("#skills-pane"))
 
     @property
     def sessions_pane(self) -> SessionsPane | None:
-        return self.query_one_optional(SessionsPane)
+        return cast("SessionsPane | None", self.query_one_optional("#sessions-pane"))
 
     @property
     def scoreboard_pane(self) -> ScoreboardPane | None:
-        return self.query_one_optional(ScoreboardPane)
+        return cast("ScoreboardPane | None", self.query_one_optional("#scoreboard-pane"))
+
+    def _make_pane(self, tab: str) -> LazyPane | None:
+        """The pane behind a lazy tab (None for a tab composed at start)."""
+        if tab == "tab-sessions":
+            from tui.sessions_pane import SessionsPane
+
+            return SessionsPane(self.workspace, id="sessions-pane")
+        if tab == "tab-scoreboard":
+            from tui.scoreboard_pane import ScoreboardPane
+
+            return ScoreboardPane(self.workspace, id="scoreboard-pane")
+        if tab == "tab-skills":
+            from tui.skills_pane import SkillsPane
+
+            return SkillsPane(self.workspace, id="skills-pane")
+        if tab == "tab-activity":
+            return ActivityPane(self.activity, id="activity-pane")
+        return None
 
     async def _open_tab(self, tab: str) -> None:
         """Compose a lazy pane the first time its tab is shown, and load it."""
-        lazy: dict[str, Callable[[], LazyPane]] = {
-            "tab-sessions": lambda: SessionsPane(self.workspace, id="sessions-pane"),
-            "tab-scoreboard": lambda: ScoreboardPane(self.workspace, id="scoreboard-pane"),
-            "tab-skills": lambda: SkillsPane(self.workspace, id="skills-pane"),
-            "tab-activity": lambda: ActivityPane(self.activity, id="activity-pane"),
-        }
-        make = lazy.get(tab)
-        if make is None:
+        tab_pane = self.query_one_optional(f"#{tab}", TabPane)
+        if tab_pane is None or tab_pane.children:
             return
-        tab_pane = self.query_one(f"#{tab}", TabPane)
-        if not tab_pane.children:
-            pane = make()
+        pane = self._make_pane(tab)
+        if pane is not None:
             await tab_pane.mount(pane)
             if not isinstance(pane, ActivityPane):
                 pane.reload()
@@ -274,15 +295,20 @@ class SkillsmithApp(App[None]):
         self.query_one(Tabs).can_focus = False
         self.queue_pane.table.focus()
         self._update_status()
-        self._load_queue()
-        self.overview_pane.reload()
-        if self.watching:
-            # The watcher thread starts after the first paint: its start-up is not on the way.
-            self.call_after_refresh(self._watch)
-        self._check_keymap()
+        # Everything that reads the disk starts once the first frame is out: worker threads
+        # parsing a thousand candidates would otherwise share the interpreter with the paint.
+        self.call_after_refresh(self._after_first_paint)
         if self._user_config.theme != self.theme:
             self._save_theme(self.theme)
         self._theme_ready = True
+
+    async def _after_first_paint(self) -> None:
+        await self.mount(JobBar(id="jobbar"), Footer(compact=True))
+        self._load_queue()
+        self.overview_pane.reload()
+        if self.watching:
+            self._watch()
+        self._check_keymap()
 
     def _check_keymap(self) -> None:
         known = {b.id for b in self._all_bindings() if b.id}
@@ -341,43 +367,66 @@ class SkillsmithApp(App[None]):
     @work(thread=True, exclusive=True, group="queue-load", exit_on_error=False)
     def _load_queue(self, incremental: bool = False) -> None:
         worker = get_current_worker()
+        asked = self._facts_asked
         try:
             entries, decided, errors = load_queue(self._candidates, incremental=incremental)
             error = "; ".join(errors) or None
         except SkillsmithError as exc:
             entries, decided, error = None, self.facts.has_decisions, str(exc)
+        if asked > self._facts_read:
+            facts = self._read_facts(decided)
+        else:
+            facts = replace(self.facts, has_decisions=decided)
+        if not worker.is_cancelled:
+            self.post_message(QueueLoaded(entries, facts, error, asked))
+
+    def _read_facts(self, has_decisions: bool) -> WorkspaceFacts:
+        from engine.core.benchmark import benchmark_ids
+        from engine.views.rows import current_versions
+
         try:
             version: int | None = self.workspace.load_config().version
         except SkillsmithError:
             version = None
         skills = self.workspace.skill_names()
-        facts = WorkspaceFacts(
+        return WorkspaceFacts(
             version=version,
             benchmarks=benchmark_ids(self.workspace),
             skills=skills,
-            has_decisions=decided,
+            has_decisions=has_decisions,
             skill_versions=current_versions(self.workspace, skills),
         )
-        if not worker.is_cancelled:
-            self.post_message(QueueLoaded(entries, facts, error))
 
     @on(QueueLoaded)
     def _queue_loaded(self, message: QueueLoaded) -> None:
         if self._closing_view():
             return
         self.facts = message.facts
+        self._facts_read = max(self._facts_read, message.facts_asked)
         pane = self.queue_pane
         if message.entries is not None:
             pane.set_entries(message.entries)
-            # Files may change without their recorded hash (a hand edit): always re-read.
-            self._show_entry(pane.selected, reread=True)
         if message.error:
             pane.border_subtitle = message.error
             if message.error != self._queue_error:  # once per problem, not per reload
                 self.notify(message.error, severity="error", timeout=8)
         self._queue_error = message.error
         self._update_status()
-        self.refresh_bindings()
+        # The changed rows go out first: a reader thread started now would hold the interpreter
+        # while the queue paints, and the key line rebuilds every key when asked to refresh, so
+        # the patch, the overview and the keys follow that frame.
+        self.queue_pane.table.after_paint(
+            partial(self._after_queue_painted, message.entries is not None)
+        )
+
+    def _after_queue_painted(self, rows_changed: bool) -> None:
+        if self._closing_view():
+            return
+        if rows_changed:
+            # Files may change without their recorded hash (a hand edit): always re-read.
+            self._show_entry(self.queue_pane.selected, reread=True)  # refreshes the keys too
+        else:
+            self.refresh_bindings()
         if self._overview_waits:
             self._overview_waits = False
             self.overview_pane.reload()
@@ -424,6 +473,8 @@ class SkillsmithApp(App[None]):
 
     def _patch_from_texts(self, candidate: Any) -> str:
         """A candidate without patch.diff: diff its SKILL.md against the active one."""
+        from engine.core.store import unified_diff
+
         active = self.workspace.skill_path(candidate.skill)
         old = active.read_text(encoding="utf-8") if active.is_file() else ""
         return unified_diff(old, candidate.skill_text())
@@ -450,6 +501,8 @@ class SkillsmithApp(App[None]):
         """Watch the workspace from a thread: the recursive inotify set-up of a big workspace
         and the filtering of each batch never hold up the event loop (nor the first paint)."""
         from watchfiles import watch
+
+        from tui.watch import WorkspaceFilter, areas_of, candidates_of
 
         root = self.workspace.root
         try:
@@ -480,6 +533,8 @@ class SkillsmithApp(App[None]):
         """Reload the panes showing ``areas`` (lazy panes only once they have been opened);
         ``incremental`` when the watcher noted which candidates changed."""
         areas = set(areas)
+        if areas - {"queue"}:
+            self._facts_asked += 1
         queue = bool(areas & {"queue", "config", "skills", "scoreboard"})
         if queue:
             self._load_queue(incremental)
@@ -500,6 +555,8 @@ class SkillsmithApp(App[None]):
         if "config" in areas:
             self._reload_keymap()
         if areas & {"snapshots", "config"}:
+            from tui.snapshots_screen import SnapshotsScreen
+
             for screen in self.screen_stack:
                 if isinstance(screen, SnapshotsScreen):
                     screen.reload()
@@ -556,6 +613,8 @@ class SkillsmithApp(App[None]):
             )
         if action == "queue_eval":
             return status == "pending_eval" and bool(self.facts.benchmarks) and not job_running
+        from tui.loops import LAUNCHERS  # imported once, at the first paint's key checks
+
         if action in LAUNCHERS:
             have = {"bench": bool(self.facts.benchmarks), "skill": bool(self.facts.skills)}
             return all(have[need] for need in LAUNCHERS[action].needs) and not job_running
@@ -608,6 +667,8 @@ class SkillsmithApp(App[None]):
         c = entry.candidate
         status = str(c.status)
         ok = status == "pending_approval" if verb == "approve" else status in OPEN_STATUSES
+        from engine.evaluation.gates.stale import stale_against
+
         behind = stale_against(self.workspace, c) if verb == "approve" and ok else None
         if behind is not None:
             self.notify(
@@ -644,6 +705,8 @@ class SkillsmithApp(App[None]):
         c = entry.candidate
 
         def approve() -> str:
+            from engine.core.queue import CandidateQueue
+
             version = CandidateQueue(self.workspace).approve(
                 c.id, expected_hash=str(c.content_hash), why=DECISION_WHY
             )
@@ -665,6 +728,8 @@ class SkillsmithApp(App[None]):
                 return
 
             def reject() -> str:
+                from engine.core.queue import CandidateQueue
+
                 CandidateQueue(self.workspace).reject(
                     c.id, why=reason, expected_hash=str(c.content_hash)
                 )
@@ -682,6 +747,8 @@ class SkillsmithApp(App[None]):
         entry = self.queue_pane.selected
         if entry is None:
             return
+        from engine.evaluation.gates.stale import repropose, stale_against
+
         c = entry.candidate
         if stale_against(self.workspace, c) is None:
             self.notify(
@@ -709,6 +776,8 @@ class SkillsmithApp(App[None]):
         c = entry.candidate
 
         def set_aside() -> str:
+            from engine.evaluation.gates.stale import dismiss
+
             why = dismiss(self.workspace, c.id)
             self._moved(Move("decision"))
             return f"Dismissed {c.id} ({why}); no taboo entry. z undoes."
@@ -720,6 +789,9 @@ class SkillsmithApp(App[None]):
         move = self._moves[-1] if self._moves else Move("decision")
 
         def undo() -> str:
+            from engine.core.queue import CandidateQueue
+            from engine.core.store import SkillStore
+
             if move.kind == "rollback":
                 store = SkillStore(self.workspace, move.skill)
                 if store.current() != move.to:
@@ -748,6 +820,8 @@ class SkillsmithApp(App[None]):
 
     def _batch(self, entries: list[QueueEntry], verb: str, reason: str | None) -> Callable[[], str]:
         def run() -> str:
+            from engine.core.queue import CandidateQueue
+
             queue = CandidateQueue(self.workspace)
             done, failed = [], []
             for entry in entries:
@@ -820,10 +894,11 @@ class SkillsmithApp(App[None]):
         self.engine_call(snapshot, {"snapshots"})
 
     def action_snapshots(self) -> None:
+        from tui.snapshots_screen import SnapshotsScreen
+
         self.push_screen(SnapshotsScreen(self.workspace))
 
-    @on(SnapshotsScreen.Restore)
-    def _restore(self, message: SnapshotsScreen.Restore) -> None:
+    def on_snapshots_screen_restore(self, message: SnapshotsScreen.Restore) -> None:
         snapshot = message.snapshot
 
         def run() -> str:
@@ -843,6 +918,8 @@ class SkillsmithApp(App[None]):
         skill, version, current = target
 
         def rollback() -> str:
+            from engine.core.store import SkillStore
+
             SkillStore(self.workspace, skill).rollback(
                 version, why=f"rolled back in the workbench from {current}"
             )
@@ -892,6 +969,8 @@ class SkillsmithApp(App[None]):
 
     @work(thread=True, exclusive=True, group="eval-size", exit_on_error=False)
     def _size_evaluation(self, bench: str) -> None:
+        from engine.views.overview import evaluation_size
+
         try:
             text, ok = evaluation_size(self.workspace, bench).describe(), True
         except SkillsmithError as exc:
@@ -950,6 +1029,10 @@ class SkillsmithApp(App[None]):
 
     def _open_loop(self, action: str, body: str = "", *, title: str = "") -> None:
         """The loop's form; what it returns is the job to start."""
+        from tui.loop_form import LoopForm
+        from tui.loops import LAUNCHERS
+        from tui.loops import Context as LoopContext
+
         launcher = LAUNCHERS[action]
         ctx = LoopContext(self.workspace, self._job_bench(), self._job_skill())
 
@@ -965,6 +1048,8 @@ class SkillsmithApp(App[None]):
         if self._job_token is not None:
             self.notify("A job is already running (c cancels it).", severity="warning")
             return
+        from engine.core.events import CancelToken
+
         self._job_token = CancelToken()
         self.query_one(JobBar).start(job.title)
         self.overview_pane.set_job(job.title)
@@ -973,6 +1058,8 @@ class SkillsmithApp(App[None]):
 
     @work(thread=True, group="job", exit_on_error=False)
     def _run_job(self, job: Job, token: CancelToken) -> None:
+        from engine.core.events import Cancelled
+
         def report(event: Event) -> None:
             self.post_message(JobEvent(event))
 
@@ -1097,8 +1184,7 @@ class SkillsmithApp(App[None]):
         if sessions is not None:
             sessions.show_session(link.id)  # an evaluation's session is named after its run
 
-    @on(SessionsPane.OpenTranscript)
-    def _open_transcript(self, message: SessionsPane.OpenTranscript) -> None:
+    def on_sessions_pane_open_transcript(self, message: SessionsPane.OpenTranscript) -> None:
         from tui.transcript_screen import TranscriptScreen  # the trace parser: when first asked
 
         self.push_screen(
@@ -1113,6 +1199,11 @@ class SkillsmithApp(App[None]):
 
     # -- help and palette ----------------------------------------------------------------------
     def _key_groups(self) -> list[KeyGroup]:
+        from tui.help_screen import KeyGroup
+        from tui.navigation import SCROLL_BINDINGS, TABLE_BINDINGS, ListsPane
+        from tui.scoreboard_pane import ScoreboardPane
+        from tui.snapshots_screen import SnapshotsScreen
+
         palette = Binding("ctrl+p", "command_palette", "Command palette: every action by name")
         open_row = Binding("enter", "select", "Open: candidate → diff, event → transcript")
         lists = "Lists (queue, sessions, records, skills, versions)"
@@ -1132,6 +1223,8 @@ class SkillsmithApp(App[None]):
         return [b for g in self._key_groups() for b in g.bindings if isinstance(b, Binding)]
 
     def action_help(self) -> None:
+        from tui.help_screen import HelpScreen
+
         self.push_screen(HelpScreen(self._key_groups(), self._normalize_keymap(self._keymap)))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:

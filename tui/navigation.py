@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.widget import Widget
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowDoesNotExist
+from textual.widgets.data_table import RowDoesNotExist, RowKey
 
 # Binding ids shared by every list and pane, so one keymap entry remaps them all.
 TABLE_BINDINGS: list[BindingType] = [
@@ -37,6 +38,24 @@ class VimTable(DataTable[Any]):
             zebra_stripes=True,
             cursor_foreground_priority="renderable",
         )
+        self._drawn_widths: tuple[int, ...] = ()
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Measure as DataTable does, and report a change of column widths as a change.
+
+        DataTable measures auto-width columns when idle, but its render caches are keyed by
+        its update count, which that measuring leaves alone: a frame drawn after it could
+        still show cells cut to the widths before (the labels' width on the first screen).
+        """
+        super()._update_dimensions(new_rows)
+        widths = (
+            self._row_label_column_width,
+            *(column.get_render_width(self) for column in self.ordered_columns),
+        )
+        if widths != self._drawn_widths:
+            self._drawn_widths = widths
+            self._update_count += 1
+            self.refresh()
 
     @property
     def highlighted_key(self) -> str | None:

@@ -7,6 +7,8 @@ Read by ``engine.views.overview`` in a thread worker; every text is engine data,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -17,9 +19,11 @@ from textual.worker import get_current_worker
 
 from engine.core.errors import SkillsmithError
 from engine.core.workspace import Workspace
-from engine.views.overview import NextAction, Overview, load_overview
-from engine.views.rows import CandidateCache
 from tui.navigation import SCROLL_BINDINGS
+
+if TYPE_CHECKING:  # the overview's readers load in its worker, after the first paint
+    from engine.views.overview import NextAction, Overview
+    from engine.views.rows import CandidateCache
 
 Parts = list[tuple[str, str] | str]
 
@@ -151,6 +155,8 @@ class OverviewPane(VerticalScroll, can_focus=True):
 
     @work(thread=True, exclusive=True, group="overview-load", exit_on_error=False)
     def _load(self) -> None:
+        from engine.views.overview import load_overview
+
         try:
             view, error = load_overview(self.workspace, self.queue), None
         except SkillsmithError as exc:

@@ -7,6 +7,7 @@ filter survive reloads: the watcher reloads the queue whenever another process w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -16,7 +17,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable, Input
 
 from tui.gates_pane import gate_summary
@@ -82,11 +85,48 @@ def _plain(value: object) -> Text:
     return Text(str(value), no_wrap=True, end="")
 
 
+AFTER_PAINT_AT_THE_LATEST = 0.25  # seconds
+
 COLUMNS = ("mark", "id", "skill", "source", "op", "status", "gates", "delta", "summary")
 
 
 class QueueTable(VimTable):
-    """The candidate table; space marks are handled by the app (one binding id for remapping)."""
+    """The candidate table; space marks are handled by the app (one binding id for remapping).
+
+    ``after_paint`` runs work once the table's rows have been drawn: Textual's
+    ``call_after_refresh`` may run before a frame whose widgets have not reported as dirty yet.
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._after_paint: list[Callable[[], None]] = []
+
+    @property
+    def paint_pending(self) -> bool:
+        """Work is waiting for the table's next frame."""
+        return bool(self._after_paint)
+
+    def after_paint(self, callback: Callable[[], None]) -> None:
+        if self.size.height == 0 or not self.screen.is_current:
+            # Not drawn now (a tiny terminal, or a dialog on top): the work need not wait.
+            self.call_later(callback)
+            return
+        self._after_paint.append(callback)
+        self.refresh()
+        # A dialog pushed before the next frame keeps the table from being drawn: then the
+        # work runs anyway, a moment later.
+        self.set_timer(AFTER_PAINT_AT_THE_LATEST, self._run_after_paint)
+
+    def _run_after_paint(self) -> None:
+        callbacks, self._after_paint = self._after_paint, []
+        for callback in callbacks:
+            self.call_later(callback)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        if self._after_paint:
+            self._run_after_paint()  # the callbacks run after this frame is out
+        return lines
 
 
 class QueuePane(Vertical):

@@ -35,6 +35,75 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+class StagedFile:
+    """A file's new bytes under a temp name beside it, synced but not yet in place.
+
+    :func:`atomic_open` is prepare, write, :meth:`commit`. Split, the sync of the bytes can run
+    while something that must be durable *before* the file is still being written (a run's final
+    manifest while its scoreboard record is appended), and only the rename and the folder's
+    sync wait for it. Until :meth:`commit` or :meth:`abort` the temp stays locked, so a sweep
+    (:func:`sweep_temp_files`) never takes it for a killed writer's leftover.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=TEMP_SUFFIX, dir=self.path.parent
+        )
+        self._fd: int | None = fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            self.abort()
+            raise
+
+    def stream(self) -> BinaryIO:
+        """A binary stream into the temp; :meth:`sync` flushes and syncs what it was given."""
+        assert self._fd is not None
+        return os.fdopen(os.dup(self._fd), "wb")
+
+    def sync(self) -> None:
+        assert self._fd is not None
+        os.fsync(self._fd)
+
+    def commit(self, mode: int = 0o644, *, sync_dir: bool = True) -> None:
+        """Rename the synced temp into place (and sync the folder, unless the caller does)."""
+        try:
+            os.chmod(self._tmp, mode)
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        self._close()
+        if sync_dir:
+            fsync_dir(self.path.parent)
+
+    def abort(self) -> None:
+        """Drop the temp: ``path`` keeps its old bytes."""
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp)
+        self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def stage_bytes(path: Path, data: bytes) -> StagedFile:
+    """``data`` written and synced under a temp name beside ``path``; commit it to publish."""
+    staged = StagedFile(path)
+    try:
+        with staged.stream() as fh:
+            fh.write(data)
+        staged.sync()
+    except BaseException:
+        staged.abort()
+        raise
+    return staged
+
+
 @contextlib.contextmanager
 def atomic_open(path: Path, mode: int = 0o644, *, sync_dir: bool = True) -> Iterator[BinaryIO]:
     """Stream a file too large to hold in memory (a snapshot) with the temp + fsync + rename
@@ -42,26 +111,15 @@ def atomic_open(path: Path, mode: int = 0o644, *, sync_dir: bool = True) -> Iter
 
     ``sync_dir=False`` leaves the folder's fsync to a caller that writes several files into it
     and syncs it once (:func:`fsync_dir`) before it relies on their names."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    staged = StagedFile(path)
     try:
-        # locked until renamed, so a sweep (sweep_temp_files) knows the temp is still being written
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with os.fdopen(os.dup(fd), "wb") as fh:
+        with staged.stream() as fh:
             yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        staged.sync()
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        staged.abort()
         raise
-    finally:
-        os.close(fd)
-    if sync_dir:
-        fsync_dir(path.parent)
+    staged.commit(mode, sync_dir=sync_dir)
 
 
 TEMP_SUFFIX = ".tmp"
@@ -181,8 +239,13 @@ def atomic_write_text(path: Path, text: str, *, sync_dir: bool = True) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), sync_dir=sync_dir)
 
 
+def json_bytes(obj: Any) -> bytes:
+    """How every JSON file here is written (indented, UTF-8, keys in their order)."""
+    return (json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    atomic_write_bytes(path, json_bytes(obj))
 
 
 def atomic_write_yaml(path: Path, obj: Any) -> None:
@@ -263,8 +326,42 @@ def iter_files(root: Path) -> Iterator[Path]:
 
     A killed writer's temp file is not content, so it is not listed.
     """
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
+    for path, _rel in walk_files(root):
+        yield Path(path)
+
+
+def walk_files(root: Path) -> Iterator[tuple[str, str]]:
+    """:func:`iter_files` as strings: each file's path and its path below ``root`` with ``/``.
+
+    The same files in the same order as ``os.walk`` (sorted, files of a folder before its
+    subfolders, a symlinked folder listed but not entered, an unreadable folder skipped), from
+    one ``scandir`` per folder: a caller that touches every file of a tree before each
+    evaluation (the benchmark fingerprint) would otherwise spend more on building paths and on
+    ``lstat`` calls than on reading the files.
+    """
+    top = os.fspath(root)
+    pending = [(top, "")]
+    while pending:
+        folder, prefix = pending.pop()
+        files: list[str] = []
+        folders: list[tuple[str, bool]] = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        folders.append((entry.name, entry.is_symlink()))
+                    else:
+                        files.append(entry.name)
+        except OSError:
+            continue
+        for name in sorted(files):
             if not is_temp_file(name):
-                yield Path(dirpath) / name
+                yield os.path.join(folder, name), prefix + name
+        # a stack: push in reverse so the folders come off it in sorted order
+        for name, link in sorted(folders, reverse=True):
+            if not link:
+                pending.append((os.path.join(folder, name), f"{prefix}{name}/"))

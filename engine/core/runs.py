@@ -26,13 +26,16 @@ from typing import Any
 from engine.core.claims import exclusive_claim, is_claimed
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.fsutil import (
+    StagedFile,
     append_jsonl,
     append_jsonl_many,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     fsync_dir,
+    json_bytes,
     read_jsonl,
+    stage_bytes,
 )
 from engine.core.skill_folder import Resource, Resources, copy_resources, read_resources
 
@@ -107,6 +110,10 @@ class RunFolder:
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         atomic_write_json(self.manifest_path, manifest)
+
+    def stage_manifest(self, manifest: dict[str, Any]) -> StagedFile:
+        """The manifest's bytes synced under a temp name; ``commit()`` puts them in place."""
+        return stage_bytes(self.manifest_path, json_bytes(manifest))
 
     # -- inputs ----------------------------------------------------------------------------------
     def save_input(

@@ -10,6 +10,7 @@ AGENTS.md at the project's ``.claude/skills/`` and CLAUDE.md, where Claude Code 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -222,11 +223,9 @@ class Workspace:
         """The settings the workspace itself needs, re-read only when skillsmith.yaml changed
         (paths are asked for on every file access). A config that cannot be read has no paths
         here and the default lock wait, so a lock can still be taken to report the error."""
-        try:
-            st = self.config_path.stat()
-        except FileNotFoundError:
+        stamp = self._config_stamp()
+        if stamp is None:
             return _Settings(PathsConfig(), LimitsConfig().lock_wait_s)
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
         with _held_guard:
             cached = _settings_cache.get(self.root)
         if cached is not None and cached[0] == stamp:
@@ -240,6 +239,13 @@ class Workspace:
         with _held_guard:
             _settings_cache[self.root] = (stamp, found)
         return found
+
+    def _config_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.config_path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     @property
     def pending_round_path(self) -> Path:
@@ -255,9 +261,20 @@ class Workspace:
 
     # -- config ----------------------------------------------------------------------------------
     def load_config(self) -> Config:
-        return check_config(
+        """The parsed skillsmith.yaml; what the workspace itself needs of it is kept (by the
+        file's identity, taken before reading), so the first path asked for after a command
+        has loaded its config does not parse the file a second time."""
+        stamp = self._config_stamp()
+        cfg = check_config(
             from_mapping(Config, load_yaml(self.config_path), self.config_path), self.config_path
         )
+        if stamp is not None:
+            with _held_guard:
+                _settings_cache[self.root] = (
+                    stamp,
+                    _Settings(dataclasses.replace(cfg.paths), cfg.limits.lock_wait_s),
+                )
+        return cfg
 
     def save_config(self, config: Config) -> None:
         import yaml

@@ -19,7 +19,9 @@ on them. The seed is not part of the resume key: resuming keeps the run's own se
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -45,7 +47,7 @@ from engine.core.events import (
     null_reporter,
     utc_now,
 )
-from engine.core.fsutil import iter_files, sweep_temp_files
+from engine.core.fsutil import sweep_temp_files, walk_files
 from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.core.scoreboard import Runtime, append_record, record_from_rows
 from engine.core.sessions import start_session
@@ -223,11 +225,12 @@ def _skill_sha(skill: SkillFiles) -> str:
 def bench_fingerprint(bench: Benchmark) -> str:
     """A change to any statement or rubric makes old results incomparable; the scoreboard not."""
     digest = hashlib.sha256()
-    for path in iter_files(bench.root):
-        rel = path.relative_to(bench.root).as_posix()
-        if is_log_file(rel, bench.scoreboard_path.name):
+    log = bench.scoreboard_path.name
+    for path, rel in walk_files(bench.root):
+        if "/" not in rel and is_log_file(rel, log):
             continue
-        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+        with open(path, "rb") as fh:
+            digest.update(rel.encode() + b"\0" + fh.read() + b"\0")
     return digest.hexdigest()
 
 
@@ -779,12 +782,30 @@ def _finish(
     units: list[UnitKey],
     status: str,
     latest: dict[UnitKey, dict[str, Any]] | None = None,
+    first: Callable[[], None] | None = None,
 ) -> dict[UnitKey, dict[str, Any]]:
-    """Record the final status and counts, and keep only the latest row per unit."""
+    """Record the final status and counts, and keep only the latest row per unit.
+
+    ``first`` (the scoreboard record) must be on disk before the manifest: it runs while the
+    manifest's bytes are synced under a temp name, and only its return puts them in place —
+    when it raises, the manifest on disk stays as it was.
+    """
     latest = folder.latest_rows() if latest is None else latest
     manifest.update(status=status, finished_at=utc_now(), counts=_counts(latest, units))
+    if first is None:
+        staged = folder.stage_manifest(manifest)
+    else:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="eval-manifest") as side:
+            pending = side.submit(folder.stage_manifest, manifest)
+            try:
+                first()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    pending.result().abort()
+                raise
+            staged = pending.result()
     with ws.lock(f"eval {manifest['benchmark']}"):
-        folder.write_manifest(manifest)
+        staged.commit()
         folder.compact(sorted(units))
     return latest
 
@@ -810,10 +831,11 @@ def _complete(
     positive = plan.bench.positive_label
     skill_metrics = metrics([r for r in rows if r["variant"] == SKILL], positive)
     baseline_rows = [r for r in rows if r["variant"] == BASELINE]
+    record: Callable[[], None] | None = None
     if scoreboard and not manifest.get("scoreboard_recorded"):
-        _record_scores(plan, folder.run_id, rows, skill_metrics)
         manifest["scoreboard_recorded"] = True
-    _finish(ws, folder, manifest, units, status, latest)
+        record = functools.partial(_record_scores, plan, folder.run_id, rows, skill_metrics)
+    _finish(ws, folder, manifest, units, status, latest, record)
     result = RunResult(
         run_id=folder.run_id,
         run_dir=folder.path,

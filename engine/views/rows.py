@@ -13,15 +13,17 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.errors import SkillsmithError
 from engine.core.journal import is_leftover
-from engine.core.queue import Candidate, CandidateQueue
-from engine.core.runs import SESSIONS, RunFolder, UnitKey
-from engine.core.scoreboard import RecordHead
-from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+
+# A viewer builds these loaders before it first paints and calls them from its workers: the
+# queue, the run folders and the store are imported by the calls, off the paint's path.
+if TYPE_CHECKING:
+    from engine.core.queue import Candidate
+    from engine.core.scoreboard import RecordHead
 
 
 def transcript_path(
@@ -36,6 +38,8 @@ def transcript_path(
     The ids come from event logs, which any process may write, so ids that would leave the
     workspace's runs/ folder resolve to nothing. Without a run index, the case's first unit.
     """
+    from engine.core.runs import SESSIONS, UnitKey
+
     if not _is_plain_name(run_id) or not _is_plain_name(case_id):
         return None
     run_dir = ws.runs_dir / run_id
@@ -62,6 +66,8 @@ class RunFigures:
 
 def run_figures(ws: Workspace, run_id: str, variant: str = "skill") -> RunFigures | None:
     """Pass rate, tokens and F1 of one variant of a run, from its results (None if absent)."""
+    from engine.core.runs import RunFolder
+
     if not _is_plain_name(run_id):
         return None
     folder = RunFolder(ws.runs_dir / run_id)
@@ -146,6 +152,8 @@ class CandidateCache:
 
     def load(self, *, incremental: bool = False) -> tuple[list[CandidateView], list[str]]:
         """(every readable candidate oldest first, one line per unreadable one)."""
+        from engine.core.queue import CandidateQueue
+
         with self._lock:
             queue = CandidateQueue(self.ws)
             changed, self._pending = self._pending, set()
@@ -194,6 +202,8 @@ class CandidateCache:
 def current_versions(ws: Workspace, skills: list[str]) -> dict[str, str]:
     """Each skill's current version for a header; a skill not yet in history is at v0 (its
     first use records it so), one whose history cannot be read shows "?"."""
+    from engine.core.store import SkillStore
+
     found: dict[str, str] = {}
     for name in skills:
         try:

@@ -1,0 +1,113 @@
+"""Start-up and refresh order: the first frame goes out before the workspace is read, the panes
+fill after it, and a candidate changed on disk updates its own row (the queue paints before the
+patch and the overview are re-read)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from engine.core.queue import CandidateQueue
+from tests.tui_pilot import SIZE, settle, user_config_home, wait_until
+from tests.tui_workspace import build_workspace
+from tui.app import SkillsmithApp, make_app
+
+__all__ = ["user_config_home"]
+
+ROOT = Path(__file__).resolve().parents[1]
+READERS = {"queue-load", "overview-load", "watch"}
+
+
+def spy_on_frames(app: SkillsmithApp, on_frame: Any) -> None:
+    """Call ``on_frame()`` as each frame is handed to the terminal (headless runs hand it too)."""
+    display = app._display
+
+    def spied(screen: Any, renderable: Any) -> None:
+        if renderable is not None and not app._batch_count:
+            on_frame()
+        display(screen, renderable)
+
+    app._display = spied  # type: ignore[method-assign]
+
+
+async def test_the_first_frame_goes_out_before_the_workspace_is_read(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=True)
+    first: dict[str, object] = {}
+
+    def frame() -> None:
+        if not first:
+            first["queue loaded"] = app.queue_pane.loaded
+            first["overview loaded"] = app.overview_pane.loaded
+            first["readers"] = sorted({w.group for w in app.workers} & READERS)
+
+    spy_on_frames(app, frame)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert first == {"queue loaded": False, "overview loaded": False, "readers": []}
+        # ...and after it the panes fill and the watcher runs.
+        assert app.queue_pane.table.row_count == 3
+        assert app.overview_pane.loaded
+        assert "Open candidates (3)" in str(app.query_one("#overview-body").render())
+        assert any(w.group == "watch" for w in app.workers)
+
+
+def test_the_workbench_module_leaves_hidden_panes_and_engine_writers_unloaded() -> None:
+    """What the first screen does not show is imported when first used, not at start."""
+    lazy = [
+        "engine.core.queue",
+        "engine.core.store",
+        "engine.core.scoreboard",
+        "engine.views.overview",
+        "engine.evaluation.gates.stale",
+        "tui.sessions_pane",
+        "tui.scoreboard_pane",
+        "tui.skills_pane",
+        "tui.snapshots_screen",
+        "tui.loops",
+        "watchfiles",
+    ]
+    code = f"import sys, tui.app; print([m for m in {lazy!r} if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+async def test_a_candidate_decided_elsewhere_updates_its_row_before_the_overview(
+    tmp_path: Path,
+) -> None:
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=True)
+    frames: list[tuple[str, bool]] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        target = next(e for e in app.queue_pane.entries if e.candidate.status == "pending_eval")
+        others = [e for e in app.queue_pane.entries if e.id != target.id]
+        table = app.queue_pane.table
+        row_keys = [row.key.value for row in table.ordered_rows]
+
+        def frame() -> None:
+            status = str(table.get_cell(target.id, "status"))
+            frames.append((status, app._overview_waits))
+
+        spy_on_frames(app, frame)
+        CandidateQueue(ws).reject(target.id, why="not convincing")
+        await wait_until(
+            pilot,
+            lambda: str(table.get_cell(target.id, "status")) == "rejected",
+            what="the rejected candidate's row",
+        )
+        await settle(pilot)
+        assert table.row_count == 3
+        # The decided row moved below the open ones; the others kept their cells.
+        assert [row.key.value for row in table.ordered_rows] == [
+            k for k in row_keys if k != target.id
+        ] + [target.id]
+        for entry in others:
+            assert app.queue_pane.entry(entry.id) == entry
+        # The frame showing the new status went out while the overview still waited to reload.
+        assert ("rejected", True) in frames
+        assert "Open candidates (2)" in str(app.query_one("#overview-body").render())
