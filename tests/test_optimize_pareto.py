@@ -110,18 +110,22 @@ def test_the_minibatch_screen_keeps_a_child_that_mostly_went_up(
     assert minibatch_keeps(parent, child) is kept
 
 
-def test_the_pick_must_beat_the_seed_with_confidence() -> None:
+def test_the_pick_is_the_best_validation_mean_and_its_verdict_only_a_record() -> None:
+    # Validation selects, Holdout decides: one lucky case makes the pick (its one-run verdict
+    # says it is no evidence), and only the holdout verdict may then submit it.
     cases = [f"v{i}" for i in range(10)]
     seed = dict.fromkeys(cases, 0.0)
     lucky = {**seed, "v0": 1.0}  # one case better: p = 1/2 by the exact test
     strong = {c: 1.0 if i < 7 else 0.0 for i, c in enumerate(cases)}
-    assert validated_pick([seed, lucky], cases, alpha=0.05)[0] == 0
+    index, verdict = validated_pick([seed, lucky], cases, alpha=0.05)
+    assert index == 1 and verdict is not None and verdict.decision == "inconclusive"
     index, verdict = validated_pick([seed, lucky, strong], cases, alpha=0.05)
     assert index == 2 and verdict is not None and verdict.better
     # seven of ten cases up, none down: the paired t-test over cases
     expected = stats.ttest_1samp([1.0] * 7 + [0.0] * 3, 0.0, alternative="greater").pvalue
     assert verdict.p_value == pytest.approx(float(expected))
     assert validated_pick([seed], cases, alpha=0.05) == (0, None)
+    assert validated_pick([seed, dict(seed)], cases, alpha=0.05) == (0, None)  # a tie: the seed
 
 
 def test_best_validation_mean_wins() -> None:
@@ -163,7 +167,7 @@ def test_selected_seed_is_never_promoted() -> None:
         selected_is_seed=True, seed={}, candidate={}, cases=[], critical=[], min_gain=0
     )
     assert not result.eligible
-    assert result.reason == "no candidate beat the seed on validation with confidence"
+    assert result.reason == "no candidate has a higher validation mean than the seed"
 
 
 def test_no_holdout_no_promotion() -> None:
@@ -218,36 +222,32 @@ def test_a_critical_regression_blocks_promotion_despite_a_better_mean() -> None:
 def test_every_pool_member_has_its_wins_and_the_rule_that_stopped_it() -> None:
     cases = [f"c{i}" for i in range(12)]
     seed = dict.fromkeys(cases, 0.0) | {"c0": 1.0}
-    even = seed | {"c1": 1.0, "c2": 1.0}  # beats the seed on two cases, not with confidence
+    even = seed | {"c1": 1.0, "c2": 1.0}  # the best mean: two cases more than the seed
     other = seed | {"c3": 1.0}  # wins c3, which the best one does not
     lower = dict.fromkeys(cases, 0.0)
     table = [seed, even, other, lower]
-    picked, verdict = validated_pick(table, cases, alpha=0.05)
-    assert picked == 0 and verdict is not None
+    picked, _verdict = validated_pick(table, cases, alpha=0.05)
+    assert picked == 1
 
-    found = pool_standings(table, cases, picked, verdict)
+    found = pool_standings(table, cases, picked)
 
     assert [s.wins for s in found] == [("c0",), ("c0", "c1", "c2"), ("c0", "c3"), ()]
-    assert found[0].why == "the seed, kept: no candidate beat it on validation with confidence"
-    assert found[1].why.startswith("best validation mean 0.2500 against the seed's 0.0833")
-    assert found[1].why.endswith(f"not better with confidence: {verdict.line()}")
+    assert found[0].why == "the seed"
+    assert found[1].why == "picked: the best validation mean, 0.2500 against the seed's 0.0833"
     assert found[2].why == (
         "validation mean 0.1667 beats the seed's 0.0833, but a candidate has a higher one (0.2500)"
     )
     assert found[3].why == "validation mean 0.0000 does not beat the seed's 0.0833"
     # A later candidate with the best mean loses the tie to the earlier one, and says so.
     twin = seed | {"c4": 1.0, "c5": 1.0}
-    found = pool_standings([seed, even, twin], cases, 0, verdict)
+    found = pool_standings([seed, even, twin], cases, 1)
     assert found[2].why == (
         "validation mean 0.2500 beats the seed's 0.0833, but ties the best one, and the earlier "
         "candidate wins a tie"
     )
-    # A pick that beat the seed says so, and the seed is then only the seed.
-    strong = dict.fromkeys(cases, 1.0)
-    picked, verdict = validated_pick([seed, strong], cases, alpha=0.05)
-    assert picked == 1
-    found = pool_standings([seed, strong], cases, picked, verdict)
+    # When no candidate has a higher mean the seed is kept, and says so.
+    found = pool_standings([seed, lower], cases, 0)
     assert [s.why for s in found] == [
-        "the seed",
-        "picked: validation mean 1.0000 beats the seed's 0.0833 with confidence",
+        "the seed, kept: no candidate has a higher validation mean",
+        "validation mean 0.0000 does not beat the seed's 0.0833",
     ]

@@ -157,7 +157,7 @@ def test_the_budget_is_never_exceeded(tmp_path: Path, served: MessagesServer) ->
     )
     assert result.stop_reason == "metric_budget"
     assert result.metric_calls == 10 <= 45
-    assert result.reason == "no candidate beat the seed on validation with confidence"
+    assert result.reason == "no candidate has a higher validation mean than the seed"
     assert served.message_requests == []
     with pytest.raises(UsageError, match="cannot cover"):
         optimize(ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, max_metric_calls=29))
@@ -172,7 +172,7 @@ def test_a_malformed_reflection_is_rejected_and_the_search_goes_on(
         ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, iterations=2, jobs=2)
     )
     assert result.status == "not_submitted"
-    assert result.reason == "no candidate beat the seed on validation with confidence"
+    assert result.reason == "no candidate has a higher validation mean than the seed"
     rejected = [e for e in _events(ws, result.experiment_id) if e["kind"] == "reflection_rejected"]
     assert len(rejected) == 8
     assert {r["error"] for r in rejected} == {"the answer holds no JSON object"}
@@ -259,9 +259,11 @@ def test_small_splits_refuse_to_submit_unless_asked_not_to(
         ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, iterations=1, submit=False)
     )
     assert result.status == "not_submitted"
-    # all four validation cases fixed is p = 1/16 by the exact test: on splits this small no
-    # gain can be told from noise, so the seed stays (the pick is a paired verdict now)
-    assert result.reason == "no candidate beat the seed on validation with confidence"
+    # All four holdout cases fixed is p = 1/16 by the exact test: on splits this small no gain
+    # can be told from noise, so nothing may be submitted (the validation figure, the same
+    # p = 1/16 over its four cases, is only recorded: the pick was chosen by it).
+    assert result.reason.startswith("holdout gain not shown: "), result.reason
+    assert result.holdout is not None and result.holdout["verdict"]["p_value"] == 0.0625
     assert result.validation is not None and result.validation["p_value"] == 0.0625
     assert CandidateQueue(ws).list() == []
 
@@ -277,10 +279,10 @@ def test_when_nothing_beats_the_seed_the_record_says_why_per_candidate(
     result = optimize(ws, SKILL, BENCH, ONE_ROUND)
 
     assert result.status == "not_submitted"
-    assert result.reason == "no candidate beat the seed on validation with confidence"
+    assert result.reason == "no candidate has a higher validation mean than the seed"
     assert [p["validation_mean"] for p in result.pool] == [0.2, 0.2]
     seed, child = result.pool
-    assert seed["why"] == "the seed, kept: no candidate beat it on validation with confidence"
+    assert seed["why"] == "the seed, kept: no candidate has a higher validation mean"
     assert child["why"] == "validation mean 0.2000 does not beat the seed's 0.2000"
     assert seed["wins"] == child["wins"] == []  # they tie on every validation case
     recorded = json.loads((ws.experiments_dir / result.experiment_id / "result.json").read_text())
@@ -315,10 +317,10 @@ def test_a_planted_seed_that_is_already_best_is_kept_and_each_candidate_says_why
     result = optimize(ws, SKILL, BENCH, options)
 
     assert result.status == "not_submitted"
-    assert result.reason == "no candidate beat the seed on validation with confidence"
+    assert result.reason == "no candidate has a higher validation mean than the seed"
     seed, *children = result.pool
     assert seed["validation_mean"] == 1.0
-    assert seed["why"] == "the seed, kept: no candidate beat it on validation with confidence"
+    assert seed["why"] == "the seed, kept: no candidate has a higher validation mean"
     assert children and all(c["validation_mean"] == 1.0 for c in children)
     assert [c["why"] for c in children] == [
         "validation mean 1.0000 does not beat the seed's 1.0000"
@@ -329,7 +331,7 @@ def test_a_planted_seed_that_is_already_best_is_kept_and_each_candidate_says_why
     assert CandidateQueue(ws).list() == []
 
 
-def test_an_inconclusive_pick_is_decided_by_rerunning_its_deciding_cases(
+def test_an_inconclusive_holdout_is_decided_by_rerunning_its_deciding_cases(
     tmp_path: Path, served: MessagesServer
 ) -> None:
     # A noisy agent (every answer flips at 0.3, seeded per run) with the run's seed fixed, so the
@@ -337,41 +339,40 @@ def test_an_inconclusive_pick_is_decided_by_rerunning_its_deciding_cases(
     ws = keyword_workspace(tmp_path / "ws", standard_cases(critical_safe_holdout=False), noise=0.3)
     served.respond_with(rewriting("Flag every call site: flag all"))
     result = optimize(
-        ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, iterations=1, jobs=2, seed=1)
+        ws, SKILL, BENCH, OptimizeOptions(reflection_batch=BATCH, iterations=1, jobs=2, seed=3)
     )
 
-    # On the one run per case the pick is +40 pts at p=0.11 (this seed, measured): inconclusive.
-    # Rerunning only the cases whose runs disagree decides it at the third look (the first two
-    # have seen 10 and 34 of the 58 planned runs, by which α·t² has spent only 0.15 % and 1.7 %).
+    # On Validation the pick is +40 pts at p=0.11 (this seed, measured): no evidence, but the
+    # best mean, so it is the pick; that figure is recorded, never rerun (Validation chose it).
     validation = result.validation
-    assert validation is not None and validation["decision"] == "better"
-    assert validation["looks"] == 3 and validation["extra_runs"] == 40
-    assert validation["line"].endswith("(10 paired cases, 1 run, +40 extra)")
+    assert validation is not None and validation["decision"] == "inconclusive"
+    assert validation["extra_runs"] == 0 and validation["p_value"] == pytest.approx(0.111, abs=1e-3)
+    assert result.pool[1]["why"].startswith("picked: the best validation mean")
+    # On Holdout the first look is inconclusive; rerunning only the cases whose runs disagree
+    # decides it.
     assert result.holdout is not None
     holdout = result.holdout["verdict"]
-    assert holdout["decision"] == "better" and holdout["extra_runs"] > 0
+    assert holdout["decision"] == "better" and holdout["extra_runs"] == 20
+    assert holdout["line"].endswith("(10 paired cases, 1 run, +20 extra)")
     assert result.status == "submitted", result.reason
-    assert f"+{holdout['extra_runs']} extra" in result.reason
+    assert "+20 extra" in result.reason
     # Every rerun is a metric call: 46 for the search and the first looks, plus both variants'
     # extra runs.
-    assert result.metric_calls == 46 + 2 * (validation["extra_runs"] + holdout["extra_runs"])
+    assert result.metric_calls == 46 + 2 * holdout["extra_runs"]
 
     folder = ws.experiments_dir / result.experiment_id
     stored = json.loads((folder / "result.json").read_text())
-    assert stored["validation"]["extra_runs"] == 40
-    assert stored["holdout"]["verdict"]["extra_runs"] == holdout["extra_runs"]
-    events = _events(ws, result.experiment_id)
-    selected = next(e for e in events if e["kind"] == "selected")
-    assert selected["validation"]["extra_runs"] == 40
+    assert stored["holdout"]["verdict"]["extra_runs"] == 20
     reruns = [json.loads(p.read_text()) for p in sorted((folder / "evaluations").iterdir())]
     reruns = [e for e in reruns if "rerun" in e["phase"]]
+    assert {e["phase"] for e in reruns} == {"holdout-rerun-baseline", "holdout-rerun-candidate"}
     # Both variants reran the same cases on the same seed, so their runs pair.
-    base = [e for e in reruns if e["phase"] == "validation-rerun-baseline"]
-    pick = [e for e in reruns if e["phase"] == "validation-rerun-candidate"]
-    assert len(base) == len(pick) == 2  # one rerun a look
+    base = [e for e in reruns if e["phase"] == "holdout-rerun-baseline"]
+    pick = [e for e in reruns if e["phase"] == "holdout-rerun-candidate"]
+    assert len(base) == len(pick) >= 1  # one rerun a look
     for b, a in zip(base, pick, strict=True):
         assert [r["case_id"] for r in b["results"]] == [r["case_id"] for r in a["results"]]
-    assert sum(len(b["results"]) for b in base) == 40
+    assert sum(len(b["results"]) for b in base) == 20
     cand = CandidateQueue(ws).get(result.candidate or "")
     figures = {g["gate"]: g for g in cand.gates()}["holdout_promotion"]["figures"]
     assert figures["extra_runs"] == holdout["extra_runs"]

@@ -122,7 +122,12 @@ def _summary(result: GepaResult) -> Table:
         ("selected", result.selected_id or "-"),
     ]
     if result.validation:
-        rows.append(("validation", f"vs seed: {result.validation['line']}"))
+        rows.append(
+            (
+                "validation",
+                f"vs seed (recorded; Holdout decides): {result.validation['line']}",
+            )
+        )
     if holdout:
         verdict = holdout.get("verdict") or {}
         rows.append(

@@ -12,9 +12,12 @@ whether it may be submitted — is here, free of I/O, so each rule is tested on 
 - A child is kept when its minibatch scores beat its parent's on the same cases by a paired
   verdict at ``SCREEN_ALPHA``: a deliberately loose screen (a minibatch is a few cases, where no
   strict test can ever pass); a child let through by chance only costs a validation evaluation.
-- The final pick is the highest validation mean — but only if it is better than the seed with
-  confidence (paired over the validation cases at ``alpha``); otherwise the seed stays, so an
-  optimization that found only noise changes nothing.
+- The final pick is the highest validation mean, the seed on a tie (tRPC-Agent-Go's rule:
+  Validation selects, Holdout decides). Validation is no test: it picked the best of the pool,
+  so its own comparison with the seed is biased by the pick; the holdout cases never took part
+  in the search, and only their paired verdict (below) can say the pick is better. A search
+  that found only noise submits nothing because its pick fails there, at most ``alpha`` of
+  the time.
 - Promotion needs the holdout change's lower bound (paired over cases, at ``alpha``) above a
   configurable minimum gain, and no case marked critical may score lower than it did with the
   seed — a hard limit, whatever the statistics say.
@@ -162,19 +165,15 @@ def minibatch_keeps(parent: Sequence[float], child: Sequence[float]) -> bool:
 
 
 def validated_pick(
-    table: Table, cases: Sequence[str], *, alpha: float, verdict: Verdict | None = None
+    table: Table, cases: Sequence[str], *, alpha: float
 ) -> tuple[int, Verdict | None]:
-    """The best validation mean if it beats the seed with confidence, else the seed (index 0).
-
-    ``verdict`` is the seed-against-best comparison when the caller already decided it with
-    reruns (adaptive sampling); without it the table's one run per case decides.
-    """
+    """The best validation mean (the seed, index 0, on a tie), and for the record the paired
+    comparison of the pick with the seed on those one-run scores — which decides nothing: the
+    pick was chosen for its validation scores, so only the holdout verdict can confirm it."""
     best = best_candidate(table, cases)
     if best == 0:
         return 0, None
-    if verdict is None:
-        verdict = paired_scores(table[0], table[best], cases, alpha=alpha)
-    return (best if verdict.better else 0), verdict
+    return best, paired_scores(table[0], table[best], cases, alpha=alpha)
 
 
 @dataclass(frozen=True)
@@ -185,9 +184,7 @@ class PoolStanding:
     why: str
 
 
-def pool_standings(
-    table: Table, cases: Sequence[str], picked: int, verdict: Verdict | None
-) -> list[PoolStanding]:
+def pool_standings(table: Table, cases: Sequence[str], picked: int) -> list[PoolStanding]:
     """Each candidate's wins — the validation cases on whose front it sits while some other
     candidate does not — and the reason it was or was not picked, so a run that submits nothing
     says, per candidate, which rule stopped it."""
@@ -201,21 +198,14 @@ def pool_standings(
         wins = tuple(c for c in cases if index in fronts[c] and fronts[c] != everyone)
         if index == picked:
             why = (
-                "the seed, kept: no candidate beat it on validation with confidence"
+                "the seed, kept: no candidate has a higher validation mean"
                 if index == 0
-                else f"picked: validation mean {value:.4f} beats the seed's {seed:.4f} with "
-                "confidence"
+                else f"picked: the best validation mean, {value:.4f} against the seed's {seed:.4f}"
             )
         elif index == 0:
             why = "the seed"
         elif value <= seed + _EPSILON:
             why = f"validation mean {value:.4f} does not beat the seed's {seed:.4f}"
-        elif index == best:
-            shown = "" if verdict is None else f": {verdict.line()}"
-            why = (
-                f"best validation mean {value:.4f} against the seed's {seed:.4f}, but not "
-                f"better with confidence{shown}"
-            )
         elif value >= means[best] - _EPSILON:
             why = (
                 f"validation mean {value:.4f} beats the seed's {seed:.4f}, but ties the best "
@@ -278,7 +268,7 @@ def assess_promotion(
     (judged with :func:`promotion_floor`), else their one run per case decides.
     """
     if selected_is_seed:
-        return Promotion(False, "no candidate beat the seed on validation with confidence")
+        return Promotion(False, "no candidate has a higher validation mean than the seed")
     if not cases:
         return Promotion(False, "no holdout split configured")
     base, new = mean_score(seed, cases), mean_score(candidate, cases)

@@ -4,14 +4,16 @@ The run: choose Feedback / Validation / Holdout, evaluate the active version (th
 Validation, let GEPA search (each round rewrites every section the minibatch's records call
 for, children kept only when they beat their parent on the same minibatch, survivors measured
 on all of Validation), pick the best Validation mean (the seed on a tie), then compare seed and
-pick on Holdout with the same conditions. Only a pick that clears the holdout rules — a mean
-that beats the seed's by at least ``min_gain``, no critical case worse — is submitted, and then
-only into the approval queue (``pending_approval``, through the candidate gates), never
-published. Both comparisons with the seed decide as every loop does (``Sampling.decide``): an
-inconclusive one reruns the cases that can still decide it, seed and pick on the same seeds.
+pick on Holdout with the same conditions. Only a pick that clears the holdout rules — a gain
+whose lower bound is above ``min_gain``, no critical case worse — is submitted, and then only
+into the approval queue (``pending_approval``, through the candidate gates), never published.
+The holdout comparison decides as every loop does (``Sampling.decide``): an inconclusive one
+reruns the cases that can still decide it, seed and pick on the same seeds. Validation only
+selects: its comparison of the pick with the seed is recorded, never tested, because the pick
+was chosen for those scores; the holdout cases took no part in the search.
 
 Limits: iterations, the reflection minibatch, a metric-call budget that is never exceeded (each
-call is one agent run of one case, and the holdout comparison's calls and both decisions' reruns
+call is one agent run of one case, and the holdout comparison's calls and its reruns
 are held in reserve from the start), the seed of every random draw, and a time limit. Running
 out of iterations or budget ends the search normally; running out of time *fails* the run: a
 half-finished search has not earned a submission.
@@ -57,7 +59,6 @@ from engine.loops.gepa.offline import offline_reflection
 from engine.loops.gepa.pareto import (
     Promotion,
     assess_promotion,
-    best_candidate,
     mean_score,
     pool_standings,
     promotion_floor,
@@ -260,7 +261,7 @@ class _Run:
             iterations=opts.iterations,
             max_calls=opts.max_metric_calls,
             round_cost=2 * self.batch + len(splits.validation),
-            reserve=2 * len(splits.holdout) + 2 * 2 * cfg.gates.max_extra_runs,
+            reserve=2 * len(splits.holdout) + 2 * cfg.gates.max_extra_runs,
             clock=self.clock,
         )
         self.result = GepaResult(
@@ -328,27 +329,14 @@ class _Run:
         return found
 
     def _select(self, found: GEPAResult[Any, Any]) -> tuple[dict[str, str], bool]:
-        """The best Validation mean of the pool if it beats the seed with confidence, else the
-        seed; True when it is the seed."""
+        """The best Validation mean of the pool (the seed on a tie); True when it is the seed."""
         validation = self.splits.validation
         table = [
             {validation[int(k)]: v for k, v in scores.items()} for scores in found.val_subscores
         ]
         alpha = self.ws.load_config().gates.alpha
-        best = best_candidate(table, validation)
-        verdict = None
-        if best != 0:
-            verdict, _, _ = self._decide(
-                score_rows(table[0], validation),
-                score_rows(table[best], validation),
-                validation,
-                0.0,
-                (self.seed_sections, found.candidates[best]),
-                "validation-rerun",
-                reserve=2 * len(self.splits.holdout) + 2 * self._max_extra(),
-            )
-        best, verdict = validated_pick(table, validation, alpha=alpha, verdict=verdict)
-        standings = pool_standings(table, validation, best, verdict)
+        best, verdict = validated_pick(table, validation, alpha=alpha)
+        standings = pool_standings(table, validation, best)
         self.result.pool = [
             {
                 "id": candidate_id(c),
@@ -423,9 +411,6 @@ class _Run:
             holdout=result.holdout,
         )
         return promotion
-
-    def _max_extra(self) -> int:
-        return self.ws.load_config().gates.max_extra_runs
 
     def _decide(
         self,
