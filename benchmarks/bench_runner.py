@@ -25,7 +25,10 @@
    ``--demo-units`` case runs, agent.noise as shipped), and what the demo agent's process
    spends before it does any work — the interpreter's start (``python -c pass``) and the
    interpreter plus the agent's imports (``python -c 'import engine.evaluation.demo.agent'``),
-   both with the flags the harness starts the agent with.
+   both with the flags the harness starts the agent with; the imports once from the bytecode
+   cache the harness gives every demo run (``PYTHONPYCACHEPREFIX``, see
+   engine.evaluation.agents.kinds.demo_bytecode) and once compiling the sources, as a sandboxed
+   run must where no ``__pycache__`` was written.
 
 Every measurement is repeated ``--reps`` times, interleaved (each step once, then again) so
 drift of the shared machine hits all of them alike; min and median are printed. A ratio is
@@ -58,7 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.core.workspace import Workspace  # noqa: E402
-from engine.evaluation.agents.kinds import DEMO_FLAGS, DEMO_MODULE  # noqa: E402
+from engine.evaluation.agents.kinds import DEMO_FLAGS, DEMO_MODULE, demo_bytecode  # noqa: E402
 from engine.evaluation.agents.sandbox import make_sandbox  # noqa: E402
 from engine.evaluation.demo import DEMO_BENCHMARK, copy_demo  # noqa: E402
 from engine.evaluation.runner import run_evaluation  # noqa: E402
@@ -102,11 +105,17 @@ def _timed_eval(ws: Workspace, bench: str, jobs: int, cases: list[str] | None = 
     return elapsed
 
 
-def _loop(argv: list[str], units: int, pass_fds: tuple[int, ...] = (), threads: int = 1) -> float:
+def _loop(
+    argv: list[str],
+    units: int,
+    pass_fds: tuple[int, ...] = (),
+    threads: int = 1,
+    env: dict[str, str] | None = None,
+) -> float:
     """Seconds per run of ``argv`` run ``units`` times, by ``threads`` threads at once."""
 
     def one(_: int) -> None:
-        subprocess.run(argv, capture_output=True, check=True, pass_fds=pass_fds)
+        subprocess.run(argv, capture_output=True, check=True, pass_fds=pass_fds, env=env)
 
     started = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:
@@ -154,6 +163,8 @@ def main() -> None:
     args = parser.parse_args()
     figures: dict[str, list[float]] = {}
     demo_python = [sys.executable, *DEMO_FLAGS, "-c"]
+    cache = demo_bytecode()  # what the harness gives a demo run: its compiled modules
+    cached = None if cache is None else {**os.environ, "PYTHONPYCACHEPREFIX": str(cache)}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         agent = base / "agent.py"
@@ -178,6 +189,10 @@ def main() -> None:
             "demo unit": (0, lambda rep: _demo_unit(base / f"demo-{rep}", args.demo_units)),
             "interpreter": (0, lambda _: _loop([*demo_python, "pass"], args.units)),
             "agent start": (
+                0,
+                lambda _: _loop([*demo_python, f"import {DEMO_MODULE}"], args.units, env=cached),
+            ),
+            "agent compiling": (
                 0,
                 lambda _: _loop([*demo_python, f"import {DEMO_MODULE}"], args.units),
             ),
@@ -207,6 +222,12 @@ def main() -> None:
     _line("run_evaluation of the demo, per unit", figures["demo unit"], " ms", 1000)
     _line("interpreter start (python -c pass)", figures["interpreter"], " ms", 1000)
     _line("agent start-up (interpreter + imports)", figures["agent start"], " ms", 1000)
+    _line("  the same compiling its sources (no cache)", figures["agent compiling"], " ms", 1000)
+    _line(
+        "start-up: cached / compiling",
+        _ratios(figures["agent start"], figures["agent compiling"]),
+        "x",
+    )
     _line(
         "start-up share of a demo unit", _ratios(figures["agent start"], figures["demo unit"]), "x"
     )

@@ -412,3 +412,74 @@ def test_a_case_file_named_like_a_module_does_not_replace_the_demo_agents_own(
     assert "hijacked" not in outcome.stderr_tail
     assert outcome.invalid_reason is None and outcome.exit_code == 0
     assert "VERDICT:" in outcome.answer
+
+
+def test_the_demo_agent_imports_from_a_bytecode_cache_that_no_run_can_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandboxed interpreter cannot write ``__pycache__``, so every demo run would compile
+    its sources again; the harness fills a cache the runs import from. It must change no
+    outcome (the same seed, the same rows as without it) and stay read-only to the runs: one
+    that could write it could plant code for every later run."""
+    require_bwrap()
+    import importlib.util
+    import sys
+
+    from engine.evaluation.agents import make_agent
+    from engine.evaluation.agents.kinds import DEMO_MODULE, demo_bytecode
+    from engine.evaluation.agents.process import run_process
+    from engine.evaluation.demo import DEMO_BENCHMARK, copy_demo
+
+    def rows(run_dir: Path) -> list[tuple[object, ...]]:
+        lines = (run_dir / "results.jsonl").read_text().splitlines()
+        keys = ("case_id", "run_index", "pass_fail", "judge_verdict", "score")
+        return sorted(tuple(json.loads(line)[k] for k in keys) for line in lines)
+
+    ws = Workspace.at(copy_demo(tmp_path / "demo"))
+    cases = sorted(p.name for p in (ws.benchmarks_dir / DEMO_BENCHMARK).iterdir() if p.is_dir())
+    # a noisy agent: the seed fixes its slips, so both evaluations must agree row for row
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))  # no cache possible
+    demo_bytecode.cache_clear()
+    assert make_agent(ws).bytecode is None
+    plain = run_evaluation(ws, DEMO_BENCHMARK, jobs=2, seed=11, case_ids=cases[:4])
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    demo_bytecode.cache_clear()
+    try:
+        agent = make_agent(ws)
+    finally:
+        demo_bytecode.cache_clear()  # later tests find the default cache again
+    cache = tmp_path / "cache" / "skillsmith" / "pycache"
+    assert agent.bytecode == str(cache)
+    spec = importlib.util.find_spec(DEMO_MODULE)
+    assert spec is not None and spec.origin is not None
+    source = Path(os.path.abspath(spec.origin))
+    tag = sys.implementation.cache_tag
+    compiled = cache / source.parent.relative_to("/") / f"agent.{tag}.pyc"
+    assert compiled.is_file()
+    before = {p: p.stat().st_mtime_ns for p in cache.rglob("*")}
+
+    cached = run_evaluation(
+        ws, DEMO_BENCHMARK, jobs=2, seed=11, case_ids=cases[:4], scoreboard=False
+    )
+
+    assert rows(cached.run_dir) == rows(plain.run_dir) and cached.run_id != plain.run_id
+    assert {p: p.stat().st_mtime_ns for p in cache.rglob("*")} == before
+
+    statement = ws.benchmarks_dir / DEMO_BENCHMARK / cases[0] / "statement"
+    room = build_room(RoomSpec(statement, "p", (), agent.skills_subdir), scratch_root(ws.root))
+    try:
+        planted = cache / "planted.pyc"
+        done = run_process(
+            # the cache is there to read (exit 7 if not), not to write
+            ["/bin/sh", "-c", f'test -s "{compiled}" || exit 7; echo code > "{planted}"'],
+            cwd=room,
+            env={"PATH": "/usr/bin:/bin"},
+            timeout_s=30,
+            max_output_bytes=10_000,
+            sandbox=agent.sandbox.reading(cache),
+        )
+    finally:
+        remove_room(room)
+    assert done.exit_code not in (0, 7) and not planted.exists()

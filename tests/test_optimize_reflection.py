@@ -375,3 +375,32 @@ def test_a_sink_is_the_outermost_call_fed_by_a_source_or_a_variable_read_from_on
     assert [s.form for s in sinks(lines_of("x.go", handler), sources)] == ["http.Get("]
     # a file with no source hands nothing on
     assert sinks(lines_of("x.py", 'requests.get("https://example.com")\n'), sources) == []
+
+
+def test_offline_drops_only_the_pitfall_that_would_hide_real_findings() -> None:
+    # Two false alarms in one minibatch: the SQL one's only guard-shaped API is the SQL step's
+    # own sink `execute(`, the shell one is guarded by `shlex.quote(`. The cover of both holds
+    # `execute(`; that item alone is left out, and the shell guard still becomes a Pitfalls item
+    # (before, the whole cover went, and with it the shell guard).
+    sections = {
+        **sections_of(SEED),
+        "steps": "\n".join(
+            [
+                "1. Read the file: `read <file>`.",
+                '2. Flag SQL built by concatenation: `grep -nE "execute\\(.*\\+" *.py`',
+                '3. Flag shell commands: `grep -nE "os\\.system\\(" *.py`',
+                "4. Write the verdict.",
+            ]
+        ),
+    }
+    shell = 'os.system("tar czf x.tgz " + shlex.quote(folder))\n'
+    records = [
+        record(1, 'cur.execute("SELECT 1 " + "LIMIT 1")\n', "safe", "vulnerable"),
+        record(2, shell, "safe", "vulnerable"),
+        record(3, 'os.system("ls " + d)\n', "vulnerable", "vulnerable"),
+    ]
+    prompt = build_prompt("pitfalls", sections, records)
+    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
+    added = answer["text"].replace(sections["pitfalls"], "")
+    assert "`shlex.quote(`" in added
+    assert "execute(" not in added

@@ -10,9 +10,12 @@ reason, never an exception, so one broken unit cannot stop an evaluation.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,6 +89,8 @@ class Agent:
     noise: float = 0.0  # the demo agent's slip level (agent.noise); other kinds ignore it
     secret_env: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     sandbox: Sandbox = NO_SANDBOX
+    # the demo agent's bytecode cache (demo_bytecode), mounted read-only where it exists
+    bytecode: str | None = None
 
     def argv(self, prompt: str) -> list[str]:
         if self.kind != "claude-code":
@@ -132,8 +137,13 @@ class Agent:
             "SKILLSMITH_MAX_TURNS": str(self.max_turns),
             **self.secret_env,
         }
+        sandbox = self.sandbox
         if self.kind == "demo":
             extra["SKILLSMITH_NOISE"] = repr(self.noise)
+            # looked up where the run happens (a Ray worker may have no such folder)
+            if self.bytecode is not None and os.path.isdir(self.bytecode):
+                extra["PYTHONPYCACHEPREFIX"] = self.bytecode
+                sandbox = sandbox.reading(Path(self.bytecode))
         if self.kind == "claude-code":
             extra.update(_CLAUDE_QUIET)
         env = room_env(room, allow=self.env_allow, extra=extra)
@@ -146,7 +156,7 @@ class Agent:
                 max_output_bytes=self.max_output_bytes,
                 grace_s=self.grace_s,
                 should_stop=should_stop,
-                sandbox=self.sandbox,
+                sandbox=sandbox,
             )
         except OSError as exc:
             return _invalid(f"agent could not start: {exc.strerror or exc}", exit_code=None)
@@ -267,6 +277,9 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
     if cfg.kind == "demo":
         command: tuple[str, ...] = (sys.executable, *DEMO_FLAGS, "-m", DEMO_MODULE)
         extra: dict[str, Any] = {"skills_subdir": "skills", "noise": cfg.noise}
+        cache = demo_bytecode()
+        if cache is not None and not _overlaps(cache, ws.root):
+            extra["bytecode"] = str(cache)
     elif cfg.kind == "command":
         if not cfg.command:
             raise SkillsmithError(
@@ -291,6 +304,77 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         writable=cfg.writable_paths,
     )
     return Agent(kind=cfg.kind, command=command, sandbox=sandbox, **extra, **common)
+
+
+def bytecode_cache_dir() -> Path:
+    """Where the demo agent's compiled modules are kept: ``$XDG_CACHE_HOME/skillsmith/pycache``
+    (default ``~/.cache``), outside every workspace and run folder."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "skillsmith" / "pycache"
+
+
+# Modules whose compiled form is checked before the first demo run of a process: the agent's own
+# (it changes with the engine), PyYAML's and the standard library's (they change with an
+# upgrade); the rest of the closure is compiled along with them.
+_BYTECODE_PROBES = ("engine.evaluation.demo.agent", "yaml", "runpy")
+
+
+@functools.cache
+def demo_bytecode() -> Path | None:
+    """The bytecode cache the demo agent imports from (``PYTHONPYCACHEPREFIX``), filled once.
+
+    Every demo run is a fresh interpreter under a read-only sandbox, so without compiled
+    modules it compiles the engine's and PyYAML's sources (its own imports) again on every
+    start — about as long as the rest of the run — wherever no ``__pycache__`` was written
+    (``PYTHONDONTWRITEBYTECODE``, an install without bytecode). One import of the agent with
+    the cache as prefix, outside the sandbox, compiles the whole closure (the standard
+    library's modules too: a prefix replaces every ``__pycache__``); it runs when a probed
+    module's compiled form is missing or stale, at most once per process. The cache only
+    saves time: a missing or stale entry is compiled as before, so a cache that cannot be
+    created (None) leaves the agent as it was. Runs see it read-only (under the sandbox), so
+    no run can plant code for the next.
+    """
+    cache = bytecode_cache_dir()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not all(_compiled(cache, name) for name in _BYTECODE_PROBES):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(cache)
+        # ``-m`` starts the agent through runpy: its imports are the agent's at run time too
+        argv = [sys.executable, *DEMO_FLAGS, "-c", f"import runpy, {DEMO_MODULE}"]
+        try:
+            subprocess.run(argv, env=env, capture_output=True, timeout=120, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return cache
+
+
+def _overlaps(cache: Path, workspace: Path) -> bool:
+    """A cache inside the workspace (or holding it) would show the agent the workspace."""
+    a, b = cache.resolve(), workspace.resolve()
+    return a == b or a in b.parents or b in a.parents
+
+
+def _compiled(cache: Path, module: str) -> bool:
+    """Whether ``module``'s source has a current compiled form under the prefix ``cache``
+    (the timestamp header Python itself checks: magic number, source mtime and size)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return True  # nothing to compile
+    source = Path(os.path.abspath(spec.origin))  # as the agent's import system names it
+    tag = sys.implementation.cache_tag
+    pyc = cache / source.parent.relative_to(source.anchor) / f"{source.stem}.{tag}.pyc"
+    try:
+        with pyc.open("rb") as fh:
+            header = fh.read(16)
+        st = source.stat()
+    except OSError:
+        return False
+    stamp = (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+    size = (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    return header == importlib.util.MAGIC_NUMBER + bytes(4) + stamp + size
 
 
 def _claude_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import engine
@@ -46,6 +46,12 @@ class Sandbox:
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "network": self.network if self.kind != "none" else True}
+
+    def reading(self, path: Path) -> Sandbox:
+        """This sandbox with one more read-only folder (unconfined: nothing to add)."""
+        if self.kind == "none" or path in self.read_only:
+            return self
+        return replace(self, read_only=(*self.read_only, path))
 
     def options(self, room: Path, status_fd: int) -> list[str]:
         """bubblewrap's options for ``bwrap --args FD -- ARGV`` (a memfd: no length limit)."""

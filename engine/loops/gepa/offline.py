@@ -42,9 +42,16 @@ from typing import Any
 
 from engine.core.benchmark import normalise_label
 from engine.core.skill import SkillDoc
-from engine.evaluation.demo.agent import discard_rules, labels_of, plan, ruled_out, task_text
+from engine.evaluation.demo.agent import (
+    discard_rules,
+    item_rules,
+    labels_of,
+    plan,
+    ruled_out,
+    task_text,
+)
 from engine.evaluation.demo.tools import tool_of
-from engine.evaluation.patches.edits import with_step
+from engine.evaluation.patches.edits import with_pitfalls, with_step
 from engine.evaluation.patches.material import CaseMaterial, CodeLine, Material, grep_matcher
 from engine.evaluation.patches.mining import (
     GLOB,
@@ -267,8 +274,8 @@ def _edit(
     proposer = OfflineProposer(None, seed=0)
     doc = _skill_doc(sections)
     if direction == "FP":
-        shaped = (c for c in proposer._pitfalls(doc, target, material) if _api_shaped(c, doc))
-        return _first(shaped, section, sections[section])
+        shaped = (_api_items(c, doc) for c in proposer._pitfalls(doc, target, material))
+        return _first((c for c in shaped if c is not None), section, sections[section])
     # Missed positives: the flag steps whose pattern already matches them searching their
     # language too (the narrowest edit), else a new flag step for their calls, else every flag
     # step searching their languages — whichever first makes a flag step hit more of them.
@@ -335,23 +342,50 @@ def _sink_steps(
             yield DraftPatch(text, cases, f"{first.form} receives user input in {', '.join(cases)}")
 
 
-def _api_shaped(candidate: DraftPatch, doc: SkillDoc) -> bool:
-    """Every pattern a candidate's new Pitfalls items rule out is a call or an API name.
+def _api_items(candidate: DraftPatch, doc: SkillDoc) -> DraftPatch | None:
+    """The candidate with only the new Pitfalls items whose patterns are calls or API names
+    (None when none is left).
 
     From a handful of records a plain word (``name``) can look like the guard of a false alarm;
     across the benchmark it also sits on the line of real findings and hides them. So does the
     sink a flag step searches for (``execute(``): no positive in the minibatch had it, but it is
-    on the line of every real finding of that step.
+    on the line of every real finding of that step. Such an item is dropped on its own: the
+    cover it came in also holds the guards of the minibatch's other false alarms
+    (``shlex.quote(``), and a rewrite that threw them all away for one bad item would leave
+    those false alarms standing — or fall back to a worse guard of the same line.
     """
-    rules = discard_rules(SkillDoc.parse(candidate.text))
-    added = [token for rule in rules if rule not in discard_rules(doc) for g in rule for token in g]
     sinks = {
         word
         for step in plan(doc)
         if step.flags and step.command
         for word in _IDENTIFIER.findall(step.command)
     }
-    return all(token_class(t) <= 1 and _last_name(t) not in sinks for t in added)
+    have = set((doc.section("pitfalls") or "").splitlines())
+    added = [
+        line.strip()
+        for line in (SkillDoc.parse(candidate.text).section("pitfalls") or "").splitlines()
+        if line not in have and line.strip()
+    ]
+    kept = [
+        item.removeprefix("- ")
+        for item in added
+        if all(
+            token_class(t) <= 1 and _last_name(t) not in sinks
+            for rule in item_rules(item)
+            for group in rule
+            for t in group
+        )
+    ]
+    if not kept or not any(item_rules(item) for item in kept):
+        return None
+    text = with_pitfalls(doc, kept)
+    if text is None:
+        return None
+    dropped = len(added) - len(kept)
+    how = candidate.how + (
+        f" ({dropped} item(s) that would hide real findings left out)" if dropped else ""
+    )
+    return DraftPatch(text, candidate.case_ids, how)
 
 
 def _last_name(token: str) -> str:
