@@ -35,6 +35,19 @@ def test_expected_answer_in_the_statement_is_refused(tmp_path: Path) -> None:
     assert "'string concatenation' appears in statement/app.py" in text
 
 
+def test_a_leak_in_a_nested_or_temp_named_statement_file_is_found(tmp_path: Path) -> None:
+    """The check walks the statement as the room will hold it: every file at any depth, one
+    named like an interrupted write's temp file too (the room gets a copy of it)."""
+    for name in ("src/db/query.py", ".notes.abcd1234.tmp"):
+        root = _bench(
+            tmp_path / name.replace("/", "-"),
+            {"expected": "vulnerable", "checks": [{"kind": "contains", "value": "unsafe join"}]},
+            {"app.py": CODE, name: "# an unsafe join of user input\n"},
+        )
+        with pytest.raises(FormatError, match=f"'unsafe join' appears in statement/{name}"):
+            load_benchmark(root)
+
+
 def test_free_text_expected_answer_leak(tmp_path: Path) -> None:
     root = write_benchmark(tmp_path / "b", {}, config={"seed": 1})
     write_case(root, "c1", {"expected": "Paris"}, prompt="What is the capital? (hint: paris)\n")

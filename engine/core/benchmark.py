@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine.core.errors import FormatError
+from engine.core.fsutil import walk_files
 from engine.core.schema import from_mapping, load_yaml
 
 if TYPE_CHECKING:
@@ -552,18 +553,17 @@ def _secrets_of(rubric: Rubric, labels: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def _statement_texts(statement: Path) -> list[tuple[Path, str]]:
-    texts: list[tuple[Path, str]] = []
-    for dirpath, dirnames, filenames in os.walk(statement):
-        dirnames.sort()
-        for name in sorted(filenames):
-            file = Path(dirpath) / name
-            rel = file.relative_to(statement)
-            texts.append((file, _squash(str(rel))))
-            try:
-                texts.append((file, _squash(file.read_text(encoding="utf-8"))))
-            except (UnicodeDecodeError, OSError):
-                continue
+def _statement_texts(statement: Path) -> list[tuple[str, str]]:
+    """Each statement file's path with its name and its text, squashed (a file that is not
+    text, its name only). Every file, a temp-named one too: the room gets a copy of each."""
+    texts: list[tuple[str, str]] = []
+    for path, rel in walk_files(statement, temp_files=True):
+        texts.append((path, _squash(rel)))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                texts.append((path, _squash(fh.read())))
+        except (UnicodeDecodeError, OSError):
+            continue
     return texts
 
 
@@ -592,7 +592,7 @@ def check_benchmark(bench: Benchmark) -> list[FormatError]:
                         case.rubric_path,
                         name,
                         f"private rubric text {shown!r} appears in "
-                        f"{hit.relative_to(case.dir)}; the agent would see the answer",
+                        f"{Path(hit).relative_to(case.dir)}; the agent would see the answer",
                     )
                 )
                 break

@@ -330,14 +330,15 @@ def iter_files(root: Path) -> Iterator[Path]:
         yield Path(path)
 
 
-def walk_files(root: Path) -> Iterator[tuple[str, str]]:
+def walk_files(root: Path, *, temp_files: bool = False) -> Iterator[tuple[str, str]]:
     """:func:`iter_files` as strings: each file's path and its path below ``root`` with ``/``.
 
     The same files in the same order as ``os.walk`` (sorted, files of a folder before its
     subfolders, a symlinked folder listed but not entered, an unreadable folder skipped), from
     one ``scandir`` per folder: a caller that touches every file of a tree before each
     evaluation (the benchmark fingerprint) would otherwise spend more on building paths and on
-    ``lstat`` calls than on reading the files.
+    ``lstat`` calls than on reading the files. ``temp_files`` lists temp-named files too (for a
+    check of what a copy of the tree will hold).
     """
     top = os.fspath(root)
     pending = [(top, "")]
@@ -359,7 +360,7 @@ def walk_files(root: Path) -> Iterator[tuple[str, str]]:
         except OSError:
             continue
         for name in sorted(files):
-            if not is_temp_file(name):
+            if temp_files or not is_temp_file(name):
                 yield os.path.join(folder, name), prefix + name
         # a stack: push in reverse so the folders come off it in sorted order
         for name, link in sorted(folders, reverse=True):
