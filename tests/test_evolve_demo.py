@@ -47,12 +47,12 @@ def first_run(ws: Workspace, text: str, split: str) -> str:
 
 
 @pytest.mark.xfail(
-    reason="the holdout goal is missed by a hair: at the shipped noise 0.4, with flag patterns "
-    "mined from the calls the input reaches, whole 10-round sessions (benchmarks/"
-    "bench_evolve_lift.py, seeds 7, 11, 23) lifted holdout +12.2, +7.6 and +9.2 points (mean "
-    "+9.7, goal +10) and golden -3.8, +10.7 and +12.1 points (mean +6.3, goal +5), with 8, 6 "
-    "and 6 rounds accepted and no accepted version worse on the guardrail; so one seed (7, "
-    "golden -3.8) does not show the whole bar",
+    reason="the holdout goal is missed: at the shipped noise 0.4, whole 10-round sessions "
+    "(benchmarks/bench_evolve_lift.py, seeds 7, 11, 23; 5 of 10 rounds accepted in each, no "
+    "accepted version worse on the guardrail) lifted holdout +5.4, +3.0 and +6.7 points as "
+    "recorded and +7.6, +5.6 and +8.0 re-measured with 4 paired runs a case (mean +7.1, goal "
+    "+10); golden +8.9, +9.2 and +15.9 re-measured (mean +11.3, goal +5), -0.5, +8.3 and +3.3 "
+    "as recorded; so one seed's recorded figures do not show the whole bar",
     strict=False,
 )
 def test_offline_evolution_on_the_noisy_demo_lifts_holdout_and_golden_f1(tmp_path: Path) -> None:
