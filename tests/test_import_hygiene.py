@@ -160,6 +160,67 @@ def test_opening_a_workspace_reads_no_yaml(tmp_path: Path) -> None:
     )
 
 
+# What the workbench's first frame does without: the YAML parser (the keymap is read after the
+# frame, the theme file is JSON) and the event machinery (no job runs yet).
+NOT_BEFORE_PAINT = ("yaml", "engine.core.events", "engine.core.config")
+
+# The real app, headless, with its watcher: the modules loaded when Textual hands the first
+# frame to the terminal (App._display outside a batch, as benchmarks/bench_tui.py times it).
+_FIRST_FRAME = """
+import json, os, sys
+os.environ["XDG_CONFIG_HOME"] = sys.argv[2]
+from engine.core.workspace import Workspace
+from tui.app import make_app
+
+app = make_app(Workspace.at(sys.argv[1]), watch=True)
+seen = {}
+display = app._display
+
+def timed(screen, renderable):
+    display(screen, renderable)
+    if renderable is not None and not app._batch_count and "modules" not in seen:
+        seen["modules"] = sorted(sys.modules)
+        seen["theme"] = app.theme
+
+async def pilot(p):
+    while "modules" not in seen:
+        await p.pause(0.01)
+    await p.pause(0.5)  # the loaders have started: a clean exit from a running app
+    p.app.exit()
+
+app._display = timed
+app.run(headless=True, size=(100, 30), auto_pilot=pilot)
+print("@@" + json.dumps(seen))
+"""
+
+
+def test_the_workbench_paints_its_first_frame_without_yaml_or_events(tmp_path: Path) -> None:
+    from engine.core.workspace import Workspace
+
+    Workspace.init(tmp_path / "ws")
+    config_home = tmp_path / "xdg"
+    (config_home / "skillsmith").mkdir(parents=True)
+    # The theme saved by an earlier session, in the form the workbench writes it.
+    (config_home / "skillsmith" / "config.yaml").write_text('{"theme": "skillsmith-light"}\n')
+    proc = subprocess.run(
+        [sys.executable, "-c", _FIRST_FRAME, str(tmp_path / "ws"), str(config_home)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    marker = [line for line in proc.stdout.splitlines() if line.startswith("@@")]
+    assert marker, f"the workbench did not paint: {proc.stderr.strip()[-400:]}"
+    seen = json.loads(marker[-1][2:])
+    assert seen["theme"] == "skillsmith-light"  # the saved theme was read for the first frame
+    modules = set(seen["modules"])
+    assert "tui.app" in modules
+    assert not leaked(modules, NOT_BEFORE_PAINT), (
+        f"the workbench loaded {leaked(modules, NOT_BEFORE_PAINT)} before its first frame"
+    )
+
+
 def test_the_command_table_names_what_each_module_registers() -> None:
     """``--help`` shows the table without importing the modules, so it must say what they do."""
     import argparse

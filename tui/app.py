@@ -174,7 +174,9 @@ class SkillsmithApp(App[None]):
         self.facts = WorkspaceFacts()
         self.activity = ActivityLog()
         self._user_config = load_user_config()
-        self._keymap = dict(workspace.load_config().keymap)
+        # The keymap comes from skillsmith.yaml, read once the first frame is out (the YAML
+        # parser is not needed to paint it): see _after_first_paint.
+        self._keymap: dict[str, str] = {}
         for definition in THEMES.values():
             self.register_theme(definition)
         self.theme = self._initial_theme(theme)
@@ -193,7 +195,6 @@ class SkillsmithApp(App[None]):
         self._round_gates: tuple[str, list[dict[str, Any]]] | None = None
         self._moves: list[Move] = []
         self._mounted = False
-        self.set_keymap(self._keymap)
 
     def _initial_theme(self, requested: str | None) -> str:
         name = resolve_theme_name(requested or self._user_config.theme or DEFAULT_THEME)
@@ -303,14 +304,23 @@ class SkillsmithApp(App[None]):
         self._theme_ready = True
 
     async def _after_first_paint(self) -> None:
+        # The user's keys, before the key line is mounted and before any row loads (so no key
+        # acts on a row with the default binding).
+        try:
+            keymap = dict(self.workspace.load_config().keymap)
+        except SkillsmithError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+        else:
+            self._apply_keymap(keymap)
         await self.mount(JobBar(id="jobbar"), Footer(compact=True))
         self._load_queue()
         self.overview_pane.reload()
         if self.watching:
             self._watch()
-        self._check_keymap()
 
     def _check_keymap(self) -> None:
+        if not self._keymap:  # nothing to check: listing every binding is not free
+            return
         known = {b.id for b in self._all_bindings() if b.id}
         unknown = sorted(set(self._keymap) - known)
         if unknown:

@@ -12,27 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Label, ProgressBar
 
-from engine.core.events import (
-    AnyLoopEvent,
-    CandidateQueued,
-    Event,
-    Failed,
-    Finished,
-    ItemFinished,
-    Progress,
-    Stage,
-    Started,
-    VerdictReached,
-    read_event,
-)
 from tui.activity import Kind, Link
+
+# The event types are imported when a job's first event is shown: the workbench's first frame
+# has no job, and the event machinery (with its id generator) is not worth loading before it.
+if TYPE_CHECKING:
+    from engine.core.events import AnyLoopEvent, Event
 
 JobFunction = Callable[..., "str | JobOutcome"]
 """``fn(reporter, cancel) -> summary`` (see :class:`Job`)."""
@@ -61,6 +53,16 @@ class Job:
 
 def status_of(event: AnyLoopEvent) -> str:
     """A short status for the bar: the step, unit or decision the event names."""
+    from engine.core.events import (
+        CandidateQueued,
+        Failed,
+        Finished,
+        ItemFinished,
+        Progress,
+        Stage,
+        VerdictReached,
+    )
+
     if isinstance(event, Progress):
         return event.label or f"{event.done}/{event.total}"
     if isinstance(event, ItemFinished):
@@ -131,6 +133,8 @@ class JobBar(Horizontal):
 
     def show_event(self, event: Event) -> None:
         """The job's own progress moves the bar; an evaluation it runs shows in the status."""
+        from engine.core.events import Progress, Started, read_event
+
         typed = read_event(event)
         if self._session is None and isinstance(typed, Started):
             self._session = typed.session_id
