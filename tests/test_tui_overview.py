@@ -182,3 +182,25 @@ def test_session_events_read_as_lines_per_kind() -> None:
         "finished · pass 3, fail 1",
         "ids: a, b, c (+2)",
     ]
+
+
+async def test_the_overview_lists_the_first_open_candidates_and_counts_the_rest(
+    tmp_path: Path,
+) -> None:
+    """A thousand open candidates were a thousand overview lines, wrapped again on every
+    refresh; the overview shows the first few (awaiting a decision first) and the queue all."""
+    from tui.overview_pane import SHOWN_CANDIDATES
+
+    awaiting = SHOWN_CANDIDATES + 2
+    ws = build_workspace(tmp_path / "ws", candidates=awaiting)  # and one pending_eval, newest
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        body = text_of(app, "#overview-body")
+        assert f"Open candidates ({awaiting + 1})" in body
+        listed = [line for line in body.splitlines() if line.startswith("  cand-")]
+        assert len(listed) == SHOWN_CANDIDATES
+        assert all("pending_approval" in line for line in listed)  # the newest waits for evidence
+        assert "unproven: waits for evidence" not in body
+        assert "  … 3 more" in body
+        assert app.queue_pane.table.row_count == awaiting + 1

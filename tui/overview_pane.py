@@ -22,10 +22,15 @@ from engine.core.workspace import Workspace
 from tui.navigation import SCROLL_BINDINGS
 
 if TYPE_CHECKING:  # the overview's readers load in its worker, after the first paint
-    from engine.views.overview import NextAction, Overview
+    from engine.views.overview import CandidateLine, NextAction, Overview
     from engine.views.rows import CandidateCache
 
 Parts = list[tuple[str, str] | str]
+
+# Open candidates listed here; the rest are one "… N more" line. A thousand open candidates made
+# a thousand-line text that Textual wraps again on every layout pass (each refresh of the queue
+# beside it); the queue pane lists them all.
+SHOWN_CANDIDATES = 10
 
 
 def _score(value: float | None, measure: str) -> str:
@@ -36,6 +41,15 @@ def _score(value: float | None, measure: str) -> str:
 
 def _heading(parts: Parts, text: str) -> None:
     parts.append((f"\n{text}\n", "bold $text-primary"))
+
+
+def first_candidates(candidates: list[CandidateLine]) -> list[CandidateLine]:
+    """The open candidates the overview lists: the newest of those awaiting a decision (the
+    next action points at them), then the newest of the others (ids start with their creation
+    time); shown oldest first, in the order the overview has always listed them."""
+    newest = sorted(candidates, key=lambda c: c.id, reverse=True)
+    newest.sort(key=lambda c: c.status != "pending_approval")
+    return sorted(newest[:SHOWN_CANDIDATES], key=lambda c: c.id)
 
 
 def render_overview(
@@ -90,10 +104,13 @@ def render_overview(
     _heading(parts, f"Open candidates ({len(view.candidates)}) · 1 shows the queue")
     if not view.candidates:
         parts.append(("  (none; v proposes one)\n", "$text-muted"))
-    for c in view.candidates:
+    for c in first_candidates(view.candidates):
         parts.append(f"  {c.id}  {c.skill}  ")
         parts.append((c.status, "$text-accent"))
         parts.append(f"  {c.summary}\n")
+    if len(view.candidates) > SHOWN_CANDIDATES:
+        more = len(view.candidates) - SHOWN_CANDIDATES
+        parts.append((f"  … {more} more\n", "$text-muted"))
     _heading(parts, "Sessions · 4 shows their events")
     if not view.unfinished and not view.recent:
         parts.append(("  (none yet)\n", "$text-muted"))
@@ -132,6 +149,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
         self.job: str | None = None
         self.last: str | None = None
         self.loaded = False
+        self._shown: Content | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Reading the workspace…", id="overview-body")
@@ -168,9 +186,8 @@ class OverviewPane(VerticalScroll, can_focus=True):
     def _loaded(self, message: _Loaded) -> None:
         self.loaded = True
         if message.error is not None:
-            self.query_one("#overview-body", Static).update(
-                Content.styled(message.error, "$text-error")
-            )
+            self._shown = Content.styled(message.error, "$text-error")
+            self.query_one("#overview-body", Static).update(self._shown)
             return
         self.view = message.view
         self._show()
@@ -179,6 +196,10 @@ class OverviewPane(VerticalScroll, can_focus=True):
         action = self.next_action()
         if self.view is None or action is None:
             return
-        self.query_one("#overview-body", Static).update(
-            render_overview(self.view, action, self.job, self.last)
-        )
+        content = render_overview(self.view, action, self.job, self.last)
+        # A reload after every change mostly finds the same text: updating the Static anyway
+        # would lay out and paint the pane again for nothing.
+        if self._shown is not None and content.is_same(self._shown):
+            return
+        self._shown = content
+        self.query_one("#overview-body", Static).update(content)
