@@ -8,7 +8,7 @@ import pytest
 from engine.loops.gepa.merge import lineage, merge_section, merge_sections, plan_merge
 from engine.loops.gepa.pareto import merge_keeps
 
-SEED_STEPS = "1. Read it: `read <file>`.\n2. Flag SQL: `grep -nE \"execute\\(\" *.py`\n3. Confirm."
+SEED_STEPS = '1. Read it: `read <file>`.\n2. Flag SQL: `grep -nE "execute\\(" *.py`\n3. Confirm.'
 SEED = {
     "steps": SEED_STEPS,
     "pitfalls": "- `?` placeholders — not a finding.",
