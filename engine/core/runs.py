@@ -308,6 +308,7 @@ def build_index(runs_dir: Path) -> None:
     runs_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{UNFINISHED}.", dir=runs_dir))
     try:
+        staging.chmod(0o755)  # as the folders beside it (mkdtemp makes it private)
         for folder in _scan_unfinished(runs_dir):
             (staging / folder.run_id).touch()
         fsync_dir(staging)
