@@ -50,6 +50,7 @@ from engine.evaluation.patches.edits import NUMBER, splice, with_pitfalls, with_
 from engine.evaluation.patches.material import CaseMaterial, CodeLine, GrepMatcher, Material, gather
 from engine.evaluation.patches.mining import (
     GLOB,
+    analogies,
     construct,
     flag_matchers,
     fn_patterns,
@@ -212,6 +213,8 @@ class OfflineProposer:
         wanted = set(target.case_ids) & {c.case_id for c in failing}
         sources = [src for step in plan(doc) if not step.flags for src in step.sources]
         covers = fn_patterns(failing, sources)
+        for pattern, info in analogies(doc, failing, [ln.text for _, ln in negatives]).items():
+            covers.setdefault(pattern, info)
         general = source_pattern(sources, failing, skill_globs(doc))
         if general is not None:
             covers.setdefault(general[0], general[1])
@@ -263,7 +266,7 @@ class OfflineProposer:
                 if len(exceptions) > MAX_PITFALLS:
                     continue
                 items = [_pitfall(t, _families(kinds, guarded[t], " and ")) for t in exceptions]
-                text = with_pitfalls(SkillDoc.parse_lenient(text)[0], items)
+                text = with_pitfalls(SkillDoc.parse_lenient(text)[0], _heeded(doc, items))
             if text is not None:
                 how = f"new flag step for {', '.join(fixed)}{_doubt(material, failing)}"
                 if exceptions:
@@ -278,7 +281,7 @@ class OfflineProposer:
         usable: dict[str, set[int]] = {}
         for index, text in enumerate(lines):
             for token in guard_tokens(text, positives, sinks):
-                if token_class(token) <= 1:
+                if token_class(token) <= 1 and not flagged_by(token, text, sinks):
                     usable.setdefault(token, set()).add(index)
         ranked = sorted(
             usable,
@@ -362,19 +365,17 @@ class OfflineProposer:
             ),
         )
         kinds = {c.case_id: c.case_type for c in material.cases.values()}
-        every_step = _every_step_item(doc)
         for chosen in greedy_covers(ranked, fixes, wanted, MAX_PITFALLS):
             items = [_pitfall(t, _families(kinds, fixes[t], " and ")) for t in chosen]
             fixed = sorted(set().union(*(fixes[t] for t in chosen)))
             how = f"Pitfalls for {', '.join(fixed)}{_doubt(material, failing)}"
+            heeded = _heeded(doc, items)
+            text = with_pitfalls(doc, heeded)
+            if text is not None and len(heeded) > len(items):
+                yield DraftPatch(text, tuple(fixed), how + ", and run every step before concluding")
             text = with_pitfalls(doc, items)
             if text is not None:
                 yield DraftPatch(text, tuple(fixed), how)
-            # an agent that concludes at its first hit never reads these items: the same items
-            # with the every-step item, for when each alone fixed nothing
-            text = with_pitfalls(doc, [*items, every_step]) if every_step else None
-            if text is not None:
-                yield DraftPatch(text, tuple(fixed), how + ", and run every step before concluding")
 
 
 # -- candidate building blocks --------------------------------------------------------------------
@@ -447,6 +448,20 @@ def guard_tokens(text: str, positives: Sequence[str], sinks: Sequence[re.Pattern
     }
 
 
+def flagged_by(token: str, text: str, sinks: Sequence[re.Pattern[str]]) -> bool:
+    """Whether every occurrence of ``token`` on ``text`` lies in what a new pattern matches.
+
+    ``Buffer.from(`` in ``JSON.parse(Buffer.from(req.body…`` is the very call the "input handed
+    to a call" pattern found, not what makes the line safe: as a guard it would also clear the
+    same call in a vulnerable file (``unserialize(Buffer.from(req.cookies…``).
+    """
+    spans = [m.span() for s in sinks for m in s.finditer(text)]
+    starts = [m.start() for m in re.finditer(re.escape(token), text)]
+    return bool(starts) and all(
+        any(a < end and a + len(token) > begin for begin, end in spans) for a in starts
+    )
+
+
 def _families(kinds: dict[str, str | None], case_ids: Iterable[str], joint: str) -> str:
     return joint.join(sorted({k for k in (kinds.get(c) for c in case_ids) if k}))
 
@@ -483,6 +498,18 @@ def _unloop(doc: SkillDoc, target: PatchTarget) -> Iterator[DraftPatch]:
                 break
             if index > step.line - 1 and NUMBER.match(line):
                 break
+
+
+def _heeded(doc: SkillDoc, items: list[str]) -> list[str]:
+    """Pitfalls items, with the every-step item when the skill has none.
+
+    An agent that concludes at its first hit reviews its findings without the Pitfalls, so a
+    "not a finding" item is heeded only by an agent that runs on to the confirm step; the
+    every-step item also makes every other step steadier (the demo agent, like a model, slips
+    less on a skill that says plainly what to do).
+    """
+    item = _every_step_item(doc)
+    return [*items, item] if item else items
 
 
 def _every_step_item(doc: SkillDoc) -> str | None:
