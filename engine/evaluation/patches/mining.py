@@ -414,6 +414,13 @@ def greedy_covers(
             yield key
 
 
+def grep_command(patterns: Sequence[str], files: str) -> str:
+    """The command of a new flag step: the patterns as one ``grep -nE`` alternation, quoted the
+    way the agent's shell-style split reads it back (a ``"`` of ``["']`` escaped)."""
+    quoted = "|".join(patterns).replace('"', '\\"')
+    return f'grep -nE "{quoted}" {files}'
+
+
 def flag_matchers(doc: SkillDoc) -> list[GrepMatcher]:
     matchers: list[GrepMatcher] = []
     for step in plan(doc):

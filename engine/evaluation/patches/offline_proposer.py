@@ -55,6 +55,7 @@ from engine.evaluation.patches.mining import (
     flag_matchers,
     fn_patterns,
     greedy_covers,
+    grep_command,
     line_tokens,
     nesting,
     skill_globs,
@@ -259,7 +260,7 @@ class OfflineProposer:
             fixed = sorted(set().union(*(hit[p] for p in chosen)))
             what = f"{_families(kinds, fixed, ' and ')} calls".lstrip()
             files = " ".join(sorted(set().union(*(covers[p].files for p in chosen))))
-            body = f'Flag {what} the earlier steps miss: `grep -nE "{"|".join(chosen)}" {files}`'
+            body = f"Flag {what} the earlier steps miss: `{grep_command(chosen, files)}`"
             text = with_step(doc, body)
             exceptions = list(dict.fromkeys(t for p in chosen for t in guards.get(p, ())))
             if text is not None and exceptions:
