@@ -90,6 +90,8 @@ def test_word_slots_keep_the_construct_around_a_group() -> None:
     assert ("\\b", "\\b", True) in slots  # md5
     assert ("x", "y", False) in slots
     assert len(slots) == 3  # ``sha1\\(`` is no plain word
+    # a word learnt before (its spellings in a group, bounded) is a bare word again
+    assert list(word_slots("\\b(des|Des|DES)\\b|x")) == [("\\b", "\\b", True), ("\\b", "\\b", True)]
 
 
 def test_a_php_method_is_learnt_for_any_receiver(tmp_path: Path) -> None:

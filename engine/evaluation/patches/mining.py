@@ -203,7 +203,12 @@ def word_slots(pattern: str) -> Iterator[tuple[str, str, bool]]:
             yield r"\b", r"\b", True
             continue
         for group in _WORD_GROUP.finditer(alternative):
-            yield alternative[: group.start()], alternative[group.end() :], False
+            head, tail = alternative[: group.start()], alternative[group.end() :]
+            if not (head + tail).replace(r"\b", ""):
+                # ``\b(des|Des|DES)\b``, a learnt word: bounds are no construct either
+                yield r"\b", r"\b", True
+            else:
+                yield head, tail, False
 
 
 def _alternatives(pattern: str) -> list[str]:
