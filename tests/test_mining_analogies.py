@@ -22,7 +22,7 @@ from engine.evaluation.patches.mining import (
     grep_command,
     word_slots,
 )
-from engine.evaluation.patches.offline_proposer import flagged_by
+from engine.evaluation.patches.offline_proposer import OfflineProposer, flagged_by
 
 SKILL = """---
 name: audit
@@ -108,12 +108,20 @@ def test_a_php_method_is_learnt_for_any_receiver(tmp_path: Path) -> None:
     assert re.search(built, other) and grep_hits(built, other, tmp_path)
 
 
-def test_the_flagged_call_is_no_guard() -> None:
+def test_the_flagged_call_is_the_guard_only_when_the_line_has_no_other() -> None:
     sink = re.compile(r"\w\(([A-Za-z_$][A-Za-z0-9_$]*(\.|->))?(req\.body|req\.query)")
     line = "const cart = JSON.parse(Buffer.from(req.body.cart, 'base64').toString());"
     assert flagged_by("Buffer.from(", line, [sink])
     assert not flagged_by("JSON.parse(", line, [sink])
     assert not flagged_by("absent(", line, [sink])
+
+    proposer = OfflineProposer(None, seed=7)
+    positives = ["return profile.toString();"]  # a call the vulnerable files share is no guard
+    assert proposer._guards([line], positives, [sink]) == ("JSON.parse(",)
+    php = re.compile(r"\w\(([A-Za-z_$][A-Za-z0-9_$]*(\.|->))?(\$_GET)")
+    served = "readfile('/var/invoices/' . basename($_GET['invoice']) . '.pdf');"
+    # the vulnerable files call readfile( too: basename( is the one guard this line has
+    assert proposer._guards([served], ["readfile($_GET['f']);"], [php]) == ("basename(",)
 
 
 def test_a_new_step_reads_back_as_the_patterns_it_was_built_from() -> None:

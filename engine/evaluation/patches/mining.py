@@ -176,7 +176,7 @@ def analogies(
                         regex = _compiled(pattern)
                         if regex is None or not regex.search(line.text):
                             continue
-                        info = found.setdefault(pattern, FlagPattern(set(), 1, 0, set(globs)))
+                        info = found.setdefault(pattern, FlagPattern(set(), 0, 1, set(globs)))
                         info.cases.add(case.case_id)
                         info.files.add(operand(line.path))
                         if bare:

@@ -282,11 +282,18 @@ class OfflineProposer:
         usable: dict[str, set[int]] = {}
         for index, text in enumerate(lines):
             for token in guard_tokens(text, positives, sinks):
-                if token_class(token) <= 1 and not flagged_by(token, text, sinks):
+                if token_class(token) <= 1:
                     usable.setdefault(token, set()).add(index)
+        flagged = {t: all(flagged_by(t, lines[i], sinks) for i in usable[t]) for t in usable}
         ranked = sorted(
             usable,
-            key=lambda t: (-len(usable[t]), token_class(t), -nesting(t, lines), self._tie(t)),
+            key=lambda t: (
+                -len(usable[t]),
+                flagged[t],
+                token_class(t),
+                -nesting(t, lines),
+                self._tie(t),
+            ),
         )
         chosen: list[str] = []
         covered: set[int] = set()
@@ -452,9 +459,10 @@ def guard_tokens(text: str, positives: Sequence[str], sinks: Sequence[re.Pattern
 def flagged_by(token: str, text: str, sinks: Sequence[re.Pattern[str]]) -> bool:
     """Whether every occurrence of ``token`` on ``text`` lies in what a new pattern matches.
 
-    ``Buffer.from(`` in ``JSON.parse(Buffer.from(req.body…`` is the very call the "input handed
-    to a call" pattern found, not what makes the line safe: as a guard it would also clear the
-    same call in a vulnerable file (``unserialize(Buffer.from(req.cookies…``).
+    The call the "input handed to a call" pattern found may be the guard itself
+    (``basename($_GET[…])``), but where the line has another guard that one goes first:
+    ``Buffer.from(`` of ``JSON.parse(Buffer.from(req.body…`` only decodes, and as a guard it
+    would also clear the same call in a vulnerable file (``unserialize(Buffer.from(req.cookies…``).
     """
     spans = [m.span() for s in sinks for m in s.finditer(text)]
     starts = [m.start() for m in re.finditer(re.escape(token), text)]
