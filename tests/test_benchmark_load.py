@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
+from engine.core import fsutil
 from engine.core.benchmark import Check, load_benchmark, normalise_label
 from engine.core.errors import FormatError
 from tests.bench_helpers import labelled_cases, tree_state, write_benchmark, write_case
@@ -205,3 +208,81 @@ def test_empty_benchmark_is_refused(tmp_path: Path) -> None:
     root = write_benchmark(tmp_path / "b", {})
     with pytest.raises(FormatError, match="has no cases"):
         load_benchmark(root)
+
+
+# -- the in-process cache (by file stamps) -----------------------------------------------------
+
+
+def _settle_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let the cache keep files written a moment ago (it normally waits SETTLED_AFTER_S, 2 s):
+    the tests below then see the cache both keep a value and drop it."""
+    monkeypatch.setattr(fsutil, "SETTLED_AFTER_S", 0.0)
+
+
+def _next_tick() -> None:
+    """Past the filesystem's timestamp granularity, so an edit moves mtime and ctime."""
+    time.sleep(0.05)
+
+
+def test_a_rubric_edited_in_place_after_loading_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _settle_now(monkeypatch)
+    root = write_benchmark(tmp_path / "b", {"a": {"expected": "safe", "notes": "aaaa"}})
+    rubric = root / "a" / "rubric" / "rubric.yaml"
+    assert load_benchmark(root).cases[0].rubric.notes == "aaaa"
+    assert load_benchmark(root).cases[0].rubric.notes == "aaaa"  # kept: the same stamps
+    _next_tick()
+    with rubric.open("r+", encoding="utf-8") as fh:  # same size, same inode: only times move
+        text = fh.read()
+        fh.seek(0)
+        fh.write(text.replace("aaaa", "bbbb"))
+    assert load_benchmark(root).cases[0].rubric.notes == "bbbb"
+
+
+def test_a_loaded_rubric_is_a_copy_the_cache_does_not_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _settle_now(monkeypatch)
+    root = write_benchmark(tmp_path / "b", {"a": {"expected": "safe"}})
+    first = load_benchmark(root).cases[0].rubric
+    first.expected = "vulnerable"
+    first.checks[0].weight = 5.0
+    again = load_benchmark(root).cases[0].rubric
+    assert again.expected == "safe" and again.checks == [Check()]
+
+
+def test_a_statement_edited_after_a_clean_check_is_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _settle_now(monkeypatch)
+    root = write_benchmark(tmp_path / "b", {"a": {"expected": "safe", "notes": "x"}})
+    write_case(
+        root,
+        "a",
+        {"expected": "safe", "checks": [{"kind": "contains", "value": "line 12"}]},
+        files={"code.py": "x = 1  # line 13\n"},
+    )
+    load_benchmark(root)
+    load_benchmark(root)  # the clean verdict is kept now
+    _next_tick()
+    (root / "a" / "statement" / "code.py").write_text("x = 1  # line 12\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"'line 12' appears in statement/code\.py"):
+        load_benchmark(root)
+    _next_tick()
+    (root / "a" / "statement" / "code.py").unlink()
+    (root / "a" / "statement" / "notes.txt").write_text("see line 12\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"appears in statement/notes\.txt"):
+        load_benchmark(root)  # a file added (and one removed) is seen too
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_seen(tmp_path: Path) -> None:
+    # as within one timestamp tick, or a copy that keeps mtimes: files changed in the last
+    # SETTLED_AFTER_S are not kept, and a stamp holds the ctime, which nothing sets back
+    root = write_benchmark(tmp_path / "b", {"a": {"expected": "safe", "notes": "aaaa"}})
+    rubric = root / "a" / "rubric" / "rubric.yaml"
+    assert load_benchmark(root).cases[0].rubric.notes == "aaaa"
+    stat = rubric.stat()
+    rubric.write_text(rubric.read_text(encoding="utf-8").replace("aaaa", "bbbb"))
+    os.utime(rubric, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the old mtime, as in one tick
+    assert load_benchmark(root).cases[0].rubric.notes == "bbbb"

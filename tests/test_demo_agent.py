@@ -83,7 +83,10 @@ def audit(name: str) -> str:
 
 
 def run_agent(room: Path, **env: str) -> list[dict[str, Any]]:
-    environ = {"PATH": os.environ["PATH"], "HOME": str(room), **env}
+    # The agent runs outside the sandbox here and imports the engine from the checkout: without
+    # PYTHONDONTWRITEBYTECODE it would write __pycache__ folders there (tests write in tmp_path).
+    environ = {"PATH": os.environ["PATH"], "HOME": str(room), "PYTHONDONTWRITEBYTECODE": "1"}
+    environ.update(env)
     proc = subprocess.run(
         [sys.executable, "-m", "engine.evaluation.demo.agent"],
         cwd=room,
@@ -129,6 +132,17 @@ def rules_fired(room: Path, skill: str = SHIPPED_SKILL) -> set[str]:
         skill_name=DEMO_SKILL,
     )
     return {hit.rule_id for hit in Registry.builtin().run(ctx)}
+
+
+def _bytecode_folders() -> set[Path]:
+    return set(Path(__file__).resolve().parents[1].joinpath("engine").rglob("__pycache__"))
+
+
+def test_running_the_agent_writes_nothing_into_the_checkout(tmp_path: Path) -> None:
+    before = _bytecode_folders()
+    room = make_room(tmp_path, {"net.py": PY_SYSTEM}, audit("net.py"))
+    assert verdict(run_agent(room)) in ("vulnerable", "safe")
+    assert _bytecode_folders() == before
 
 
 # -- following the skill ----------------------------------------------------------------------

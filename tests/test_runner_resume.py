@@ -233,3 +233,27 @@ def test_walk_files_lists_what_os_walk_lists_so_fingerprints_and_resume_keys_sta
     assert list(walk_files(root)) == expected
     assert [str(p) for p in iter_files(root)] == [path for path, _ in expected]
     assert "link-to-dir/z.txt" not in {rel for _, rel in expected}  # not entered, as before
+
+
+def test_a_statement_edited_in_place_after_a_run_is_another_evaluation_not_its_resume(
+    tmp_path: Path, count_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The benchmark's fingerprint (part of the resume key) is kept in process by its files'
+    stamps; an edit that keeps the file's size must still change it."""
+    from engine.core import fsutil
+
+    monkeypatch.setattr(fsutil, "SETTLED_AFTER_S", 0.0)  # keep files written a moment ago
+    ws = command_workspace(tmp_path / "ws")
+    root = mode_benchmark(ws, {"ok": ("answer", SAFE, "safe"), "flaky": ("flaky", SAFE, "safe")})
+    first = run_evaluation(ws, "b", jobs=1)
+    assert first.status == "incomplete"  # resumable: the next identical evaluation resumes it
+    assert run_evaluation(ws, "b", jobs=1).run_id == first.run_id
+    time.sleep(0.05)  # past the timestamp tick: the edit moves mtime and ctime
+    code = root / "ok" / "statement" / "code.txt"
+    code.write_text(SAFE.replace("y", "z"), encoding="utf-8")
+
+    other = run_evaluation(ws, "b", jobs=1)
+
+    assert other.run_id != first.run_id
+    old, new = (json.loads((r.run_dir / "manifest.json").read_text()) for r in (first, other))
+    assert old["inputs"]["benchmark_sha256"] != new["inputs"]["benchmark_sha256"]

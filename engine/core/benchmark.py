@@ -8,10 +8,12 @@ private rubric leaks into what the agent sees is refused — a leaked answer mea
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import random
 import re
+import threading
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine.core.errors import FormatError
-from engine.core.fsutil import walk_files
+from engine.core.fsutil import Stamp, settled, stamp_of, walk_files
 from engine.core.schema import from_mapping, load_yaml
 
 if TYPE_CHECKING:
@@ -46,6 +48,15 @@ _CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MIN_LEAK_CHARS = 4
 # Free-text rubric prose (notes, judge criteria) leaks only when a whole sentence is copied.
 MIN_LEAK_SENTENCE_CHARS = 20
+
+# Every evaluation loads its benchmark, and a loop evaluates many times in one process: what
+# loading reads from a case's files is kept here by the files' stamps (engine.core.fsutil
+# .stamp_of), so an unchanged case costs a stat, not a YAML parse and a read of its statement.
+_cache_lock = threading.Lock()
+_rubrics: dict[str, tuple[Stamp, Rubric]] = {}  # rubric.yaml -> its parse, before validation
+# statement folder -> (its files' stamps, the secrets looked for, (secret index, file) found)
+_Found = tuple[int, str] | None
+_leaks: dict[str, tuple[tuple[tuple[str, Stamp], ...], tuple[tuple[str, str], ...], _Found]] = {}
 
 
 @dataclass
@@ -268,11 +279,29 @@ def _validate_config(config: BenchmarkConfig, source: Path, root: Path) -> None:
             )
 
 
+def _parse_rubric(path: Path) -> Rubric:
+    """The rubric as the file says, from the cache while the file's stamp holds; a copy, so a
+    caller's edit never reaches the cache."""
+    key = os.fspath(path)
+    stamp = stamp_of(os.stat(path))
+    with _cache_lock:
+        cached = _rubrics.get(key)
+    if cached is not None and cached[0] == stamp:
+        rubric = cached[1]
+    else:
+        data = load_yaml(path)
+        if isinstance(data, dict) and "expected" in data:
+            data = {**data, "expected": label_text(data["expected"])}
+        rubric = from_mapping(Rubric, data, path)
+        if settled([stamp]):
+            with _cache_lock:
+                _rubrics[key] = (stamp, rubric)
+    return dataclasses.replace(rubric, checks=[dataclasses.replace(c) for c in rubric.checks])
+
+
 def _load_rubric(path: Path) -> Rubric:
-    data = load_yaml(path)
-    if isinstance(data, dict) and "expected" in data:
-        data = {**data, "expected": label_text(data["expected"])}
-    rubric = from_mapping(Rubric, data, path)
+    """Parse and validate (validation runs every time: a script check's file may have gone)."""
+    rubric = _parse_rubric(path)
     if not rubric.checks:
         raise FormatError(path, "checks", "expected at least one check (or omit the key)")
     for i, check in enumerate(rubric.checks):
@@ -324,16 +353,17 @@ def _case_dirs(root: Path, config: BenchmarkConfig, source: Path) -> list[Path]:
             raise FormatError(source, "cases", "expected each case listed once")
         return dirs
     dirs = []
-    for child in sorted(root.iterdir()):
-        if not child.is_dir() or child.name.startswith("."):
-            continue
-        has_statement = (child / "statement").is_dir()
-        if not has_statement and (child / "rubric").is_dir():
-            raise FormatError(child, None, "case folder has rubric/ but no statement/")
+    with os.scandir(root) as entries:  # one listing, plain strings: this runs every evaluation
+        names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
+    for name in names:
+        folder = os.path.join(root, name)
+        has_statement = os.path.isdir(os.path.join(folder, "statement"))
+        if not has_statement and os.path.isdir(os.path.join(folder, "rubric")):
+            raise FormatError(root / name, None, "case folder has rubric/ but no statement/")
         if has_statement:
-            if not _CASE_ID.match(child.name):
-                raise FormatError(child, None, "expected a case folder name [A-Za-z0-9._-]")
-            dirs.append(child)
+            if not _CASE_ID.match(name):
+                raise FormatError(root / name, None, "expected a case folder name [A-Za-z0-9._-]")
+            dirs.append(root / name)
     return dirs
 
 
@@ -522,13 +552,12 @@ def _occurs(needle: str, haystack: str) -> bool:
     return bool(needle) and re.search(token_regex(needle), haystack, re.IGNORECASE) is not None
 
 
-def _secrets_of(rubric: Rubric, labels: list[str]) -> list[tuple[str, str]]:
+def _secrets_of(rubric: Rubric, public: set[str]) -> list[tuple[str, str]]:
     """The (field, text) pairs of a rubric whose appearance in the statement gives it away.
 
-    Declared labels are the public answer vocabulary (the prompt must name them), so they are
-    never secrets; neither are regexes (patterns, not text) nor scripts.
+    Declared labels (``public``, normalised) are the public answer vocabulary (the prompt must
+    name them), so they are never secrets; neither are regexes (patterns, not text) nor scripts.
     """
-    public = {normalise_label(lb) for lb in labels}
     found: list[tuple[str, str]] = []
 
     def add(name: str, value: object) -> None:
@@ -582,21 +611,54 @@ def check_benchmark(bench: Benchmark) -> list[FormatError]:
                 )
             )
             continue
-        texts = _statement_texts(case.statement_dir)
-        for name, secret in _secrets_of(case.rubric, bench.labels):
+        leak = _leak(case.statement_dir, tuple(_secrets_of(case.rubric, declared)))
+        if leak is not None:
+            name, secret, hit = leak
+            shown = secret if len(secret) <= 60 else secret[:57] + "..."
+            problems.append(
+                FormatError(
+                    case.rubric_path,
+                    name,
+                    f"private rubric text {shown!r} appears in "
+                    f"{Path(hit).relative_to(case.dir)}; the agent would see the answer",
+                )
+            )
+    return problems
+
+
+def _leak(statement: Path, secrets: tuple[tuple[str, str], ...]) -> tuple[str, str, str] | None:
+    """The first secret found in a statement file, with that file: (field, secret, path).
+
+    Kept by the statement files' stamps and the secrets, so a case whose statement and rubric
+    did not change is not read again; any change to either looks again.
+    """
+    key = os.fspath(statement)
+    try:
+        stamps = tuple(
+            (path, stamp_of(os.stat(path))) for path, _ in walk_files(statement, temp_files=True)
+        )
+    except OSError:  # a dangling link: no stamp to keep the answer by, so look every time
+        stamps = ()
+    with _cache_lock:
+        cached = _leaks.get(key)
+    found: _Found
+    if stamps and cached is not None and cached[:2] == (stamps, secrets):
+        found = cached[2]
+    else:
+        texts = _statement_texts(statement)
+        found = None
+        for index, (_, secret) in enumerate(secrets):
             hit = next((f for f, text in texts if _occurs(secret, text)), None)
             if hit is not None:
-                shown = secret if len(secret) <= 60 else secret[:57] + "..."
-                problems.append(
-                    FormatError(
-                        case.rubric_path,
-                        name,
-                        f"private rubric text {shown!r} appears in "
-                        f"{Path(hit).relative_to(case.dir)}; the agent would see the answer",
-                    )
-                )
+                found = (index, hit)
                 break
-    return problems
+        if stamps and settled(s for _, s in stamps):
+            with _cache_lock:
+                _leaks[key] = (stamps, secrets, found)
+    if found is None:
+        return None
+    name, secret = secrets[found[0]]
+    return name, secret, found[1]
 
 
 __all__ = [

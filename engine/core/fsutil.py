@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -120,6 +120,27 @@ def atomic_open(path: Path, mode: int = 0o644, *, sync_dir: bool = True) -> Iter
         staged.abort()
         raise
     staged.commit(mode, sync_dir=sync_dir)
+
+
+# A file changed this recently may change again within the filesystem's timestamp tick without
+# its stamp changing, so a cache keyed by stamps trusts only files older than this ("racy git").
+SETTLED_AFTER_S = 2.0
+
+Stamp = tuple[int, int, int, int, int]
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    """A file's identity for in-process caches: device, inode, size, mtime and ctime. An atomic
+    write is a new inode; an edit in place moves mtime and ctime (ctime even when the mtime is
+    set back, as ``tar -x`` or ``cp -p`` do)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def settled(stamps: Iterable[Stamp]) -> bool:
+    """Whether a value read from files with these stamps may be cached: none of them changed in
+    the last :data:`SETTLED_AFTER_S` (a later change then always moves a timestamp)."""
+    newest = max((max(s[3], s[4]) for s in stamps), default=0)
+    return time.time_ns() - newest > SETTLED_AFTER_S * 1e9
 
 
 TEMP_SUFFIX = ".tmp"

@@ -47,7 +47,7 @@ from engine.core.events import (
     null_reporter,
     utc_now,
 )
-from engine.core.fsutil import sweep_temp_files, walk_files
+from engine.core.fsutil import Stamp, settled, stamp_of, sweep_temp_files, walk_files
 from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
 from engine.core.scoreboard import Runtime, append_record, record_from_rows
 from engine.core.sessions import start_session
@@ -222,16 +222,41 @@ def _skill_sha(skill: SkillFiles) -> str:
     return digest.hexdigest()
 
 
+_fingerprints: dict[str, tuple[tuple[tuple[str, Stamp], ...], str]] = {}
+_fingerprints_lock = threading.Lock()
+
+
 def bench_fingerprint(bench: Benchmark) -> str:
-    """A change to any statement or rubric makes old results incomparable; the scoreboard not."""
-    digest = hashlib.sha256()
+    """A change to any statement or rubric makes old results incomparable; the scoreboard not.
+
+    A loop evaluates one benchmark many times in a process, so the digest is kept by the
+    stamps of the files it read (engine.core.fsutil.stamp_of): an unchanged benchmark costs a
+    stat per file; any changed, added or removed file hashes every file again.
+    """
     log = bench.scoreboard_path.name
-    for path, rel in walk_files(bench.root):
-        if "/" not in rel and is_log_file(rel, log):
-            continue
+    files = [
+        (path, rel)
+        for path, rel in walk_files(bench.root)
+        if "/" in rel or not is_log_file(rel, log)
+    ]
+    try:
+        stamps = tuple((rel, stamp_of(os.stat(path))) for path, rel in files)
+    except OSError:
+        stamps = ()  # a file went or a link dangles: hash (and fail) as before, keep nothing
+    key = os.fspath(bench.root)
+    with _fingerprints_lock:
+        cached = _fingerprints.get(key)
+    if stamps and cached is not None and cached[0] == stamps:
+        return cached[1]
+    digest = hashlib.sha256()
+    for path, rel in files:
         with open(path, "rb") as fh:
             digest.update(rel.encode() + b"\0" + fh.read() + b"\0")
-    return digest.hexdigest()
+    found = digest.hexdigest()
+    if stamps and settled(s for _, s in stamps):
+        with _fingerprints_lock:
+            _fingerprints[key] = (stamps, found)
+    return found
 
 
 def _read(path: Path) -> str:

@@ -11,6 +11,9 @@ fronts); everything that touches the workspace or decides is ours and plugs in h
   and as a gepa callback it writes every decision to the experiment.
 - :class:`CoverageSelector` and :class:`StrictAcceptance` — the parent draw and the keep rule,
   thin shells over the pure functions of :mod:`engine.loops.gepa.pareto`.
+- GEPA's merge: ``propose_new_texts`` proposes a merged child (:mod:`engine.loops.gepa.merge`)
+  instead of a rewrite once a reflective child was kept, as the reference schedules it; gepa's
+  own merge (``use_merge``) swaps whole components, and ours are sections both lineages edit.
 - :class:`Limits` — the stopper. gepa checks stoppers only between iterations, so a plain call
   budget overshoots by up to a whole round; this one stops *before* a round that could exceed
   the budget, keeping the holdout evaluation's calls in reserve.
@@ -43,7 +46,9 @@ from engine.core.workspace import Workspace
 from engine.evaluation.llm import LLM
 from engine.evaluation.runner import RunResult, run_evaluation
 from engine.loops.gepa.experiment import Experiment
+from engine.loops.gepa.merge import MAX_MERGES, plan_merge
 from engine.loops.gepa.pareto import (
+    merge_keeps,
     minibatch_keeps,
     minibatch_screen,
     sample_minibatch,
@@ -300,6 +305,12 @@ class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
         self.validation_set = set(validation)
         self.log = log
         self.pool: list[str] = []  # candidate ids in pool order (index = gepa program index)
+        # per pool member: its sections, its parent's pool index, its validation scores
+        self.members: list[dict[str, str]] = []
+        self.parents: list[int | None] = []
+        self.table: list[dict[str, float]] = []
+        self.merge_due = False  # the last round kept a reflective child: try a merge next
+        self.merges_tried: set[tuple[int, int]] = set()
         self.iteration = 0
         self.phase = "feedback-parent"
         self.child: dict[str, Any] | None = None  # the proposal awaiting the keep decision
@@ -352,6 +363,9 @@ class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
         minibatch it paid for.
         """
         parent = candidate_id(candidate)
+        merged = self._merge(candidate)
+        if merged is not None:
+            return merged
         child, changed, rationales = dict(candidate), [], []
         for section in components_to_update:
             where = {"iteration": self.iteration, "parent_id": parent, "section": section}
@@ -390,6 +404,47 @@ class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
         )
         self.child = {**where, "candidate_id": child_id}
         return {section: child[section] for section in changed}
+
+    def _merge(self, candidate: dict[str, str]) -> dict[str, str] | None:
+        """GEPA's merge, once a reflective child was kept (engine.loops.gepa.merge): the parent
+        with the changes of a Pareto-front member from another lineage; None when no merge is
+        due, ``MAX_MERGES`` were tried, or no partner changes this parent (the merge stays due
+        for the next round's parent)."""
+        parent_id = candidate_id(candidate)
+        if not self.merge_due or len(self.merges_tried) >= MAX_MERGES:
+            return None
+        if parent_id not in self.pool:
+            return None
+        parent = self.pool.index(parent_id)
+        plan = plan_merge(
+            parent, self.members, self.parents, self.table, self.validation, self.merges_tried
+        )
+        if plan is None:
+            return None  # still due: a later parent may have a partner from another lineage
+        self.merge_due = False
+        self.merges_tried.add((parent, plan.partner))
+        child, partner = plan.sections, self.pool[plan.partner]
+        changed = [name for name in candidate if child[name] != candidate[name]]
+        where = {"iteration": self.iteration, "parent_id": parent_id, "section": ", ".join(changed)}
+        child_id = candidate_id(child)
+        merge = {"partner_id": partner, "ancestor_id": self.pool[plan.ancestor]}
+        self.experiment.event("merge", **where, **merge, candidate_id=child_id)
+        if child_id in self.pool:
+            self.experiment.event("candidate_duplicate", **where, candidate_id=child_id)
+            return {}
+        self.experiment.candidate(
+            child_id,
+            {
+                "parent_id": parent_id,
+                "section": where["section"],
+                "rationale": f"merge: the changes {partner} made since {merge['ancestor_id']}",
+                **merge,
+                "sections": child,
+                "skill_md": render(self.evaluator.seed_text, child),
+            },
+        )
+        self.child = {**where, "candidate_id": child_id, "merge": True}
+        return {name: child[name] for name in changed}
 
     def _usable(self, child: Mapping[str, str], section: str, answer: str) -> Rewrite:
         """The model's rewrite of ``section`` of ``child``, or ReflectionRejected saying why not."""
@@ -449,9 +504,14 @@ class SkillAdapter(GEPAAdapter[str, dict[str, Any], CaseRun]):
     @_guarded
     def on_valset_evaluated(self, event: Mapping[str, Any]) -> None:
         cand = candidate_id(event["candidate"])
-        self.pool.append(cand)
         scores = {self.validation[int(k)]: v for k, v in event["scores_by_val_id"].items()}
+        parent = None if self.child is None else self.child["parent_id"]
+        self.parents.append(self.pool.index(parent) if parent in self.pool else None)
+        self.pool.append(cand)
+        self.members.append(dict(event["candidate"]))
+        self.table.append(scores)
         if len(self.pool) > 1:
+            self.merge_due = not (self.child or {}).get("merge", False)
             self.experiment.event(
                 "candidate_accepted",
                 **(self.child or {"iteration": self.iteration}),
@@ -498,16 +558,24 @@ class DistinctMinibatch:
 
 
 class StrictAcceptance:
-    """Keep a child only if the paired minibatch screen says it beat its parent."""
+    """Keep a reflective child only if the paired minibatch screen says it beat its parent, a
+    merged one if it scored no lower (pareto.merge_keeps)."""
+
+    def __init__(self, adapter: SkillAdapter) -> None:
+        self.adapter = adapter
+
+    def _merged(self) -> bool:
+        return bool((self.adapter.child or {}).get("merge"))
 
     def should_accept(self, proposal: CandidateProposal[Any], state: GEPAState[Any, Any]) -> bool:
-        return minibatch_keeps(
-            proposal.subsample_scores_before or [], proposal.subsample_scores_after or []
-        )
+        keeps = merge_keeps if self._merged() else minibatch_keeps
+        return keeps(proposal.subsample_scores_before or [], proposal.subsample_scores_after or [])
 
     def reject_reason(self, proposal: CandidateProposal[Any], state: GEPAState[Any, Any]) -> str:
         before = sum(proposal.subsample_scores_before or [])
         after = sum(proposal.subsample_scores_after or [])
+        if self._merged():
+            return f"merged child scored {after:g}, below its parent's {before:g}, on the minibatch"
         screen = minibatch_screen(
             proposal.subsample_scores_before or [], proposal.subsample_scores_after or []
         )

@@ -12,6 +12,7 @@ whether it may be submitted — is here, free of I/O, so each rule is tested on 
 - A child is kept when its minibatch scores beat its parent's on the same cases by a paired
   verdict at ``SCREEN_ALPHA``: a deliberately loose screen (a minibatch is a few cases, where no
   strict test can ever pass); a child let through by chance only costs a validation evaluation.
+  A merged child (engine.loops.gepa.merge) only has to score no lower than its parent there.
 - The final pick is the highest validation mean, the seed on a tie (tRPC-Agent-Go's rule:
   Validation selects, Holdout decides). Validation is no test: it picked the best of the pool,
   so its own comparison with the seed is biased by the pick; the holdout cases never took part
@@ -164,6 +165,14 @@ def minibatch_keeps(parent: Sequence[float], child: Sequence[float]) -> bool:
     return screen.delta > _SCREEN_EPSILON and screen.p_value <= SCREEN_ALPHA + _EPSILON
 
 
+def merge_keeps(parent: Sequence[float], child: Sequence[float]) -> bool:
+    """Keep a merged child that scores at least its parent on the minibatch (the reference's
+    merge rule: not below the parents). A merge adds what another lineage learnt on cases of
+    its own; a random minibatch seldom holds them, so asking it to show a gain there would
+    refuse nearly every merge, while one that breaks the parent's cases still fails here."""
+    return math.fsum(child) >= math.fsum(parent) - _SCREEN_EPSILON
+
+
 def validated_pick(
     table: Table, cases: Sequence[str], *, alpha: float
 ) -> tuple[int, Verdict | None]:
@@ -302,6 +311,7 @@ __all__ = [
     "coverage",
     "instance_fronts",
     "mean_score",
+    "merge_keeps",
     "minibatch_keeps",
     "minibatch_screen",
     "paired_scores",

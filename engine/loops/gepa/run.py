@@ -2,11 +2,13 @@
 
 The run: choose Feedback / Validation / Holdout, evaluate the active version (the seed) on
 Validation, let GEPA search (each round rewrites every section the minibatch's records call
-for, children kept only when they beat their parent on the same minibatch, survivors measured
-on all of Validation), pick the best Validation mean (the seed on a tie), then compare seed and
-pick on Holdout with the same conditions. Only a pick that clears the holdout rules — a gain
-whose lower bound is above ``min_gain``, no critical case worse — is submitted, and then only
-into the approval queue (``pending_approval``, through the candidate gates), never published.
+for, or — after a kept child — merges the lessons of another Pareto-front lineage into the
+parent; children kept only when they beat their parent on the same minibatch, a merge when it
+is no worse; survivors measured on all of Validation), pick the best Validation mean (the seed
+on a tie), then compare seed and pick on Holdout with the same conditions. Only a pick that
+clears the holdout rules — a gain whose lower bound is above ``min_gain``, no critical case
+worse — is submitted, and then only into the approval queue (``pending_approval``, through
+the candidate gates), never published.
 The holdout comparison decides as every loop does (``Sampling.decide``): an inconclusive one
 reruns the cases that can still decide it, seed and pick on the same seeds. Validation only
 selects: its comparison of the pick with the seed is recorded, never tested, because the pick
@@ -309,7 +311,7 @@ class _Run:
             valset=list(self.splits.validation),
             adapter=self.adapter,
             candidate_selection_strategy=CoverageSelector(self.splits.validation, self.seed),
-            acceptance_criterion=StrictAcceptance(),
+            acceptance_criterion=StrictAcceptance(self.adapter),
             frontier_type="instance",
             module_selector="all",
             batch_sampler=DistinctMinibatch(self.batch, self.seed),
