@@ -145,6 +145,21 @@ def test_quick_commands_load_only_what_they_run(
     assert commands & modules == expected
 
 
+def test_opening_a_workspace_reads_no_yaml(tmp_path: Path) -> None:
+    """The workbench and quick commands open a workspace before they read any YAML file: the
+    parser (a tenth of a second on a busy machine) is imported by the first read or write."""
+    from engine.core.workspace import Workspace
+
+    Workspace.init(tmp_path / "ws")
+    modules = loaded_after(
+        f"from engine.core.workspace import Workspace\nWorkspace.at({str(tmp_path / 'ws')!r}).root"
+    )
+    assert "engine.core.workspace" in modules
+    assert not leaked(modules, ("yaml", "engine.core.config")), leaked(
+        modules, ("yaml", "engine.core.config")
+    )
+
+
 def test_the_command_table_names_what_each_module_registers() -> None:
     """``--help`` shows the table without importing the modules, so it must say what they do."""
     import argparse

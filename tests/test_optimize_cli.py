@@ -40,6 +40,12 @@ def _optimize(ws: Path, *flags: str, timeout: float = 300) -> tuple[int, dict[st
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
 
 
+def _items(candidate: dict[str, Any], section: str) -> list[str]:
+    """A candidate's section as its items, steps without their numbers."""
+    lines = candidate["sections"][section].splitlines()
+    return [ln.split(". ", 1)[-1] if ln[:1].isdigit() else ln for ln in lines if ln.strip()]
+
+
 @pytest.mark.slow
 def test_demo_optimization_completes_within_its_limits(tmp_path: Path) -> None:
     root = copy_demo(tmp_path / "demo")
@@ -122,6 +128,19 @@ def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Pa
     for member in pool:
         kept = json.loads((folder / "candidates" / f"{member['id']}.json").read_text())
         assert kept["skill_md"].startswith("---\n")
+    # GEPA's merge ran (the benchmark's seed fixes the rounds, so a merge is always proposed
+    # on this run): a merged child differs from its parent, and holds every pitfall its
+    # partner from another lineage added since their common ancestor.
+    merges = [e for e in read_jsonl(folder / "events.jsonl") if e["kind"] == "merge"]
+    assert merges, "no merge was proposed"
+    for merge in merges:
+        child, parent, partner, ancestor = (
+            json.loads((folder / "candidates" / f"{merge[k]}.json").read_text())
+            for k in ("candidate_id", "parent_id", "partner_id", "ancestor_id")
+        )
+        assert child["sections"] != parent["sections"]
+        added = set(_items(partner, "pitfalls")) - set(_items(ancestor, "pitfalls"))
+        assert added <= set(_items(child, "pitfalls"))
     queue = CandidateQueue(Workspace.at(root)).list()
     if result["status"] == "submitted":
         holdout = stored["holdout"]

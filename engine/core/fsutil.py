@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import yaml
-
 
 def fsync_dir(path: Path) -> None:
     """Persist a rename: without syncing the directory the new name may vanish on power loss."""
@@ -270,6 +268,8 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 def atomic_write_yaml(path: Path, obj: Any) -> None:
+    import yaml  # deferred: most processes that load this module never write YAML
+
     atomic_write_text(path, yaml.safe_dump(obj, sort_keys=False, allow_unicode=True))
 
 

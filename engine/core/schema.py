@@ -14,15 +14,9 @@ import types
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
-import yaml
-
 from engine.core.errors import FormatError
 
 T = TypeVar("T")
-
-# libyaml's loader parses about ten times faster (the TUI reads hundreds of candidate files);
-# the pure-Python one stands in where PyYAML was built without it.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
@@ -155,13 +149,26 @@ def load_yaml(path: Path | str) -> Any:
 def parse_yaml(text: str, path: Path | str, first_line: int = 1) -> Any:
     """Parse YAML text read from ``path`` (starting at line ``first_line`` of it, for a piece of
     a file) with the C loader; a syntax error is a one-line FormatError naming the file line."""
+    # Imported here: PyYAML costs a tenth of a second to import on a busy machine, and the
+    # workbench paints its first frame (and quick commands answer) before any YAML is read.
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + first_line if mark is not None else None
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise FormatError(Path(path), None, f"invalid YAML: {problem}", line=line) from None
+
+
+@functools.cache
+def _loader() -> Any:
+    """libyaml's loader: it parses about ten times faster (the TUI reads hundreds of candidate
+    files); the pure-Python one stands in where PyYAML was built without it."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_dataclass(cls: type[T], path: Path | str) -> T:

@@ -21,12 +21,16 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engine.core.config import Config, LimitsConfig, PathsConfig, check_config
 from engine.core.errors import LockError, SkillsmithError
 from engine.core.fsutil import atomic_write_text
 from engine.core.journal import is_leftover
-from engine.core.schema import from_mapping, load_yaml, to_mapping
+
+# The config's dataclasses and the typed loader are imported where a config is read or written:
+# opening a workspace (the workbench's first frame, a quick command) reads no YAML.
+if TYPE_CHECKING:
+    from engine.core.config import Config, PathsConfig
 
 CONFIG_NAME = "skillsmith.yaml"
 LOCK_NAME = ".skillsmith.lock"
@@ -143,7 +147,11 @@ class Workspace:
                 (path / name).mkdir(exist_ok=True)
         (path / "vault").chmod(0o700)
         ws = cls(path)
-        ws.save_config(config or Config())
+        if config is None:
+            from engine.core.config import Config
+
+            config = Config()
+        ws.save_config(config)
         ws.skills_dir.mkdir(parents=True, exist_ok=True)
         return ws
 
@@ -223,6 +231,8 @@ class Workspace:
         """The settings the workspace itself needs, re-read only when skillsmith.yaml changed
         (paths are asked for on every file access). A config that cannot be read has no paths
         here and the default lock wait, so a lock can still be taken to report the error."""
+        from engine.core.config import LimitsConfig, PathsConfig
+
         stamp = self._config_stamp()
         if stamp is None:
             return _Settings(PathsConfig(), LimitsConfig().lock_wait_s)
@@ -264,6 +274,9 @@ class Workspace:
         """The parsed skillsmith.yaml; what the workspace itself needs of it is kept (by the
         file's identity, taken before reading), so the first path asked for after a command
         has loaded its config does not parse the file a second time."""
+        from engine.core.config import Config, check_config
+        from engine.core.schema import from_mapping, load_yaml
+
         stamp = self._config_stamp()
         cfg = check_config(
             from_mapping(Config, load_yaml(self.config_path), self.config_path), self.config_path
@@ -278,6 +291,8 @@ class Workspace:
 
     def save_config(self, config: Config) -> None:
         import yaml
+
+        from engine.core.schema import to_mapping
 
         body = yaml.safe_dump(to_mapping(config), sort_keys=False, allow_unicode=True)
         atomic_write_text(self.config_path, _CONFIG_HEADER + body)
