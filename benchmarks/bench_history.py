@@ -10,7 +10,9 @@ drift on a shared machine cancels:
 * the scoreboard write of one full demo evaluation (``append_record``), the step whose cost
   grew with the history;
 * a whole small evaluation (``run_evaluation`` on ``--cases`` cases, one run each), which
-  includes that write and every other history-dependent step of an evaluation;
+  includes that write and every other history-dependent step of an evaluation (the history
+  is also that many finished run folders in ``runs/``, which resuming and the sweep of killed
+  writes must not list);
 * the scoreboard pane's read (``read_heads``), against a bare ``yaml.load`` (C loader) of the
   1× file, the demo's own history: a plain reader of the N× file costs about N times that.
 
@@ -89,8 +91,29 @@ def build(base: Path, factor: int) -> dict[int, Path]:
         )
         (bench / "scoreboard.yaml").write_text(text, encoding="utf-8")
         shutil.copy2(bench / "scoreboard.yaml", base / f"history-{size}x.yaml")
+        _past_runs(root / "runs", DEMO_RECORDS * size)
         roots[size] = root
     return roots
+
+
+def _past_runs(runs_dir: Path, count: int) -> None:
+    """The run folders of the history's evaluations, finished: a manifest and a results file
+    each (their sessions are not what an evaluation looks at), and the index of unfinished
+    runs the evaluations that made them would have left (engine.core.runs)."""
+    from engine.core.runs import build_index
+
+    for n in range(count):
+        run = runs_dir / f"run-past-{n:05d}"
+        (run / "sessions").mkdir(parents=True)
+        manifest = {
+            "run_id": run.name,
+            "benchmark": BENCH,
+            "key": f"past-{n}",
+            "status": "finished",
+        }
+        (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        (run / "results.jsonl").write_text("", encoding="utf-8")
+    build_index(runs_dir)
 
 
 # -- the measured processes --------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from engine.core.queue import CandidateQueue
+from engine.core.runs import run_folders
 from engine.core.store import SkillStore
 from engine.views.rows import compact_count
 from tests.tui_workspace import BENCH, SKILL, build_workspace, demo_cases
@@ -152,7 +153,7 @@ def test_a_day_on_the_demo_in_a_real_terminal(tmp_path: Path, tmux_session: str)
     wait_for(
         lambda: "Last outcome: Evaluated" in screen(), "the evaluation", 300, show=tmux_session
     )
-    (run,) = ws.runs_dir.iterdir()
+    (run,) = run_folders(ws.runs_dir)
     time.sleep(11)  # the toast times out after 10 s; the outcome must still be on screen
     assert f"Last outcome: Evaluated {BENCH}: run {run.name}" in screen()
 

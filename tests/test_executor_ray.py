@@ -20,7 +20,7 @@ import pytest
 
 from engine.cli import main
 from engine.core.events import Cancelled, CancelToken, Event
-from engine.core.runs import RunFolder
+from engine.core.runs import RunFolder, run_folders
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_SKILL, copy_demo
@@ -119,7 +119,7 @@ def test_eval_executor_ray_on_the_command_line(
     argv = ["-w", str(ws.root), "eval", "vuln-detect", "--cases", ",".join(CASES)]
     assert main([*argv, "--executor", "ray", "--seed", "7", "-j", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    (run_dir,) = ws.runs_dir.iterdir()
+    (run_dir,) = run_folders(ws.runs_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["seed"] == 7 and manifest["status"] == "finished"
     assert manifest["executor"]["kind"] == "ray"
@@ -177,7 +177,7 @@ def test_an_interrupted_ray_evaluation_resumes_only_the_missing_units(
 
     with pytest.raises(Cancelled):
         run_evaluation(ws, "b", jobs=2, reporter=report, cancel=cancel)
-    (run_dir,) = ws.runs_dir.iterdir()
+    (run_dir,) = run_folders(ws.runs_dir)
     done = {k.case_id for k, r in RunFolder(run_dir).latest_rows().items() if r["pass_fail"]}
     assert 2 <= len(done) < len(cases)
     resumed = run_evaluation(ws, "b", jobs=2, run_id=run_dir.name)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from engine.core.runs import RunFolder
+from engine.core.runs import RunFolder, run_folders
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
 from engine.evaluation.failfast import PREFLIGHT_TIMEOUT_S, FirstUnits, environment_fault
@@ -135,7 +135,7 @@ def test_claude_units_failing_alike_stop_the_evaluation(
     line = _one_error_line(capsys.readouterr().err)
     url = messages_server.url
     assert line == f"skillsmith: error: the Messages API at {url} refused the API key (401)"
-    (run,) = ws.runs_dir.iterdir()
+    (run,) = run_folders(ws.runs_dir)
     rows = RunFolder(run).latest_rows()
     assert len(rows) == 3 and all(r["pass_fail"] == "invalid" for r in rows.values())
     manifest = json.loads((run / "manifest.json").read_text())
@@ -161,7 +161,7 @@ def test_identical_crashes_on_different_cases_stop(
         "skillsmith: error: the agent fails the same way on every case: agent crashed "
         "(exit status 1): cannot read /etc/agent.toml: Permission denied"
     )
-    (run,) = ws.runs_dir.iterdir()
+    (run,) = run_folders(ws.runs_dir)
     assert len(RunFolder(run).latest_rows()) == 3
 
 

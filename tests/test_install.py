@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.core.runs import run_folders
 from tests.test_e2e_tmux import tmux, tmux_session, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -94,7 +95,7 @@ def test_install_then_the_tour_works_from_any_folder(tmp_path: Path, tmux_sessio
         if argv[1] == "demo":
             assert out.strip() == argv[2]  # the demo's path, printed
         if argv[1] == "eval":
-            (run,) = (cwd / "runs").iterdir()  # the tour's first evaluation
+            (run,) = run_folders(cwd / "runs")  # the tour's first evaluation
             run_id = run.name
             assert run_id in "".join(out.split()), out  # printed (rich may wrap the path)
     assert run_id and (cwd / "runs" / run_id / "results.jsonl").is_file()

@@ -163,7 +163,7 @@ def test_the_boldest_cover_comes_first_and_a_broken_case_narrows_the_next(
     assert "allowlisted(" not in narrow.skill_text
 
 
-def test_a_rejected_pitfalls_item_comes_back_with_the_every_step_item(
+def test_a_pitfalls_item_comes_with_the_every_step_item_and_alone_once_that_is_rejected(
     workspace: Workspace,
 ) -> None:
     ctx = _context(workspace, diagnosis=diagnosis(FP))
@@ -175,19 +175,19 @@ def test_a_rejected_pitfalls_item_comes_back_with_the_every_step_item(
     why = "gate rejected: target: fixed 0 of 1 targeted failing case, 1 wanted"
     taboo = [TabooEntry(alone.taboo_rule, diff_hash(alone.diff), why, "2026-05-27T00:00:00Z")]
 
+    # an agent that concludes at its first hit never reads a Pitfalls item: it comes with the
+    # every-step item first
+    both = proposer.propose(_context(workspace, diagnosis=diagnosis(FP), taboo_entries=taboo))
+    assert both.ok and both.diff is not None and both.skill_text is not None
+    added = [ln[1:] for ln in both.diff.splitlines() if ln.startswith("+- ")]
+    assert len(added) == 2 and "run all steps before you conclude" in added[-1]
+    taboo.append(TabooEntry(both.taboo_rule, diff_hash(both.diff), why, "2026-05-27T00:00:01Z"))
+
     pitfall = proposer.propose(_context(workspace, diagnosis=diagnosis(FP), taboo_entries=taboo))
     assert pitfall.ok and pitfall.diff is not None and pitfall.skill_text is not None
+    assert pitfall.attempts == both.attempts + 1
     assert "run all steps" not in pitfall.skill_text
-    taboo.append(
-        TabooEntry(pitfall.taboo_rule, diff_hash(pitfall.diff), why, "2026-05-27T00:00:01Z")
-    )
-
-    both = proposer.propose(_context(workspace, diagnosis=diagnosis(FP), taboo_entries=taboo))
-    assert both.ok and both.skill_text is not None
-    assert both.attempts == pitfall.attempts + 1
-    added = [ln[1:] for ln in (both.diff or "").splitlines() if ln.startswith("+- ")]
-    assert len(added) == 2 and "run all steps before you conclude" in added[-1]
-    assert added[0] in pitfall.skill_text
+    assert [ln[1:] for ln in pitfall.diff.splitlines() if ln.startswith("+- ")] == added[:1]
 
 
 def test_a_guard_is_what_wraps_the_input_not_the_sink_the_step_found(

@@ -8,24 +8,28 @@ unlocked ``unit-*`` folder.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from engine.core.benchmark import load_benchmark
 from engine.core.fsutil import STALE_AFTER_S, atomic_open, is_temp_file, sweep_temp_files
+from engine.core.runs import UNFINISHED
 from engine.core.scoreboard import read_records
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import RoomSpec, build_room, remove_room, scratch_root, sweep_rooms
 from engine.evaluation.runner import bench_fingerprint, run_evaluation
-from tests.runner_helpers import command_workspace, mode_benchmark
+from tests.runner_helpers import COUNT_ENV, command_workspace, launches, mode_benchmark
 
 SAFE = "q = int(x)\n"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _killed_inside(code: str) -> None:
@@ -39,13 +43,14 @@ def _killed_inside(code: str) -> None:
     child.wait()
 
 
-def _kill_while_writing(path: Path) -> Path:
+def _kill_while_writing(path: Path, prelude: str = "") -> Path:
     """A writer killed after its temp file holds data but before the rename; its temp file."""
     _killed_inside(
         f"""
         import time
         from pathlib import Path
         from engine.core.fsutil import atomic_open
+        {prelude}
         with atomic_open(Path({str(path)!r})) as fh:
             fh.write(b"half a file")
             fh.flush()
@@ -98,10 +103,14 @@ def test_a_manifest_replacement_killed_midway_is_swept_by_the_next_run(
     _workspace(tmp_path, count_dir)
     ws = Workspace.at(tmp_path / "ws")
     first = run_evaluation(ws, "b", run_id="r1")
+    assert _index(ws) == []  # a finished run is not in the index of unfinished runs
     manifest = first.run_dir / "manifest.json"
     old = manifest.read_bytes()
-    temp = _kill_while_writing(manifest)
+    # an evaluation of r1 (named in the index before it writes, as the runner does) killed
+    # while it replaced r1's manifest
+    temp = _kill_while_writing(manifest, _MARK.format(run=str(first.run_dir)))
     assert manifest.read_bytes() == old
+    assert _index(ws) == ["r1"]
     _age(temp)
 
     other = run_evaluation(ws, "b", run_id="r2")  # any later run of the workspace sweeps it
@@ -109,6 +118,76 @@ def test_a_manifest_replacement_killed_midway_is_swept_by_the_next_run(
     assert not temp.exists()
     assert other.status == "finished"
     assert [p for p in first.run_dir.iterdir() if is_temp_file(p.name)] == []
+    assert _index(ws) == []  # r1's manifest says finished: its marker went with the sweep
+
+
+_MARK = (
+    "from engine.core.runs import RunFolder, mark_unfinished; "
+    "mark_unfinished(RunFolder(Path({run!r})))"
+)
+
+
+def _index(ws: Workspace) -> list[str]:
+    return sorted(os.listdir(ws.runs_dir / UNFINISHED))
+
+
+def test_an_evaluation_killed_midway_is_resumed_through_the_index_and_leaves_it_when_done(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    """SIGKILL, not a clean stop: only the index of unfinished runs leads back to the run (no
+    run folder is listed any more), to resume it and to sweep what its killed writes left."""
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {f"c{i}": ("sleep 0.3", SAFE, "safe") for i in range(4)}, runs=2)
+    done = run_evaluation(ws, "b", case_ids=["c0"])  # history: a finished run
+    env = {**os.environ, COUNT_ENV: str(count_dir), "TMPDIR": str(tmp_path / "tmp")}
+    cli = [sys.executable, "-m", "engine.cli", "eval", "b", "-w", str(ws.root), "-j", "1"]
+    proc = subprocess.Popen(
+        cli, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        results = _wait_for_rows(ws, done.run_id, 2)
+    finally:
+        proc.kill()
+        proc.wait()
+    killed = results.parent
+    assert _index(ws) == [killed.name]
+    temp = _kill_while_writing(killed / "manifest.json")
+    _age(temp)
+    kept = len(results.read_text().splitlines())
+    before = len(launches(count_dir))
+
+    resumed = run_evaluation(ws, "b", jobs=2)
+
+    assert resumed.run_id == killed.name and resumed.status == "finished"
+    assert resumed.launched == 8 - kept and len(launches(count_dir)) - before == 8 - kept
+    assert not temp.exists()
+    assert _index(ws) == []
+
+
+def test_a_workspace_from_before_the_index_still_resumes_its_unfinished_run(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {"ok": ("answer", SAFE, "safe"), "flaky": ("flaky", SAFE, "safe")})
+    first = run_evaluation(ws, "b")
+    assert first.status == "incomplete" and _index(ws) == [first.run_id]
+    shutil.rmtree(ws.runs_dir / UNFINISHED)  # as a workspace made before the index was
+    (count_dir / "fixed").write_text("")
+
+    again = run_evaluation(ws, "b")
+
+    assert again.run_id == first.run_id and again.launched == 1 and again.status == "finished"
+    assert _index(ws) == []  # the index was built (naming it) and it left it on finishing
+
+
+def _wait_for_rows(ws: Workspace, other: str, rows: int) -> Path:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for results in ws.runs_dir.glob("*/results.jsonl"):
+            if results.parent.name != other and len(results.read_text().splitlines()) >= rows:
+                return results
+        time.sleep(0.05)
+    raise AssertionError("the evaluation never got going")
 
 
 def test_a_temp_file_still_being_written_is_never_swept(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import Cancelled, CancelToken, Event
+from engine.core.runs import run_folders
 from engine.core.scoreboard import read_records
 from engine.evaluation.runner import run_evaluation
 from tests.runner_helpers import COUNT_ENV, command_workspace, launches, mode_benchmark
@@ -44,7 +45,7 @@ def test_cancel_keeps_finished_units_and_the_rerun_runs_only_the_missing(
     with pytest.raises(Cancelled):
         run_evaluation(ws, "b", jobs=1, reporter=reporter, cancel=token)
 
-    (run_dir,) = ws.runs_dir.iterdir()
+    (run_dir,) = run_folders(ws.runs_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
     assert manifest["counts"]["missing"] == 4
@@ -156,7 +157,7 @@ def test_a_run_that_failed_to_score_stays_resumable_and_its_resume_records_it_on
     monkeypatch.setattr(runner, "append_record", disk_full)
     with pytest.raises(OSError):
         run_evaluation(ws, "b", jobs=1)
-    (run_dir,) = ws.runs_dir.iterdir()
+    (run_dir,) = run_folders(ws.runs_dir)
     assert json.loads((run_dir / "manifest.json").read_text())["status"] != "finished"
     assert read_records(ws.benchmarks_dir / "b") == []
     monkeypatch.setattr(runner, "append_record", real)

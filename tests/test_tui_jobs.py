@@ -12,6 +12,7 @@ from textual.message import Message
 
 from engine.core.config import AgentConfig
 from engine.core.events import Event
+from engine.core.runs import run_folders
 from engine.core.scoreboard import read_records
 from engine.core.workspace import Workspace
 from tests.tui_pilot import SIZE, confirm, settle, toasts, user_config_home, wait_until
@@ -27,7 +28,7 @@ __all__ = ["user_config_home"]
 
 
 def run_dirs(ws: Workspace) -> list[Path]:
-    return sorted(p for p in ws.runs_dir.iterdir() if p.is_dir())
+    return run_folders(ws.runs_dir)
 
 
 def manifest_status(ws: Workspace) -> str | None:

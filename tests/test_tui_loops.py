@@ -22,6 +22,7 @@ from engine.core.events import (
     Started,
     read_event,
 )
+from engine.core.runs import run_folders
 from engine.core.sessions import KINDS
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import copy_demo
@@ -111,7 +112,7 @@ async def test_evaluate_then_curate(tmp_path: Path) -> None:
     async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
         await settle(pilot)
         await start(pilot, "e", 120)
-        (run,) = [p.name for p in ws.runs_dir.iterdir()]
+        (run,) = [p.name for p in run_folders(ws.runs_dir)]
         row = await session_row(pilot, run)
         headline = check_session(watch, "eval", row, "finished", is_progress)
         assert headline.startswith(f"run {run}: pass rate")

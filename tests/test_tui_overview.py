@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from engine.core.queue import CandidateQueue
+from engine.core.runs import run_folders
 from engine.core.scoreboard import RecordHead, Runtime
 from engine.core.workspace import Workspace
 from engine.loops.evolve.checkpoint import RoundRecord
@@ -110,7 +111,7 @@ async def test_first_screen_e_confirms_and_the_outcome_stays(tmp_path: Path) -> 
 
         await confirm(pilot, "e")
         await settle(pilot, timeout=120)
-        (run,) = ws.runs_dir.iterdir()
+        (run,) = run_folders(ws.runs_dir)
         body = text_of(app, "#overview-body")
         assert f"Last outcome: Evaluated {BENCH}: run {run.name}" in body
         assert "press v for an evolve round" in body  # evaluated: the next step moves on

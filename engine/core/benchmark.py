@@ -283,7 +283,10 @@ def _parse_rubric(path: Path) -> Rubric:
     """The rubric as the file says, from the cache while the file's stamp holds; a copy, so a
     caller's edit never reaches the cache."""
     key = os.fspath(path)
-    stamp = stamp_of(os.stat(path))
+    try:
+        stamp = stamp_of(os.stat(path))
+    except FileNotFoundError:  # gone since the case was listed: as a read would say
+        raise FormatError(path, None, "file not found") from None
     with _cache_lock:
         cached = _rubrics.get(key)
     if cached is not None and cached[0] == stamp:

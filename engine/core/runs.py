@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +110,13 @@ class RunFolder:
         if not isinstance(data, dict):
             raise FormatError(self.manifest_path, None, "expected a JSON object")
         return data
+
+    def finished(self) -> bool:
+        """Whether its manifest says it finished cleanly (nothing left to resume)."""
+        try:
+            return self.exists() and self.read_manifest().get("status") == "finished"
+        except FormatError:
+            return False
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         atomic_write_json(self.manifest_path, manifest)
@@ -225,12 +235,13 @@ def _check_row(row: dict[str, Any], path: Path, line: int) -> None:
 
 
 def find_resumable(runs_dir: Path, key: str) -> RunFolder | None:
-    """The newest run with manifest key ``key`` that did not finish cleanly and is not busy."""
-    if not runs_dir.is_dir():
-        return None
+    """The newest run with manifest key ``key`` that did not finish cleanly and is not busy.
+
+    Only the runs the index of unfinished runs names are read (see :func:`unfinished_runs`),
+    so looking costs the same however many evaluations the workspace has finished.
+    """
     candidates: list[tuple[str, RunFolder]] = []
-    for child in runs_dir.iterdir():
-        folder = RunFolder(child)
+    for folder in unfinished_runs(runs_dir):
         if not folder.exists():
             continue
         try:
@@ -243,3 +254,84 @@ def find_resumable(runs_dir: Path, key: str) -> RunFolder | None:
         if not folder.busy():
             return folder
     return None
+
+
+# -- the index of unfinished runs ------------------------------------------------------------------
+#
+# ``runs/.unfinished/<run-id>``: an empty file per run that may not have finished cleanly. The
+# runner creates it (synced) under the workspace lock before it writes anything into the run
+# folder, and removes it once the run's manifest says "finished". What looks for a run to
+# resume, and for a killed writer's temp files to sweep, reads these few names instead of every
+# run folder the workspace ever made. A marker left behind (a crash between the final manifest
+# and its removal) only costs a look at that run's manifest.
+
+UNFINISHED = ".unfinished"
+
+
+def unfinished_runs(runs_dir: Path) -> list[RunFolder]:
+    """The runs the index names; without an index (a workspace from before it), every run
+    folder that has not finished cleanly, found by reading them all (:func:`build_index`
+    writes the index the first time an evaluation runs)."""
+    try:
+        names = sorted(os.listdir(runs_dir / UNFINISHED))
+    except FileNotFoundError:
+        return _scan_unfinished(runs_dir)
+    return [RunFolder(runs_dir / name) for name in names if _RUN_ID.match(name)]
+
+
+def run_folders(runs_dir: Path) -> list[Path]:
+    """The run folders in ``runs/``, by name: not its hidden entries (the index of unfinished
+    runs, an import being staged)."""
+    if not runs_dir.is_dir():
+        return []
+    return sorted(
+        p
+        for p in runs_dir.iterdir()
+        if not p.name.startswith(".") and p.is_dir() and not p.is_symlink()
+    )
+
+
+def _scan_unfinished(runs_dir: Path) -> list[RunFolder]:
+    found = []
+    for child in run_folders(runs_dir):
+        folder = RunFolder(child)
+        if not folder.finished():
+            found.append(folder)
+    return found
+
+
+def build_index(runs_dir: Path) -> None:
+    """Write the index of unfinished runs when there is none yet, from one scan of every run
+    folder (once per workspace); it appears whole, by a rename. Call with the workspace lock."""
+    if (runs_dir / UNFINISHED).is_dir():
+        return
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{UNFINISHED}.", dir=runs_dir))
+    try:
+        staging.chmod(0o755)  # as the folders beside it (mkdtemp makes it private)
+        for folder in _scan_unfinished(runs_dir):
+            (staging / folder.run_id).touch()
+        fsync_dir(staging)
+        os.rename(staging, runs_dir / UNFINISHED)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    fsync_dir(runs_dir)
+
+
+def mark_unfinished(folder: RunFolder) -> None:
+    """Name the run in the index before anything is written into its folder (synced, so a
+    crash that leaves temp files in the folder also leaves the name that leads to them)."""
+    marker = folder.path.parent / UNFINISHED / folder.run_id
+    if marker.exists():
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    fsync_dir(marker.parent)
+
+
+def mark_finished(folder: RunFolder) -> None:
+    """Take the run out of the index once its manifest says "finished" (not synced: a marker
+    that comes back after a crash names a finished run, which costs a look and no more)."""
+    with contextlib.suppress(FileNotFoundError):
+        (folder.path.parent / UNFINISHED / folder.run_id).unlink()

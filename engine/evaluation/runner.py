@@ -48,7 +48,18 @@ from engine.core.events import (
     utc_now,
 )
 from engine.core.fsutil import Stamp, settled, stamp_of, sweep_temp_files, walk_files
-from engine.core.runs import RAW, SESSIONS, RunFolder, UnitKey, check_run_id, find_resumable
+from engine.core.runs import (
+    RAW,
+    SESSIONS,
+    RunFolder,
+    UnitKey,
+    build_index,
+    check_run_id,
+    find_resumable,
+    mark_finished,
+    mark_unfinished,
+    unfinished_runs,
+)
 from engine.core.scoreboard import Runtime, append_record, record_from_rows
 from engine.core.sessions import start_session
 from engine.core.skill_folder import Resources
@@ -617,6 +628,7 @@ def _evaluate(
     resumed = folder.exists()
     with ws.lock(f"eval {plan.bench.id}"):
         _sweep_leftovers(ws, plan.bench, folder)
+        mark_unfinished(folder)  # before the first write into its folder
         folder.repair_torn_tail()
         latest = folder.latest_rows()  # a malformed row refuses the run before anything is written
         manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
@@ -720,11 +732,21 @@ def _open_run(
 def _sweep_leftovers(ws: Workspace, bench: Benchmark, folder: RunFolder) -> None:
     """What killed commands left behind: temp files of interrupted writes (the scoreboard, run
     manifests, sessions) and unit folders in the scratch root. Only abandoned ones go: a
-    writer still at work holds a lock on its file (engine.core.fsutil.stale_hold)."""
+    writer still at work holds a lock on its file (engine.core.fsutil.stale_hold).
+
+    Only the runner writes into a run folder, and only while the run is in the index of
+    unfinished runs (engine.core.runs.mark_unfinished), so the folders of the runs the index
+    names are all that can hold such files: the sweep costs the same at any length of history.
+    """
     sweep_rooms(scratch_root(ws.root))
-    folders = [bench.root, ws.runs_dir, folder.path / SESSIONS, folder.path / RAW]
-    if ws.runs_dir.is_dir():
-        folders += [p for p in ws.runs_dir.iterdir() if p.is_dir() and not p.is_symlink()]
+    build_index(ws.runs_dir)
+    folders = [bench.root, ws.runs_dir, folder.path, folder.path / SESSIONS, folder.path / RAW]
+    for run in unfinished_runs(ws.runs_dir):
+        if run.path == folder.path:
+            continue
+        folders += [run.path, run.path / SESSIONS, run.path / RAW]
+        if not run.path.is_dir() or (not run.busy() and run.finished()):
+            mark_finished(run)  # a marker a crash left after the final manifest, or a run gone
     for path in folders:
         sweep_temp_files(path)
 
@@ -832,6 +854,8 @@ def _finish(
     with ws.lock(f"eval {manifest['benchmark']}"):
         staged.commit()
         folder.compact(sorted(units))
+        if status == "finished":
+            mark_finished(folder)  # nothing more to resume, nothing more it writes
     return latest
 
 

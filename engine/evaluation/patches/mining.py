@@ -21,6 +21,7 @@ from engine.evaluation.patches.input_flow import BUILT, NAME, SEP, calls, defini
 from engine.evaluation.patches.material import CaseMaterial, GrepMatcher, grep_matcher
 
 MIN_BARE_NAME = 6  # shorter plain call names ("get(", "load(") rank last
+VARIABLE = r"\$\w+"  # any PHP variable, in the agent's grep -E
 
 
 _ASSIGN = re.compile(r"\b\w+=\w+\b")  # keyword arguments: usedforsecurity=False
@@ -48,6 +49,34 @@ _FENCE = re.compile(r"```[^\n]*\n.*?```", re.DOTALL)
 
 
 _WORDS = re.compile(r"[a-z]+")
+
+
+_WORDS_ANY = re.compile(r"[A-Za-z0-9]+")
+
+
+_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+_LEADING = re.compile(r"[(,]\s*[\"']([A-Za-z]{3,})")  # "des-ecb" handed to a call: its first word
+
+
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_?]*")
+
+
+_WORD_GROUP = re.compile(r"\(([A-Za-z][A-Za-z0-9_?]*(?:\|[A-Za-z][A-Za-z0-9_?]*)+)\)")
+
+
+# words every file of a language has: a construct made of them names nothing
+_CODE_WORDS = frozenset(
+    re.findall(
+        r"[a-z]+",
+        """abstract async await bool boolean byte catch char class const def elif else err error
+    except export extends false final finally float for from func function go if implements
+    import int interface let long main module new nil none null package private protected
+    public require return self short static string struct super switch this throw throws true
+    try type var void while with""",
+    )
+)
 
 
 _STOPWORDS = frozenset(
@@ -114,6 +143,126 @@ def source_pattern(
     return pattern, FlagPattern({cid for cid, _ in hits}, 0, 1, files)
 
 
+def analogies(
+    doc: SkillDoc, failing: Sequence[CaseMaterial], negatives: Sequence[str]
+) -> dict[str, FlagPattern]:
+    """A flag step's own construct with another word of the same kind, where a missed positive
+    uses that word: ``(password|secret|api_?key)\\s*=\\s*["']`` meets ``webhookToken = "…"``
+    and gives ``(token|Token|TOKEN)\\s*=\\s*["']``; ``md5|sha1`` meets ``"des-ecb"`` and gives
+    ``\\b(des|Des|DES)\\b``.
+
+    Not every flaw is input handed to a call (``fn_patterns``): a weak cipher or a secret in a
+    constant is in a name or a literal. The step's author already wrote the construct down with
+    a list of words; what carries to files nobody mined is that construct, so only the word is
+    learnt. Spelt in each case a ``-i`` step would match, since the new step's grep is not.
+    A bare word has no context to hold it, so it must be the leading word of a literal in at
+    least two missed files and in no line of a negative case (``negatives``).
+    """
+    found: dict[str, FlagPattern] = {}
+    bare_words: set[str] = set()
+    for step in plan(doc):
+        if not step.flags or step.command is None or tool_of(step.command) != "grep":
+            continue
+        parsed = parse_grep(split_command(step.command)[1:])
+        if isinstance(parsed, str):
+            continue
+        insensitive = any("i" in flag for flag in parsed.flags)
+        globs = {op for op in parsed.operands if GLOB.match(op)}
+        for head, tail, bare in word_slots(parsed.pattern):
+            for case in failing:
+                for line in case.code():
+                    for word in sorted(analogy_words(line.text, literals_only=bare)):
+                        pattern = head + spelled(word, insensitive) + tail
+                        regex = _compiled(pattern)
+                        if regex is None or not regex.search(line.text):
+                            continue
+                        info = found.setdefault(pattern, FlagPattern(set(), 0, 1, set(globs)))
+                        info.cases.add(case.case_id)
+                        info.files.add(operand(line.path))
+                        if bare:
+                            bare_words.add(pattern)
+    for pattern in bare_words:
+        regex = re.compile(pattern)
+        if len(found[pattern].cases) < 2 or any(regex.search(text) for text in negatives):
+            del found[pattern]
+    return found
+
+
+def word_slots(pattern: str) -> Iterator[tuple[str, str, bool]]:
+    """Where a step's pattern lists plain words → the pattern text around the slot, and whether
+    the slot is a bare word.
+
+    A group of words keeps what surrounds it in its alternative (``(password|secret|api_?key)``
+    with ``\\s*=\\s*["']``): that context is the construct. A whole alternative that is one
+    word (``md5`` of ``…|md5|sha1``) has no context but word bounds, so only a word of a string
+    literal may fill it: ``"des-ecb"`` names an algorithm, while any identifier of a missed file
+    (``http``, ``net``) would flag every file that has it.
+    """
+    for alternative in _alternatives(pattern):
+        if _PLAIN.fullmatch(alternative):
+            yield r"\b", r"\b", True
+            continue
+        for group in _WORD_GROUP.finditer(alternative):
+            head, tail = alternative[: group.start()], alternative[group.end() :]
+            if not (head + tail).replace(r"\b", ""):
+                # ``\b(des|Des|DES)\b``, a learnt word: bounds are no construct either
+                yield r"\b", r"\b", True
+            else:
+                yield head, tail, False
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of an ERE (``|`` outside groups and brackets)."""
+    parts: list[str] = []
+    depth, start, index, bracket = 0, 0, 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if bracket:
+            bracket = char != "]"
+        elif char == "[":
+            bracket = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(pattern[start:index])
+            start = index + 1
+        index += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def analogy_words(text: str, *, literals_only: bool = False) -> set[str]:
+    """The words of a code line's names and literals (``webhookToken`` → webhook, token;
+    ``"des-ecb"`` → des, ecb), lower-cased, without the languages' own keywords."""
+    if literals_only:
+        return {w.lower() for w in _LEADING.findall(text) if w.lower() not in _CODE_WORDS}
+    spans = [text]
+    return {
+        part.lower()
+        for span in spans
+        for token in _WORDS_ANY.findall(span)
+        for part in _CAMEL.findall(token)
+        if len(part) >= 3 and part.lower() not in _CODE_WORDS
+    }
+
+
+def spelled(word: str, insensitive: bool) -> str:
+    forms = dict.fromkeys([word, word.capitalize(), word.upper()] if insensitive else [word])
+    return f"({'|'.join(forms)})" if len(forms) > 1 else word
+
+
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
 def skill_globs(doc: SkillDoc) -> set[str]:
     """The file globs the skill's grep steps search (the languages it knows)."""
     globs: set[str] = set()
@@ -142,12 +291,11 @@ def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict
             bare = name_class(parts[-1])
             # a short plain name ("get(", "from(") names no API by itself: only its
             # qualified form ("requests.get(") is a construct that carries to other files
-            forms = [(parts[-1] + "(", bare)] if bare < 2 else []
+            forms = [(ere(parts[-1] + "("), bare)] if bare < 2 else []
             if qualified and qualified.group(1) and qualified.group(2) not in defined:
-                forms.append((qualified.group(0) + "(", 1))
+                forms.append((qualified_form(qualified.group(0), qualified.group(2), parts[-1]), 1))
             rest = line.text[handoff.start :]
-            for form, cls in forms:
-                base = ere(form)
+            for base, cls in forms:
                 variants = [(base, 0)] + [
                     (f"{base}.*{m}", 1) for m in BUILT if re.search(f"{base}.*{m}", rest)
                 ]
@@ -156,6 +304,16 @@ def fn_patterns(failing: Sequence[CaseMaterial], sources: Sequence[str]) -> dict
                     info.cases.add(case.case_id)
                     info.files.add(operand(line.path))
     return found
+
+
+def qualified_form(qualified: str, receiver: str, name: str) -> str:
+    """The pattern of ``receiver.name(``: a module or class receiver (``requests.get(``) is part
+    of the API; a PHP variable (``$db->query(``) is the file's own name for an object, so any
+    variable stands in for it (``$conn->query(`` calls the same sink).
+    """
+    if receiver.startswith("$"):
+        return VARIABLE + "->" + _ERE_SPECIAL.sub(r"\\\1", name + "(")
+    return ere(qualified + "(")
 
 
 def operand(path: str) -> str:
@@ -259,6 +417,13 @@ def greedy_covers(
         if chosen and key not in seen and (not wanted or covered & wanted):
             seen.add(key)
             yield key
+
+
+def grep_command(patterns: Sequence[str], files: str) -> str:
+    """The command of a new flag step: the patterns as one ``grep -nE`` alternation, quoted the
+    way the agent's shell-style split reads it back (a ``"`` of ``["']`` escaped)."""
+    quoted = "|".join(patterns).replace('"', '\\"')
+    return f'grep -nE "{quoted}" {files}'
 
 
 def flag_matchers(doc: SkillDoc) -> list[GrepMatcher]:

@@ -50,10 +50,12 @@ from engine.evaluation.patches.edits import NUMBER, splice, with_pitfalls, with_
 from engine.evaluation.patches.material import CaseMaterial, CodeLine, GrepMatcher, Material, gather
 from engine.evaluation.patches.mining import (
     GLOB,
+    analogies,
     construct,
     flag_matchers,
     fn_patterns,
     greedy_covers,
+    grep_command,
     line_tokens,
     nesting,
     skill_globs,
@@ -212,6 +214,8 @@ class OfflineProposer:
         wanted = set(target.case_ids) & {c.case_id for c in failing}
         sources = [src for step in plan(doc) if not step.flags for src in step.sources]
         covers = fn_patterns(failing, sources)
+        for pattern, info in analogies(doc, failing, [ln.text for _, ln in negatives]).items():
+            covers.setdefault(pattern, info)
         general = source_pattern(sources, failing, skill_globs(doc))
         if general is not None:
             covers.setdefault(general[0], general[1])
@@ -256,14 +260,14 @@ class OfflineProposer:
             fixed = sorted(set().union(*(hit[p] for p in chosen)))
             what = f"{_families(kinds, fixed, ' and ')} calls".lstrip()
             files = " ".join(sorted(set().union(*(covers[p].files for p in chosen))))
-            body = f'Flag {what} the earlier steps miss: `grep -nE "{"|".join(chosen)}" {files}`'
+            body = f"Flag {what} the earlier steps miss: `{grep_command(chosen, files)}`"
             text = with_step(doc, body)
             exceptions = list(dict.fromkeys(t for p in chosen for t in guards.get(p, ())))
             if text is not None and exceptions:
                 if len(exceptions) > MAX_PITFALLS:
                     continue
                 items = [_pitfall(t, _families(kinds, guarded[t], " and ")) for t in exceptions]
-                text = with_pitfalls(SkillDoc.parse_lenient(text)[0], items)
+                text = with_pitfalls(SkillDoc.parse_lenient(text)[0], _heeded(doc, items))
             if text is not None:
                 how = f"new flag step for {', '.join(fixed)}{_doubt(material, failing)}"
                 if exceptions:
@@ -280,9 +284,16 @@ class OfflineProposer:
             for token in guard_tokens(text, positives, sinks):
                 if token_class(token) <= 1:
                     usable.setdefault(token, set()).add(index)
+        flagged = {t: all(flagged_by(t, lines[i], sinks) for i in usable[t]) for t in usable}
         ranked = sorted(
             usable,
-            key=lambda t: (-len(usable[t]), token_class(t), -nesting(t, lines), self._tie(t)),
+            key=lambda t: (
+                -len(usable[t]),
+                flagged[t],
+                token_class(t),
+                -nesting(t, lines),
+                self._tie(t),
+            ),
         )
         chosen: list[str] = []
         covered: set[int] = set()
@@ -362,19 +373,17 @@ class OfflineProposer:
             ),
         )
         kinds = {c.case_id: c.case_type for c in material.cases.values()}
-        every_step = _every_step_item(doc)
         for chosen in greedy_covers(ranked, fixes, wanted, MAX_PITFALLS):
             items = [_pitfall(t, _families(kinds, fixes[t], " and ")) for t in chosen]
             fixed = sorted(set().union(*(fixes[t] for t in chosen)))
             how = f"Pitfalls for {', '.join(fixed)}{_doubt(material, failing)}"
+            heeded = _heeded(doc, items)
+            text = with_pitfalls(doc, heeded)
+            if text is not None and len(heeded) > len(items):
+                yield DraftPatch(text, tuple(fixed), how + ", and run every step before concluding")
             text = with_pitfalls(doc, items)
             if text is not None:
                 yield DraftPatch(text, tuple(fixed), how)
-            # an agent that concludes at its first hit never reads these items: the same items
-            # with the every-step item, for when each alone fixed nothing
-            text = with_pitfalls(doc, [*items, every_step]) if every_step else None
-            if text is not None:
-                yield DraftPatch(text, tuple(fixed), how + ", and run every step before concluding")
 
 
 # -- candidate building blocks --------------------------------------------------------------------
@@ -447,6 +456,21 @@ def guard_tokens(text: str, positives: Sequence[str], sinks: Sequence[re.Pattern
     }
 
 
+def flagged_by(token: str, text: str, sinks: Sequence[re.Pattern[str]]) -> bool:
+    """Whether every occurrence of ``token`` on ``text`` lies in what a new pattern matches.
+
+    The call the "input handed to a call" pattern found may be the guard itself
+    (``basename($_GET[…])``), but where the line has another guard that one goes first:
+    ``Buffer.from(`` of ``JSON.parse(Buffer.from(req.body…`` only decodes, and as a guard it
+    would also clear the same call in a vulnerable file (``unserialize(Buffer.from(req.cookies…``).
+    """
+    spans = [m.span() for s in sinks for m in s.finditer(text)]
+    starts = [m.start() for m in re.finditer(re.escape(token), text)]
+    return bool(starts) and all(
+        any(a < end and a + len(token) > begin for begin, end in spans) for a in starts
+    )
+
+
 def _families(kinds: dict[str, str | None], case_ids: Iterable[str], joint: str) -> str:
     return joint.join(sorted({k for k in (kinds.get(c) for c in case_ids) if k}))
 
@@ -483,6 +507,18 @@ def _unloop(doc: SkillDoc, target: PatchTarget) -> Iterator[DraftPatch]:
                 break
             if index > step.line - 1 and NUMBER.match(line):
                 break
+
+
+def _heeded(doc: SkillDoc, items: list[str]) -> list[str]:
+    """Pitfalls items, with the every-step item when the skill has none.
+
+    An agent that concludes at its first hit reviews its findings without the Pitfalls, so a
+    "not a finding" item is heeded only by an agent that runs on to the confirm step; the
+    every-step item also makes every other step steadier (the demo agent, like a model, slips
+    less on a skill that says plainly what to do).
+    """
+    item = _every_step_item(doc)
+    return [*items, item] if item else items
 
 
 def _every_step_item(doc: SkillDoc) -> str | None:
