@@ -23,6 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
+from textual.widget import MountError
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
@@ -312,7 +313,10 @@ class SkillsmithApp(App[None]):
             self.notify(str(exc), severity="error", timeout=8)
         else:
             self._apply_keymap(keymap)
-        await self.mount(JobBar(id="jobbar"), Footer(compact=True))
+        try:
+            await self.mount(JobBar(id="jobbar"), Footer(compact=True))
+        except MountError:
+            return  # the app quit before its first frame was out: nothing left to load into
         self._load_queue()
         self.overview_pane.reload()
         if self.watching:
