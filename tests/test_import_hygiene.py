@@ -51,8 +51,13 @@ def loaded_after(code: str) -> set[str]:
         "    pass\n"
         "sys.__stdout__.write('\\n@@' + ','.join(sorted(sys.modules)) + '\\n')\n"
     )
+    return set(reported([script], f"{code!r} did not finish").split(","))
+
+
+def reported(args: list[str], failure: str) -> str:
+    """What a fresh interpreter running ``python -c ARGS…`` printed after its last ``@@``."""
     proc = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -60,8 +65,8 @@ def loaded_after(code: str) -> set[str]:
         check=False,
     )
     marker = [line for line in proc.stdout.splitlines() if line.startswith("@@")]
-    assert marker, f"{code!r} did not finish: {proc.stderr.strip()[-400:]}"
-    return set(marker[-1][2:].split(","))
+    assert marker, f"{failure}: {proc.stderr.strip()[-400:]}"
+    return marker[-1][2:]
 
 
 def leaked(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
@@ -202,17 +207,8 @@ def test_the_workbench_paints_its_first_frame_without_yaml_or_events(tmp_path: P
     (config_home / "skillsmith").mkdir(parents=True)
     # The theme saved by an earlier session, in the form the workbench writes it.
     (config_home / "skillsmith" / "config.yaml").write_text('{"theme": "skillsmith-light"}\n')
-    proc = subprocess.run(
-        [sys.executable, "-c", _FIRST_FRAME, str(tmp_path / "ws"), str(config_home)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    marker = [line for line in proc.stdout.splitlines() if line.startswith("@@")]
-    assert marker, f"the workbench did not paint: {proc.stderr.strip()[-400:]}"
-    seen = json.loads(marker[-1][2:])
+    args = [_FIRST_FRAME, str(tmp_path / "ws"), str(config_home)]
+    seen = json.loads(reported(args, "the workbench did not paint"))
     assert seen["theme"] == "skillsmith-light"  # the saved theme was read for the first frame
     modules = set(seen["modules"])
     assert "tui.app" in modules
