@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from engine.loops.gepa.pareto import (
+    EpochBatches,
     assess_promotion,
     best_candidate,
     coverage,
@@ -23,7 +24,6 @@ from engine.loops.gepa.pareto import (
     minibatch_keeps,
     pool_standings,
     pruned_fronts,
-    sample_minibatch,
     select_parent,
     validated_pick,
 )
@@ -82,12 +82,18 @@ def test_the_draw_is_reproducible_from_the_seed() -> None:
     assert first == again
 
 
-def test_minibatches_never_repeat_a_case() -> None:
-    rng = random.Random(1)
+def test_minibatches_never_repeat_a_case_and_an_epoch_draws_every_case_once() -> None:
+    batches = EpochBatches(3, 10, random.Random(1))
+    drawn: list[int] = []
     for _ in range(200):
-        batch = sample_minibatch(3, 10, rng)
+        batch = batches.next()
         assert len(batch) == len(set(batch)) == 3
-    assert sorted(sample_minibatch(5, 2, rng)) == [0, 1]
+        drawn += batch
+    # 600 draws of 10 cases: each epoch of ten holds every case once (topping up the last
+    # minibatch of an epoch from the next one shifts the epoch's edges by at most a batch)
+    assert sorted(Counter(drawn).values()) == [60] * 10
+    assert sorted(drawn[:9]) == sorted(set(drawn[:9]))
+    assert sorted(EpochBatches(5, 2, random.Random(1)).next()) == [0, 1]
 
 
 # -- acceptance and final pick --------------------------------------------------------------------

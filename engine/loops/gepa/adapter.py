@@ -48,10 +48,10 @@ from engine.evaluation.runner import RunResult, run_evaluation
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.gepa.merge import MAX_MERGES, plan_merge
 from engine.loops.gepa.pareto import (
+    EpochBatches,
     merge_keeps,
     minibatch_keeps,
     minibatch_screen,
-    sample_minibatch,
     score_row,
     select_parent,
 )
@@ -540,7 +540,8 @@ class CoverageSelector:
 
 
 class DistinctMinibatch:
-    """gepa's batch sampler, drawing distinct Feedback cases each round.
+    """gepa's batch sampler: every Feedback case once per epoch, distinct within a minibatch
+    (pareto.EpochBatches).
 
     gepa's default pads the last minibatch of an epoch with repeated cases; a case counted
     twice in one minibatch would double its weight in the keep decision.
@@ -549,12 +550,15 @@ class DistinctMinibatch:
     def __init__(self, size: int, seed: int) -> None:
         self.size = size
         self.rng = random.Random(f"{seed}:minibatch")
+        self.batches: EpochBatches | None = None
 
     def next_minibatch_ids(
         self, loader: DataLoader[int, str], state: GEPAState[Any, Any]
     ) -> list[int]:
         ids = list(loader.all_ids())
-        return [ids[i] for i in sample_minibatch(self.size, len(ids), self.rng)]
+        if self.batches is None or self.batches.population != len(ids):
+            self.batches = EpochBatches(self.size, len(ids), self.rng)
+        return [ids[i] for i in self.batches.next()]
 
 
 class StrictAcceptance:

@@ -15,7 +15,9 @@ mined from the records with the offline patch proposer's own machinery
   user input is merely read, which the near-miss negatives do as well — or the flag steps get
   the globs of the missed cases' languages, whichever first makes a flag step hit more of them;
 - pitfalls: calls and API names on the falsely flagged lines (FP) that no positive contains
-  become "… — not a finding" items (a plain word would hide real findings elsewhere, and so
+  become "… — not a finding" items — a negative that passed although a flag step hits an
+  unguarded line of it counts as falsely flagged too: the agent slipped past the skill's own
+  false alarm (a plain word would hide real findings elsewhere, and so
   would the very call a flag step searches for);
 - when_to_use: when a failing record shows the agent skipped the Pitfalls review (it concluded at
   its first finding, or kept a finding a Pitfalls item rules out), the instruction to run every
@@ -61,7 +63,12 @@ from engine.evaluation.patches.mining import (
     split_command,
     token_class,
 )
-from engine.evaluation.patches.offline_proposer import DraftPatch, OfflineProposer, _widen_globs
+from engine.evaluation.patches.offline_proposer import (
+    DraftPatch,
+    OfflineProposer,
+    _widen_globs,
+    found,
+)
 from engine.evaluation.patches.proposer import PatchTarget
 from engine.loops.gepa.reflection import RECORDS_CLOSE, RECORDS_OPEN
 from engine.loops.gepa.sinks import Sink, sinks
@@ -169,8 +176,19 @@ def _code_lines(text: str) -> tuple[CodeLine, ...]:
     return tuple(lines)
 
 
-def _material(records: Sequence[Mapping[str, Any]]) -> tuple[Material, dict[str, str]]:
-    """The records as the proposer's material: labels, outcomes (pass/FN/FP) and code lines."""
+def _material(
+    records: Sequence[Mapping[str, Any]], doc: SkillDoc
+) -> tuple[Material, dict[str, str]]:
+    """The records as the proposer's material: labels, outcomes (pass/FN/FP) and code lines.
+
+    A negative record that passed although a flag step of the skill hits one of its lines that
+    no Pitfalls item rules out counts as a false alarm: the skill as written flags that safe
+    line, and the agent (which loaded the skill) answered right only because it slipped on
+    this run (misread the hit, skipped the step). A model reading the record sees the same;
+    waiting for a run that fails on it would leave its guard unlearnt in most runs of a noisy
+    agent.
+    """
+    matchers, rules = flag_matchers(doc), discard_rules(doc)
     positive = negative = None
     cases: dict[str, CaseMaterial] = {}
     outcomes: dict[str, str] = {}
@@ -184,8 +202,12 @@ def _material(records: Sequence[Mapping[str, Any]]) -> tuple[Material, dict[str,
         outcome = "pass"
         if float(record.get("score") or 0.0) < 1.0:
             outcome = "FN" if expected == pos else "FP" if verdict == pos else "fail"
-        outcomes[case_id] = outcome
-        cases[case_id] = CaseMaterial(case_id, expected, outcome, None, _code_lines(prompt))
+        case = CaseMaterial(case_id, expected, outcome, None, _code_lines(prompt))
+        loaded = "Skill " in str(record.get("trace", ""))
+        if outcome == "pass" and expected == neg and loaded and found(case, matchers, rules):
+            case = replace(case, outcome="FP")
+        outcomes[case_id] = case.outcome
+        cases[case_id] = case
     return Material(positive, negative, cases, frozenset()), outcomes
 
 
@@ -200,7 +222,7 @@ def _first(candidates: Iterator[DraftPatch], section: str, current: str) -> tupl
 def _propose(
     section: str, sections: Mapping[str, str], records: Sequence[Mapping[str, Any]]
 ) -> tuple[str, str] | None:
-    material, outcomes = _material(records)
+    material, outcomes = _material(records, _skill_doc(sections))
     if section == "description":
         return _trigger_words(section, sections, records, outcomes)
     if section == "when_to_use":
