@@ -141,16 +141,14 @@ def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Pa
         assert child["sections"] != parent["sections"]
         added = set(_items(partner, "pitfalls")) - set(_items(ancestor, "pitfalls"))
         assert added <= set(_items(child, "pitfalls"))
+    # On the demo's own settings the search finds a candidate that beats the seed on holdout by
+    # the paired verdict, with the critical cases held, and queues it for a person. The run is
+    # reproducible (every draw is seeded by the benchmark's seed), so this is its outcome, not
+    # a chance one; other seeds are measured in the issue notes.
+    assert result["status"] == "submitted", result["reason"]
+    holdout = stored["holdout"]
+    assert holdout["candidate_mean"] > holdout["seed_mean"]
+    assert holdout["critical_regressed"] == []
+    assert holdout["verdict"]["decision"] == "better"
     queue = CandidateQueue(Workspace.at(root)).list()
-    if result["status"] == "submitted":
-        holdout = stored["holdout"]
-        assert holdout["candidate_mean"] > holdout["seed_mean"]
-        assert holdout["critical_regressed"] == []
-        assert holdout["verdict"]["decision"] == "better"
-        assert [(c.id, c.status) for c in queue] == [(stored["candidate"], "pending_approval")]
-    else:
-        assert result["status"] == "not_submitted" and result["reason"]
-        assert queue == []
-        # the pick (the seed or a candidate) and every other member say which rule stopped them
-        picked = next(p for p in pool if p["id"] == stored["selected_id"])
-        assert picked["why"].startswith(("the seed, kept", "picked"))
+    assert [(c.id, c.status) for c in queue] == [(stored["candidate"], "pending_approval")]
