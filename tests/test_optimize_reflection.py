@@ -404,3 +404,43 @@ def test_offline_drops_only_the_pitfall_that_would_hide_real_findings() -> None:
     added = answer["text"].replace(sections["pitfalls"], "")
     assert "`shlex.quote(`" in added
     assert "execute(" not in added
+
+
+def test_offline_a_safe_file_the_skill_flags_is_a_false_alarm_even_when_the_run_passed() -> None:
+    # The agent slipped past the skill's own false alarm (misread the hit) and answered "safe":
+    # the record passed, but the skill as written flags the guarded line, so its guard is learnt.
+    # A passing record the skill does not flag, or whose run never loaded the skill, asks for
+    # nothing.
+    slipped = record(1, 'os.system("ls " + shlex.quote(name))\n', "safe", "safe")
+    assert "shlex.quote(" in ask("pitfalls", [slipped])["text"]
+    unflagged = record(1, 'subprocess.run(["ls", name])\n', "safe", "safe")
+    unloaded = {**slipped, "trace": "read app.py -> ok: import os"}
+    for records in ([unflagged], [unloaded]):
+        assert ask("pitfalls", records)["text"] == sections_of(SEED)["pitfalls"]
+
+
+def test_offline_a_guard_beside_the_input_goes_before_a_call_that_converts_it() -> None:
+    # `base64_decode(` wraps the input the flagged call gets and only decodes it: as a guard
+    # it would also clear `unserialize(base64_decode($_COOKIE…))` with no allowed_classes.
+    sections = {
+        **sections_of(SEED),
+        "steps": "\n".join(
+            [
+                "1. Read the file: `read <file>`.",
+                '2. Flag unsafe deserialization: `grep -nE "unserialize\\(" *.php`',
+                "3. Write the verdict.",
+            ]
+        ),
+    }
+    code = "$items = unserialize(base64_decode($_POST['b']), ['allowed_classes' => false]);\n"
+    records = [
+        {
+            **record(1, code, "safe", "vulnerable"),
+            "input": f"{PROMPT}\n\n--- file app.php ---\n{code}",
+        }
+    ]
+    prompt = build_prompt("pitfalls", sections, records)
+    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
+    added = answer["text"].replace(sections["pitfalls"], "")
+    assert "`allowed_classes`" in added
+    assert "base64_decode" not in added

@@ -17,8 +17,9 @@ mined from the records with the offline patch proposer's own machinery
 - pitfalls: calls and API names on the falsely flagged lines (FP) that no positive contains
   become "… — not a finding" items — a negative that passed although a flag step hits an
   unguarded line of it counts as falsely flagged too: the agent slipped past the skill's own
-  false alarm (a plain word would hide real findings elsewhere, and so
-  would the very call a flag step searches for);
+  false alarm; of two guards of one line, an option beside the input goes before a call that
+  only converts it (``allowed_classes`` before ``base64_decode(``); no plain word (it would
+  hide real findings elsewhere, and so would the very call a flag step searches for);
 - when_to_use: when a failing record shows the agent skipped the Pitfalls review (it concluded at
   its first finding, or kept a finding a Pitfalls item rules out), the instruction to run every
   step before concluding — which the demo agent obeys, and which steadies it;
@@ -296,8 +297,11 @@ def _edit(
     proposer = OfflineProposer(None, seed=0)
     doc = _skill_doc(sections)
     if direction == "FP":
-        shaped = (_api_items(c, doc) for c in proposer._pitfalls(doc, target, material))
-        return _first((c for c in shaped if c is not None), section, sections[section])
+        mined = proposer._pitfalls(doc, target, material)
+        shaped = [d for c in mined if (d := _api_items(c, doc)) is not None]
+        # a cover of more false alarms first; among equals, one that names no input converter
+        shaped.sort(key=lambda c: (-len(c.case_ids), _converters(c, doc, material)))
+        return _first(iter(shaped), section, sections[section])
     # Missed positives: the flag steps whose pattern already matches them searching their
     # language too (the narrowest edit), else a new flag step for their calls, else every flag
     # step searching their languages — whichever first makes a flag step hit more of them.
@@ -408,6 +412,30 @@ def _api_items(candidate: DraftPatch, doc: SkillDoc) -> DraftPatch | None:
         f" ({dropped} item(s) that would hide real findings left out)" if dropped else ""
     )
     return DraftPatch(text, candidate.case_ids, how)
+
+
+def _converters(candidate: DraftPatch, doc: SkillDoc, material: Material) -> int:
+    """How many of the candidate's new Pitfalls items name a call that is the flagged call's
+    whole first argument (``unserialize(base64_decode($_POST…``, ``JSON.parse(Buffer.from(…``).
+
+    Such a call converts the input before the sink sees it — it decodes as often as it cleans —
+    while an option the sink is given beside the input (``['allowed_classes' => false]``,
+    ``usedforsecurity=False``) or a call inside a built argument (``'ping ' .
+    escapeshellarg($h)``) names what makes this use safe. Where a false alarm's line has both,
+    the converter as a guard would also clear the vulnerable files that decode their input
+    (``unserialize(base64_decode($_COOKIE…`` with no ``allowed_classes``).
+    """
+    have = set((doc.section("pitfalls") or "").splitlines())
+    added = [
+        line
+        for line in (SkillDoc.parse(candidate.text).section("pitfalls") or "").splitlines()
+        if line.strip() and line not in have
+    ]
+    texts = [ln.text for c in candidate.case_ids for ln in material.cases[c].lines]
+    tokens = {t.rstrip("(") for item in added for rule in item_rules(item) for g in rule for t in g}
+    return sum(
+        any(re.search(rf"\(\s*{re.escape(t)}\(", text) for text in texts) for t in tokens if t
+    )
 
 
 def _last_name(token: str) -> str:
