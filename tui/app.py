@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from textual import on, work
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.widget import MountError
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
+from textual.widgets import DataTable, Static, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
 from engine.core.errors import SkillsmithError, UsageError
@@ -33,7 +34,6 @@ from engine.views.rows import CandidateCache
 from themes.palette import DEFAULT_THEME, STYLESHEET, THEMES, resolve_theme_name, variable_defaults
 from tui.activity import ActivityLog, ActivityPane, Kind, Link
 from tui.dialogs import ConfirmScreen, ErrorScreen, ReasonScreen
-from tui.diff_pane import DiffPane
 from tui.gates_pane import GatesPane
 from tui.jobs import Job, JobBar, JobEnded, JobEvent, JobOutcome
 from tui.keys import APP_BINDINGS
@@ -45,6 +45,7 @@ from tui.user_config import UserConfig, load_user_config, save_user_config
 # the loops, the engine's writers): the workbench paints before they are loaded.
 if TYPE_CHECKING:
     from engine.core.events import CancelToken, Event
+    from tui.diff_pane import DiffPane
     from tui.help_screen import KeyGroup
     from tui.scoreboard_pane import ScoreboardPane
     from tui.sessions_pane import SessionsPane
@@ -218,20 +219,30 @@ class SkillsmithApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="status", markup=False)
         yield QueuePane(id="queue-pane")
-        with TabbedContent(id="detail-tabs", initial="tab-overview"):
-            with TabPane("0 Overview", id="tab-overview"):
-                yield OverviewPane(self.workspace, self._candidates, id="overview-pane")
-            with TabPane("2 Diff", id="tab-diff"):
-                yield DiffPane(id="diff-pane")
-            with TabPane("3 Gates", id="tab-gates"):
-                yield GatesPane(id="gates-pane")
-            # Composed when first opened (see _open_tab): a cheaper first paint.
-            yield TabPane("4 Sessions", id="tab-sessions")
-            yield TabPane("5 Scoreboard", id="tab-scoreboard")
-            yield TabPane("6 Skills & history", id="tab-skills")
-            yield TabPane("7 Activity", id="tab-activity")
+        # The first frame shows the overview tab; the other tabs (half the widgets of the first
+        # screen, none of them showing) are added once it is out: see _add_later_tabs.
+        with (
+            TabbedContent(id="detail-tabs", initial="tab-overview"),
+            TabPane("0 Overview", id="tab-overview"),
+        ):
+            yield OverviewPane(self.workspace, self._candidates, id="overview-pane")
         # The job bar (hidden until a job runs) and the key line (whose keys Textual fills in
         # after a frame anyway) are mounted once the first frame is out: see _after_first_paint.
+
+    def _add_later_tabs(self) -> AwaitComplete:
+        """The tabs after the overview, in key order; the panes behind 4-7 are composed when
+        first opened (see _open_tab)."""
+        from tui.diff_pane import DiffPane
+
+        tabs = self.query_one(TabbedContent)
+        return AwaitComplete(
+            tabs.add_pane(TabPane("2 Diff", DiffPane(id="diff-pane"), id="tab-diff")),
+            tabs.add_pane(TabPane("3 Gates", GatesPane(id="gates-pane"), id="tab-gates")),
+            tabs.add_pane(TabPane("4 Sessions", id="tab-sessions")),
+            tabs.add_pane(TabPane("5 Scoreboard", id="tab-scoreboard")),
+            tabs.add_pane(TabPane("6 Skills & history", id="tab-skills")),
+            tabs.add_pane(TabPane("7 Activity", id="tab-activity")),
+        )
 
     def _closing_view(self) -> bool:
         """True once the widgets are gone (the app is closing): late worker results are dropped."""
@@ -243,7 +254,7 @@ class SkillsmithApp(App[None]):
 
     @property
     def diff_pane(self) -> DiffPane:
-        return self.query_one(DiffPane)
+        return cast("DiffPane", self.query_one("#diff-pane"))
 
     @property
     def overview_pane(self) -> OverviewPane:
@@ -313,8 +324,11 @@ class SkillsmithApp(App[None]):
             self.notify(str(exc), severity="error", timeout=8)
         else:
             self._apply_keymap(keymap)
+        from textual.widgets import Footer
+
         try:
             await self.mount(JobBar(id="jobbar"), Footer(compact=True))
+            await self._add_later_tabs()
         except MountError:
             return  # the app quit before its first frame was out: nothing left to load into
         self._load_queue()
@@ -1130,6 +1144,8 @@ class SkillsmithApp(App[None]):
     async def action_pane(self, number: int) -> None:
         tab, selector = PANES[number]
         if tab is not None:
+            if self.query_one_optional(f"#{tab}", TabPane) is None:
+                return  # a key typed ahead of the first frame: the tab is added just after it
             await self._open_tab(tab)
             # Blur first: hiding the focused pane would otherwise drop the focus we set next.
             self.set_focus(None)
@@ -1163,19 +1179,25 @@ class SkillsmithApp(App[None]):
     def action_filter(self) -> None:
         self.queue_pane.start_filter()
 
-    def _show_diff_tab(self) -> None:
-        """Diff keys act on the diff: bring it up when another tab (the overview) is showing."""
+    def _show_diff_tab(self) -> DiffPane | None:
+        """Diff keys act on the diff: bring it up when another tab (the overview) is showing.
+        None for a key typed ahead of the first frame (the diff tab is added just after it)."""
+        if self.query_one_optional("#diff-pane") is None:
+            return None
         tabs = self.query_one(TabbedContent)
         if tabs.active != "tab-diff":
             tabs.active = "tab-diff"
+        return self.diff_pane
 
     def action_diff_mode(self) -> None:
-        self._show_diff_tab()
-        self.diff_pane.toggle_mode()
+        pane = self._show_diff_tab()
+        if pane is not None:
+            pane.toggle_mode()
 
     def action_diff_scroll(self, lines: int) -> None:
-        self._show_diff_tab()
-        self.call_after_refresh(self.diff_pane.view.scroll_relative, y=lines, animate=False)
+        pane = self._show_diff_tab()
+        if pane is not None:
+            self.call_after_refresh(pane.view.scroll_relative, y=lines, animate=False)
 
     def action_refresh(self) -> None:
         self.reload_areas({"queue", "skills", "sessions", "scoreboard", "snapshots", "config"})
