@@ -20,6 +20,7 @@ from textual.content import Content
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import DataTable, Input
 
 from tui.gates_pane import gate_summary
@@ -100,6 +101,7 @@ class QueueTable(VimTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._after_paint: list[Callable[[], None]] = []
+        self._paint_deadline: Timer | None = None
 
     @property
     def paint_pending(self) -> bool:
@@ -114,10 +116,16 @@ class QueueTable(VimTable):
         self._after_paint.append(callback)
         self.refresh()
         # A dialog pushed before the next frame keeps the table from being drawn: then the
-        # work runs anyway, a moment later.
-        self.set_timer(AFTER_PAINT_AT_THE_LATEST, self._run_after_paint)
+        # work runs anyway, a moment later. One deadline, from the newest request: an older
+        # one left running would run this work before its frame.
+        if self._paint_deadline is not None:
+            self._paint_deadline.stop()
+        self._paint_deadline = self.set_timer(AFTER_PAINT_AT_THE_LATEST, self._run_after_paint)
 
     def _run_after_paint(self) -> None:
+        if self._paint_deadline is not None:
+            self._paint_deadline.stop()
+            self._paint_deadline = None
         callbacks, self._after_paint = self._after_paint, []
         for callback in callbacks:
             self.call_later(callback)
