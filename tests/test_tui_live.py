@@ -7,9 +7,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+from engine.core.queue import CandidateQueue
 from engine.core.workspace import Workspace
 from tests.tui_pilot import SIZE, settle, user_config_home, wait_until
-from tests.tui_workspace import SKILL, build_workspace
+from tests.tui_workspace import SKILL, build_workspace, submit_candidate
 from tui.app import make_app
 from tui.sessions_pane import SessionsPane
 
@@ -108,3 +109,26 @@ async def test_a_session_log_is_tailed_while_it_grows(tmp_path: Path) -> None:
         )
         await wait_until(pilot, lambda: len(pane.events) == 3, what="the new events")
         assert [e["kind"] for e in pane.events] == ["started", "progress", "gate_verdict"]
+
+
+async def test_a_click_after_a_new_candidate_moved_the_rows_selects_the_row_shown(
+    tmp_path: Path,
+) -> None:
+    """The rows below a new candidate keep their drawing (see QueueTable): a click on one must
+    still select the candidate drawn there, not the one that was there before."""
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.queue_pane.table
+        text = ws.skill_path(SKILL).read_text()
+        # Two, one after the other: the rows below move by two, onto the same zebra stripe.
+        for rows, marker in ((4, "Newer"), (5, "Newest")):
+            submit_candidate(CandidateQueue(ws), text, marker, "v1")
+            await wait_until(pilot, lambda n=rows: table.row_count == n, what=f"the {marker} row")
+            await settle(pilot)
+        shown = [row.key.value for row in table.ordered_rows]
+        for index in (4, 2, 3, 0, 1):
+            await pilot.click("#queue", offset=(4, 1 + index))  # below the header line
+            selected = app.queue_pane.selected
+            assert selected is not None and selected.id == shown[index]

@@ -8,13 +8,17 @@ filter survive reloads: the watcher reloads the queue whenever another process w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import count
 from typing import Any, ClassVar
 
-from rich.text import Text
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text, TextType
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.containers import Vertical
 from textual.content import Content
 from textual.geometry import Region
@@ -22,6 +26,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import DataTable, Input
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from tui.gates_pane import gate_summary
 from tui.navigation import VimTable
@@ -47,14 +52,13 @@ class QueueEntry:
 
     candidate: Any
     gates: list[dict[str, Any]]
+    # Asked several times per row on every reload of a thousand rows: worked out once.
+    id: str = field(init=False, compare=False, repr=False)
+    is_open: bool = field(init=False, compare=False, repr=False)
 
-    @property
-    def id(self) -> str:
-        return str(self.candidate.id)
-
-    @property
-    def is_open(self) -> bool:
-        return str(self.candidate.status) in OPEN_STATUSES
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", str(self.candidate.id))
+        object.__setattr__(self, "is_open", str(self.candidate.status) in OPEN_STATUSES)
 
     def haystack(self) -> str:
         c = self.candidate
@@ -96,12 +100,96 @@ class QueueTable(VimTable):
 
     ``after_paint`` runs work once the table's rows have been drawn: Textual's
     ``call_after_refresh`` may run before a frame whose widgets have not reported as dirty yet.
+
+    Drawn cells are kept per row version: DataTable keys its cell cache on one counter that
+    every added, updated or re-sorted row moves, so one new candidate re-rendered every visible
+    cell of a thousand-row queue (most of a refresh's time on the UI thread). Here a cell is
+    drawn again only when its own row changed or it is drawn differently (cursor, hover, width,
+    style, the zebra stripe); a row that only moved keeps its drawing, given its new row index
+    as the click target.
     """
 
     def __init__(self, *, id: str | None = None) -> None:
+        # Set before DataTable's own set-up, whose watchers already clear the caches.
+        # A RowKey hashes and compares as its str: either finds the row's version.
+        self._row_versions: dict[RowKey | str, int] = {}
+        self._next_version = count()
+        self._drawn: LRUCache[tuple[object, ...], tuple[int, list[list[Segment]]]] = LRUCache(10000)
         super().__init__(id=id)
         self._after_paint: list[Callable[[], None]] = []
         self._paint_deadline: Timer | None = None
+
+    # -- cells drawn per row version ------------------------------------------------------------
+    def add_row(
+        self,
+        *cells: Any,
+        height: int | None = 1,
+        key: str | None = None,
+        label: TextType | None = None,
+    ) -> RowKey:
+        row_key = super().add_row(*cells, height=height, key=key, label=label)
+        self._row_versions[row_key] = next(self._next_version)
+        return row_key
+
+    def update_cell(
+        self,
+        row_key: RowKey | str,
+        column_key: ColumnKey | str,
+        value: Any,
+        *,
+        update_width: bool = False,
+    ) -> None:
+        super().update_cell(row_key, column_key, value, update_width=update_width)
+        self._row_versions[row_key] = next(self._next_version)
+
+    def remove_row(self, row_key: RowKey | str) -> None:
+        super().remove_row(row_key)
+        self._row_versions.pop(row_key, None)
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._drawn.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._drawn.clear()
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        if row_index < 0 or column_index < 0:  # the header and row labels: as DataTable draws
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        key = (
+            row_key,
+            self._row_versions.get(row_key) if row_key is not None else None,
+            column_index,
+            base_style,  # holds the zebra stripe of the row's index
+            width,
+            cursor,
+            hover,
+            row_index < self.fixed_rows,
+            self._show_hover_cursor,
+            self._pseudo_class_state,
+        )
+        drawn = self._drawn.get(key)
+        if drawn is None:
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        else:
+            drawn_at, lines = drawn
+            if drawn_at == row_index:
+                return lines
+            # The row moved: its segments' meta (what a click selects) names the new index.
+            target = Style.from_meta({"row": row_index, "column": column_index})
+            lines = [list(Segment.apply_style(line, post_style=target)) for line in lines]
+        self._drawn.set(key, (row_index, lines))
+        return lines
 
     @property
     def paint_pending(self) -> bool:
@@ -221,23 +309,26 @@ class QueuePane(Vertical):
         added row and a decision one updated row (plus a re-sort when the order moved).
         """
         table = self.table
-        old = {e.id: e for e in self._shown}
+        old = {e.id: e for e in self._shown}  # in the table's order
         query = self.query_text
         self._shown = [e for e in self._entries if matches(e, query)] if query else self._entries
         wanted = {e.id for e in self._shown}
         for candidate_id in old.keys() - wanted:
             table.remove_row(candidate_id)
+        order = [candidate_id for candidate_id in old if candidate_id in wanted]
         for entry in self._shown:
             known = old.get(entry.id)
             if known is None:
                 table.add_row(*self._cells(entry), key=entry.id)
+                order.append(entry.id)
             elif known.candidate is entry.candidate and known.gates is entry.gates:
                 continue  # the cache's own objects: an unchanged candidate costs no comparison
             elif known != entry:
                 for column, value in zip(COLUMNS, self._cells(entry), strict=True):
                     table.update_cell(entry.id, column, value)
-        position = {e.id: index for index, e in enumerate(self._shown)}
-        if [row.key.value for row in table.ordered_rows] != [e.id for e in self._shown]:
+        shown = [e.id for e in self._shown]
+        if order != shown:  # the rows kept, then those added: the table's order now
+            position = {candidate_id: index for index, candidate_id in enumerate(shown)}
             table.sort("id", key=lambda cell: position[str(cell)])
         if previous is not None:
             table.move_to_key(previous.id)
