@@ -111,3 +111,20 @@ async def test_a_candidate_decided_elsewhere_updates_its_row_before_the_overview
         # The frame showing the new status went out while the overview still waited to reload.
         assert ("rejected", True) in frames
         assert "Open candidates (2)" in str(app.query_one("#overview-body").render())
+
+
+async def test_the_painted_workbench_is_frozen_out_of_the_collector_until_it_exits(
+    tmp_path: Path,
+) -> None:
+    """Full collections over the workbench's long-lived heap stalled refreshes; a frozen heap
+    must not outlive the app (every test here runs one in the same process)."""
+    import gc
+
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=False)
+    assert gc.get_freeze_count() == 0
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.queue_pane.table.row_count == 3
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0

@@ -465,8 +465,8 @@ class SkillsmithApp(App[None]):
             self.overview_pane.reload()
         if not self._heap_frozen:
             # The widgets and the first thousand candidates live as long as the workbench: the
-            # cyclic collector need not walk them again. Its full passes over them took 70 ms
-            # of the UI thread now and then, in the middle of a refresh.
+            # cyclic collector need not walk them again (until on_unmount). Its full passes over
+            # them took 70 ms of the UI thread now and then, in the middle of a refresh.
             self._heap_frozen = True
             gc.freeze()
 
@@ -1323,6 +1323,8 @@ class SkillsmithApp(App[None]):
 
     def on_unmount(self) -> None:
         self._stop_background()
+        if self._heap_frozen:  # what this workbench held is collectable again (tests run many)
+            gc.unfreeze()
 
     def _stop_background(self) -> None:
         if self._job_token is not None:
