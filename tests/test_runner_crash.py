@@ -14,19 +14,28 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from engine.core.benchmark import load_benchmark
+from engine.core.errors import LockError
 from engine.core.fsutil import STALE_AFTER_S, atomic_open, is_temp_file, sweep_temp_files
-from engine.core.runs import UNFINISHED
+from engine.core.runs import UNFINISHED, run_folders
 from engine.core.scoreboard import read_records
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import RoomSpec, build_room, remove_room, scratch_root, sweep_rooms
 from engine.evaluation.runner import bench_fingerprint, run_evaluation
-from tests.runner_helpers import COUNT_ENV, command_workspace, launches, mode_benchmark
+from tests.runner_helpers import (
+    COUNT_ENV,
+    SCRIPTED,
+    command_workspace,
+    launches,
+    mode_benchmark,
+    running,
+)
 
 SAFE = "q = int(x)\n"
 ROOT = Path(__file__).resolve().parents[1]
@@ -257,3 +266,37 @@ def test_the_next_evaluation_sweeps_a_killed_units_folder(
 
     assert done.status == "finished" and not dead.exists()
     assert list(root.iterdir()) == []  # its own unit folders went with their units
+
+
+def test_a_new_run_that_cannot_take_the_workspace_lock_writes_nothing_and_stops_its_agents(
+    tmp_path: Path, count_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new run's first agents start while its folder is being prepared (under the workspace
+    lock): when the lock cannot be had, they are stopped and the run leaves no file behind."""
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {f"c{i}": ("sleep 30", SAFE, "safe") for i in range(3)})
+    monkeypatch.setenv("SKILLSMITH_LOCK_WAIT", "0.5")
+    held, release = threading.Event(), threading.Event()
+
+    def other_writer() -> None:
+        with ws.lock("another command"):
+            held.set()
+            release.wait(60)
+
+    writer = threading.Thread(target=other_writer)
+    writer.start()
+    try:
+        assert held.wait(10)
+        with pytest.raises(LockError, match="another command"):
+            run_evaluation(ws, "b", jobs=3)
+    finally:
+        release.set()
+        writer.join()
+
+    assert len(launches(count_dir)) > 0  # the agents did start, and none is left running
+    assert running(str(SCRIPTED)) == []
+    written = [p.name for run in run_folders(ws.runs_dir) for p in run.iterdir()]
+    assert set(written) <= {".run.lock"}  # no manifest, row, session or input
+    assert not ws.sessions_dir.exists() or list(ws.sessions_dir.iterdir()) == []
+    assert list(scratch_root(ws.root).iterdir()) == []
+    assert not (ws.runs_dir / UNFINISHED).exists()  # never named: nothing of it to sweep

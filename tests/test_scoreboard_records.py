@@ -209,6 +209,19 @@ def test_cases_are_written_after_the_headline(tmp_path: Path) -> None:
     assert keys[0] == "timestamp" and keys[-1] == "cases"
 
 
+def test_the_first_record_creates_the_scoreboard_whole_and_the_next_ones_append(
+    tmp_path: Path,
+) -> None:
+    append_record(tmp_path, _record(summary_title="first"))
+    path = tmp_path / "scoreboard.yaml"
+    first = path.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scoreboard.yaml"]  # no intent, no temp
+    append_record(tmp_path, _record(summary_title="second"))
+    assert path.read_bytes().startswith(first)
+    assert [r.summary_title for r in read_records(tmp_path)] == ["first", "second"]
+    assert yaml.safe_load(path.read_text())[0] == yaml.safe_load(first)[0]
+
+
 def test_an_interrupted_append_reads_as_before_and_is_finished_next_time(tmp_path: Path) -> None:
     append_record(tmp_path, _record(summary_title="first"))
     path = tmp_path / "scoreboard.yaml"

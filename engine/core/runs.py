@@ -176,14 +176,16 @@ class RunFolder:
         if data and not data.endswith(b"\n"):
             atomic_write_bytes(path, data[: data.rfind(b"\n") + 1])
 
-    def compact(self, order: list[UnitKey]) -> None:
-        """Rewrite results.jsonl with exactly the latest row per unit, in matrix order."""
-        latest = self.latest_rows()
-        rows = [latest[key] for key in order if key in latest]
-        rows += [row for key, row in latest.items() if key not in set(order)]
-        if len(rows) == len(self.rows()):
+    def compact(self, order: list[UnitKey], rows: list[dict[str, Any]] | None = None) -> None:
+        """Rewrite results.jsonl with exactly the latest row per unit, in matrix order, when a
+        unit has more than one; ``rows`` are the file's rows when the caller has them."""
+        rows = self.rows() if rows is None else rows
+        latest = {row_key(row): row for row in rows}
+        if len(latest) == len(rows):
             return
-
+        wanted = set(order)
+        rows = [latest[key] for key in order if key in latest]
+        rows += [row for key, row in latest.items() if key not in wanted]
         text = "".join(
             json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows
         )

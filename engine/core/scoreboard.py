@@ -388,11 +388,39 @@ def _workspace_lock(bench_dir: Path) -> Iterator[None]:
     yield
 
 
-def append_record(bench_dir: Path, record: ScoreRecord | dict[str, Any]) -> ScoreRecord:
-    """Validate ``record`` alone and append it after the existing bytes of scoreboard.yaml."""
+@dataclass(frozen=True)
+class PreparedRecord:
+    """A record validated and dumped to the exact YAML it is appended as, so that appending it is
+    only the write: the runner prepares a run's record while the run's last rows are synced."""
+
+    record: ScoreRecord
+    piece: str
+
+
+def prepare_record(bench_dir: Path, record: ScoreRecord | dict[str, Any]) -> PreparedRecord:
+    """Validate ``record`` alone and dump it; refused when it would not read back as written."""
     path = Path(bench_dir) / SCOREBOARD_NAME
     if isinstance(record, dict):
         record = from_mapping(ScoreRecord, record, path, "[new]")
+    try:
+        validate_record(record, path, 0)
+    except FormatError:  # only a refusal needs the record's index: count then
+        listing = yaml_log.read(path)
+        validate_record(record, path, len(listing.items) if listing else 0)
+        raise
+    mapping = to_mapping(record)
+    piece = yaml.dump([mapping], Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+    if yaml_log.count(piece) != 1 or parse_yaml(piece, path) != [mapping]:
+        raise FormatError(path, None, "the record does not read back as written; not appended")
+    return PreparedRecord(record, piece)
+
+
+def append_record(
+    bench_dir: Path, record: ScoreRecord | dict[str, Any] | PreparedRecord
+) -> ScoreRecord:
+    """Append ``record`` (prepared here unless it already is) after the existing bytes of
+    scoreboard.yaml."""
+    path = Path(bench_dir) / SCOREBOARD_NAME
     with _workspace_lock(bench_dir):
         yaml_log.recover(path)
         size, head, tail = yaml_log.ends(path)
@@ -402,29 +430,23 @@ def append_record(bench_dir: Path, record: ScoreRecord | dict[str, Any]) -> Scor
                 None,
                 "cannot append without rewriting earlier records (expected a block list)",
             )
-        try:
-            validate_record(record, path, 0)
-        except FormatError:  # only a refusal needs the record's index: count then
-            listing = yaml_log.read(path)
-            validate_record(record, path, len(listing.items) if listing else 0)
-            raise
-        mapping = to_mapping(record)
-        piece = yaml.dump([mapping], Dumper=_Dumper, sort_keys=False, allow_unicode=True)
-        if yaml_log.count(piece) != 1 or parse_yaml(piece, path) != [mapping]:
-            raise FormatError(path, None, "the record does not read back as written; not appended")
-        yaml_log.append(path, size, tail, piece)
-    return record
+        if not isinstance(record, PreparedRecord):
+            record = prepare_record(bench_dir, record)
+        yaml_log.append(path, size, tail, record.piece)
+    return record.record
 
 
 __all__ = [
     "SCOREBOARD_NAME",
     "CaseEntry",
+    "PreparedRecord",
     "RecordHead",
     "RunEntry",
     "Runtime",
     "ScoreRecord",
     "append_record",
     "count_records",
+    "prepare_record",
     "read_heads",
     "read_record",
     "read_records",

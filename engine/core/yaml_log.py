@@ -11,7 +11,8 @@ YAML block list (any YAML reader loads it), and two properties of that layout ma
 An append is crash-safe through a small intent file (``.<name>.append``: the size before the
 append, a digest of the bytes just before that point, and the new piece), written atomically
 before the bytes are appended and removed after the fsync. The next append finishes an
-interrupted one; a reader meanwhile sees the file as it was before that append.
+interrupted one; a reader meanwhile sees the file as it was before that append. The first item
+needs none of this: a file that does not exist yet is written whole, by a rename.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.errors import FormatError
-from engine.core.fsutil import atomic_write_json, fsync_dir
+from engine.core.fsutil import atomic_write_bytes, atomic_write_json, fsync_dir
 
 _TAIL = 65536  # bytes before the append point whose digest identifies the file appended to
 
@@ -217,7 +218,13 @@ def ends(path: Path) -> tuple[int, bytes, bytes]:
 def append(path: Path, size: int, tail: bytes, piece: str) -> None:
     """Append ``piece`` after the first ``size`` bytes of the file, the last of which are
     ``tail``, atomically: after a crash the file reads as those bytes until :func:`recover`
-    completes it. Call with the writers' lock held."""
+    completes it. Call with the writers' lock held.
+
+    A file that does not exist yet is written whole under a temp name and renamed into place:
+    it appears complete or not at all, so no intent is needed (two syncs instead of five)."""
+    if size == 0 and not os.path.lexists(path):
+        atomic_write_bytes(path, piece.encode("utf-8"))
+        return
     payload = ("\n" if tail and not tail.endswith(b"\n") else "") + piece
     intent = intent_path(path)
     atomic_write_json(intent, {"size": size, "tail": _tail_digest(tail), "piece": payload})

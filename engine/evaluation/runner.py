@@ -58,9 +58,16 @@ from engine.core.runs import (
     find_resumable,
     mark_finished,
     mark_unfinished,
+    row_key,
     unfinished_runs,
 )
-from engine.core.scoreboard import Runtime, append_record, record_from_rows
+from engine.core.scoreboard import (
+    PreparedRecord,
+    Runtime,
+    append_record,
+    prepare_record,
+    record_from_rows,
+)
 from engine.core.sessions import start_session
 from engine.core.skill_folder import Resources
 from engine.core.workspace import Workspace
@@ -400,12 +407,15 @@ def _run_unit(
     should_stop: Callable[[], bool],
     executor: Executor,
     io: ThreadPoolExecutor,
+    opened: Future[None],
 ) -> _Done | None:
     """Run and grade one unit; None when it was cancelled before it could finish.
 
     What follows the grading — writing and fsyncing the session, deleting the room — goes to
     ``io``, a pool with a thread per worker: the worker starts its next unit at once, and the
-    syncs of units that finish together overlap instead of queueing on one thread.
+    syncs of units that finish together overlap instead of queueing on one thread. The files
+    wait for ``opened`` (the run folder made safe to write into), which the first agents do
+    not.
     """
     if should_stop():
         return None
@@ -441,7 +451,8 @@ def _run_unit(
             "invalid_reason": outcome.invalid_reason,
         },
     ]
-    return _Done(unit, row, io.submit(_write_unit_files, folder, unit, row, session, outcome))
+    written = io.submit(_write_unit_files, folder, unit, row, session, outcome, opened)
+    return _Done(unit, row, written)
 
 
 def _write_unit_files(
@@ -450,9 +461,11 @@ def _write_unit_files(
     row: dict[str, Any],
     session: list[dict[str, Any]],
     outcome: AgentOutcome,
+    opened: Future[None],
 ) -> None:
     """The unit's session and raw files, each fsynced (their folders are synced per batch);
     the row learns where its raw stream is before anyone reads it (after ``written``)."""
+    opened.result()  # raises when the run folder could not be made ready: nothing is written
     folder.write_session(unit, session, sync_dir=False)
     if outcome.raw_stream is not None:
         row["raw_file"] = folder.write_raw(unit, "stream.jsonl", outcome.raw_stream, sync_dir=False)
@@ -626,18 +639,18 @@ def _evaluate(
 ) -> RunResult:
     units = plan.units()
     resumed = folder.exists()
-    with ws.lock(f"eval {plan.bench.id}"):
-        _sweep_leftovers(ws, plan.bench, folder)
-        mark_unfinished(folder)  # before the first write into its folder
-        folder.repair_torn_tail()
-        latest = folder.latest_rows()  # a malformed row refuses the run before anything is written
-        manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
-        manifest["executor"] = executor.describe()  # where the agents of this (re)start ran
-        if resumed:
-            old = folder.read_manifest()
-            manifest["started_at"] = old.get("started_at", manifest["started_at"])
-            manifest["resumed_at"] = [*old.get("resumed_at", []), utc_now()]
-            manifest["scoreboard_recorded"] = bool(old.get("scoreboard_recorded"))
+    manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
+    manifest["executor"] = executor.describe()  # where the agents of this (re)start ran
+    # the rows on disk in file order, kept in step with every append (the run is claimed: only
+    # this call writes it), so finishing reads none of them back
+    stored: list[dict[str, Any]] = []
+    # resolved once the run is named in the index of unfinished runs: no unit file is written
+    # into its folder before that (see _prepare)
+    opened: Future[None] = Future()
+    if resumed:  # which units are left is known only from its rows
+        stored = _prepare(ws, plan, folder, manifest)
+        opened.set_result(None)
+    latest = {row_key(row): row for row in stored}
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))
     log = start_session(ws, "eval", forward=reporter, session_id=folder.run_id)
@@ -650,6 +663,8 @@ def _evaluate(
     done = len(units) - len(todo)
     launched = 0
     first_units = FirstUnits(plan.agent, min(FIRST_UNITS, len(todo)))
+    record = scoreboard and not manifest.get("scoreboard_recorded")
+    tally: Future[_Tally] | None = None
     # the event log has a writer of its own (see _Notes); it is drained before returning
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="eval-log") as writer:
         notes = _Notes(log, writer)
@@ -659,14 +674,28 @@ def _evaluate(
                 ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit-io") as io,
                 ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool,
             ):
-                futures: list[Future[_Done | None]] = [
-                    pool.submit(
-                        _run_unit, plan, unit, folder, root, judge, should_stop, executor, io
-                    )
-                    for unit in todo
-                ]
+                futures: list[Future[_Done | None]] = []
                 try:
-                    # while the first agents start: no row is appended before these are on disk
+                    for unit in todo:
+                        futures.append(
+                            pool.submit(
+                                _run_unit,
+                                plan,
+                                unit,
+                                folder,
+                                root,
+                                judge,
+                                should_stop,
+                                executor,
+                                io,
+                                opened,
+                            )
+                        )
+                    # a new run has no rows: its first agents start while it is prepared, and
+                    # no row is appended before its inputs and manifest are on disk
+                    if not opened.done():
+                        stored = _prepare(ws, plan, folder, manifest)
+                        opened.set_result(None)
                     _open_run(ws, plan, folder, manifest, resumed)
                     notes.emit(
                         "started",
@@ -683,7 +712,11 @@ def _evaluate(
                     while pending:
                         ready, pending = wait(pending, return_when=FIRST_COMPLETED)
                         batch, error = _collect(sorted(ready, key=order.__getitem__))
+                        if not pending and error is None:  # scored while the last rows sync
+                            final = [*stored, *(finished.row for finished in batch)]
+                            tally = io.submit(_tally, plan, folder.run_id, units, final, record)
                         _store_batch(folder, batch)
+                        stored += [finished.row for finished in batch]
                         events: list[tuple[EventKind, dict[str, Any]]] = []
                         for finished in batch:
                             done += 1
@@ -699,14 +732,18 @@ def _evaluate(
                             )
                             if fault is not None:
                                 raise AgentBroken(fault)
-                except BaseException:
+                except BaseException as exc:
                     stop.set()
                     for future in futures:
                         future.cancel()
+                    if not opened.done():  # unit files waiting for it are never written
+                        opened.set_exception(exc)
                     raise
             if cancel is not None and cancel.cancelled:
                 raise Cancelled()
         except BaseException as exc:
+            if not opened.done() or opened.exception() is not None:
+                raise  # the run was never made ready to write into: nothing of it is written
             # every finished unit is on disk already; the status says why the rest is missing
             status = "interrupted" if isinstance(exc, (Cancelled, KeyboardInterrupt)) else "failed"
             if isinstance(exc, AgentBroken):
@@ -714,7 +751,34 @@ def _evaluate(
             _finish(ws, folder, manifest, units, status)
             notes.last("finished", run_id=folder.run_id, status=status, counts=manifest["counts"])
             raise
-        return _complete(ws, plan, folder, manifest, units, notes, launched, scoreboard)
+        if tally is None:  # nothing was left to run
+            scored = _tally(plan, folder.run_id, units, stored, record)
+        else:
+            scored = tally.result()
+        return _complete(ws, plan, folder, manifest, units, notes, launched, stored, scored)
+
+
+def _prepare(
+    ws: Workspace, plan: Plan, folder: RunFolder, manifest: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Make the run folder safe to write into and return its rows (in file order).
+
+    Under the workspace lock: what killed commands left is swept, the run is named in the index
+    of unfinished runs before the first write into its folder, a torn last row is dropped, and
+    a malformed row refuses the run before anything is written. A resumed run keeps its start,
+    its earlier restarts and whether its scoreboard record was written.
+    """
+    with ws.lock(f"eval {plan.bench.id}"):
+        _sweep_leftovers(ws, plan.bench, folder)
+        mark_unfinished(folder)
+        folder.repair_torn_tail()
+        rows = folder.rows()
+        if folder.exists():
+            old = folder.read_manifest()
+            manifest["started_at"] = old.get("started_at", manifest["started_at"])
+            manifest["resumed_at"] = [*old.get("resumed_at", []), utc_now()]
+            manifest["scoreboard_recorded"] = bool(old.get("scoreboard_recorded"))
+    return rows
 
 
 def _open_run(
@@ -828,16 +892,18 @@ def _finish(
     manifest: dict[str, Any],
     units: list[UnitKey],
     status: str,
-    latest: dict[UnitKey, dict[str, Any]] | None = None,
+    stored: list[dict[str, Any]] | None = None,
     first: Callable[[], None] | None = None,
-) -> dict[UnitKey, dict[str, Any]]:
+) -> None:
     """Record the final status and counts, and keep only the latest row per unit.
 
-    ``first`` (the scoreboard record) must be on disk before the manifest: it runs while the
-    manifest's bytes are synced under a temp name, and only its return puts them in place —
-    when it raises, the manifest on disk stays as it was.
+    ``stored`` is every row on disk in file order (None: read them). ``first`` (the scoreboard
+    record) must be on disk before the manifest: it runs while the manifest's bytes are synced
+    under a temp name, and only its return puts them in place — when it raises, the manifest on
+    disk stays as it was.
     """
-    latest = folder.latest_rows() if latest is None else latest
+    stored = folder.rows() if stored is None else stored
+    latest = {row_key(row): row for row in stored}
     manifest.update(status=status, finished_at=utc_now(), counts=_counts(latest, units))
     if first is None:
         staged = folder.stage_manifest(manifest)
@@ -853,10 +919,37 @@ def _finish(
             staged = pending.result()
     with ws.lock(f"eval {manifest['benchmark']}"):
         staged.commit()
-        folder.compact(sorted(units))
+        folder.compact(sorted(units), stored)
         if status == "finished":
             mark_finished(folder)  # nothing more to resume, nothing more it writes
-    return latest
+
+
+@dataclass
+class _Tally:
+    """A finished run's figures, from the latest row of each unit, and its scoreboard records
+    ready to append (None: this call does not record the run)."""
+
+    status: str
+    rows: list[dict[str, Any]]  # in matrix order
+    metrics: Metrics  # the skill variant
+    baseline_metrics: Metrics | None
+    records: list[PreparedRecord] | None
+
+
+def _tally(
+    plan: Plan, run_id: str, units: list[UnitKey], stored: list[dict[str, Any]], record: bool
+) -> _Tally:
+    """Score the run from ``stored`` (its rows in file order); with ``record``, prepare one
+    scoreboard record per variant with valid units (an all-invalid run scores nothing)."""
+    latest = {row_key(row): row for row in stored}
+    status = "finished" if _counts(latest, units)["invalid"] == 0 else "incomplete"
+    rows = [latest[u] for u in sorted(units) if u in latest]
+    figures = {
+        variant: metrics([r for r in rows if r["variant"] == variant], plan.bench.positive_label)
+        for variant in plan.variants
+    }
+    records = _scores(plan, run_id, rows, figures) if record else None
+    return _Tally(status, rows, figures[SKILL], figures.get(BASELINE), records)
 
 
 def _complete(
@@ -867,41 +960,37 @@ def _complete(
     units: list[UnitKey],
     notes: _Notes,
     launched: int,
-    scoreboard: bool = True,
+    stored: list[dict[str, Any]],
+    tally: _Tally,
 ) -> RunResult:
-    """Score the finished run, then write its final manifest once.
+    """Record the scored run (``stored``: its rows on disk, in file order), then write its
+    final manifest once.
 
     The scoreboard record goes first: a crash before the manifest leaves the run unfinished,
     so the next resume records it (a manifest saying "finished" would hide it from resuming).
     """
-    latest = folder.latest_rows()
-    status = "finished" if _counts(latest, units)["invalid"] == 0 else "incomplete"
-    rows = [latest[u] for u in sorted(units) if u in latest]
-    positive = plan.bench.positive_label
-    skill_metrics = metrics([r for r in rows if r["variant"] == SKILL], positive)
-    baseline_rows = [r for r in rows if r["variant"] == BASELINE]
     record: Callable[[], None] | None = None
-    if scoreboard and not manifest.get("scoreboard_recorded"):
+    if tally.records is not None:
         manifest["scoreboard_recorded"] = True
-        record = functools.partial(_record_scores, plan, folder.run_id, rows, skill_metrics)
-    _finish(ws, folder, manifest, units, status, latest, record)
+        record = functools.partial(_append_records, plan.bench.root, tally.records)
+    _finish(ws, folder, manifest, units, tally.status, stored, record)
     result = RunResult(
         run_id=folder.run_id,
         run_dir=folder.path,
-        rows=rows,
-        metrics=skill_metrics,
-        baseline_metrics=metrics(baseline_rows, positive) if plan.baseline else None,
-        status=status,
+        rows=tally.rows,
+        metrics=tally.metrics,
+        baseline_metrics=tally.baseline_metrics,
+        status=tally.status,
         launched=launched,
         seed=plan.seed,
     )
     notes.last(
         "finished",
         run_id=folder.run_id,
-        status=status,
+        status=tally.status,
         counts=manifest["counts"],
-        pass_rate=skill_metrics.pass_rate,
-        f1=skill_metrics.f1,
+        pass_rate=tally.metrics.pass_rate,
+        f1=tally.metrics.f1,
         headline=result.headline,
     )
     return result
@@ -916,23 +1005,25 @@ def agent_runtime(agent: Agent) -> Runtime:
     return Runtime("command", agent.model or Path(agent.command[0]).name)
 
 
-def _record_scores(plan: Plan, run_id: str, rows: list[dict[str, Any]], main: Metrics) -> None:
-    """One scoreboard record per variant with valid units (an all-invalid run scores nothing)."""
+def _scores(
+    plan: Plan, run_id: str, rows: list[dict[str, Any]], figures: dict[str, Metrics]
+) -> list[PreparedRecord]:
+    """The run's scoreboard records, one per variant with valid units, validated and dumped."""
+    records = []
     for variant in plan.variants:
         variant_rows = [r for r in rows if r["variant"] == variant]
-        figures = main if variant == SKILL else metrics(variant_rows, plan.bench.positive_label)
-        if not figures.valid:
+        if not figures[variant].valid:
             continue
         skills = {
             s["name"]: s["version"] or f"sha256:{s['sha256'][:12]}"
             for s in plan.skills_record(variant)
         }
         shown = ", ".join(f"{k}@{v}" for k, v in skills.items()) or "no skills"
-        title = f"{plan.bench.id} [{variant}] pass {figures.pass_rate:.0%}"
+        title = f"{plan.bench.id} [{variant}] pass {figures[variant].pass_rate:.0%}"
         summary = (
-            f"run {run_id}: {figures.valid}/{figures.units} valid units, pass rate "
-            f"{figures.pass_rate:.2f}"
-            + (f", F1 {figures.f1:.2f}" if figures.f1 is not None else "")
+            f"run {run_id}: {figures[variant].valid}/{figures[variant].units} valid units, "
+            f"pass rate {figures[variant].pass_rate:.2f}"
+            + (f", F1 {figures[variant].f1:.2f}" if figures[variant].f1 is not None else "")
             + f"; {shown}"
         )
         record = record_from_rows(
@@ -944,4 +1035,10 @@ def _record_scores(plan: Plan, run_id: str, rows: list[dict[str, Any]], main: Me
             variant=variant,
             skills=skills,
         )
-        append_record(plan.bench.root, record)
+        records.append(prepare_record(plan.bench.root, record))
+    return records
+
+
+def _append_records(bench_root: Path, records: list[PreparedRecord]) -> None:
+    for record in records:
+        append_record(bench_root, record)

@@ -70,30 +70,34 @@ def scratch_root(workspace_root: Path) -> Path:
     return root
 
 
-def check_statement(statement_dir: Path) -> None:
-    """Refuse a statement holding a name the harness writes into the run folder itself.
+def check_statement(statement_dir: Path) -> list[Path]:
+    """Refuse a statement holding a name the harness writes into the run folder itself; return
+    its entries, sorted (what a room copies).
 
     The runner asks before it creates a run folder or a session log, so a refusal leaves
     nothing behind.
     """
-    for item in sorted(statement_dir.iterdir()):
+    items = sorted(statement_dir.iterdir())
+    for item in items:
         if item.name in _RESERVED:
             raise SkillsmithError(
                 f"{item}: a statement file may not be named {item.name!r} "
                 "(the harness writes it into the run folder)"
             )
+    return items
 
 
 def build_room(spec: RoomSpec, root: Path) -> Path:
     """Create a fresh run directory under ``root`` holding exactly what ``spec`` names."""
-    check_statement(spec.statement_dir)
+    items = check_statement(spec.statement_dir)
     root.mkdir(parents=True, exist_ok=True)
     room = Path(tempfile.mkdtemp(prefix=ROOM_PREFIX, dir=root))
     with _held_lock:
         _held[room] = hold(room)  # marks it in use for sweep_rooms in every other process
     try:
-        for item in sorted(spec.statement_dir.iterdir()):
-            _copy(item, room / item.name, spec.statement_dir.resolve(), item.name)
+        base = spec.statement_dir.resolve()
+        for item in items:
+            _copy(item, room / item.name, base, item.name)
         (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
         if spec.agents_md is not None:
             (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
