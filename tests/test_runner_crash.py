@@ -17,6 +17,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -268,14 +269,12 @@ def test_the_next_evaluation_sweeps_a_killed_units_folder(
     assert list(root.iterdir()) == []  # its own unit folders went with their units
 
 
-def test_a_new_run_that_cannot_take_the_workspace_lock_writes_nothing_and_stops_its_agents(
+def test_a_new_run_that_cannot_take_the_workspace_lock_starts_no_agent_and_writes_nothing(
     tmp_path: Path, count_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A new run's first agents start while its folder is being prepared (under the workspace
-    lock): when the lock cannot be had, they are stopped and the run leaves no file behind."""
     ws = command_workspace(tmp_path / "ws")
     mode_benchmark(ws, {f"c{i}": ("sleep 30", SAFE, "safe") for i in range(3)})
-    monkeypatch.setenv("SKILLSMITH_LOCK_WAIT", "0.5")
+    monkeypatch.setenv("SKILLSMITH_LOCK_WAIT", "0.3")
     held, release = threading.Event(), threading.Event()
 
     def other_writer() -> None:
@@ -293,10 +292,38 @@ def test_a_new_run_that_cannot_take_the_workspace_lock_writes_nothing_and_stops_
         release.set()
         writer.join()
 
-    assert len(launches(count_dir)) > 0  # the agents did start, and none is left running
+    assert launches(count_dir) == []
+    _assert_nothing_written(ws)
+
+
+def test_a_new_run_whose_preparation_fails_stops_its_first_agents_and_writes_nothing(
+    tmp_path: Path, count_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new run's first agents start while its folder is being prepared: when that fails they
+    are stopped, and the run leaves no file behind (it was never named in the index)."""
+    import engine.evaluation.runner as runner
+
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {f"c{i}": ("sleep 30", SAFE, "safe") for i in range(3)})
+
+    def failing(*args: Any) -> None:
+        deadline = time.monotonic() + 30
+        while len(launches(count_dir)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)  # fail only once the agents run
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(runner, "_sweep_leftovers", failing)
+    with pytest.raises(OSError, match="Input/output error"):
+        run_evaluation(ws, "b", jobs=3)
+
+    assert len(launches(count_dir)) == 3
     assert running(str(SCRIPTED)) == []
+    _assert_nothing_written(ws)
+
+
+def _assert_nothing_written(ws: Workspace) -> None:
     written = [p.name for run in run_folders(ws.runs_dir) for p in run.iterdir()]
     assert set(written) <= {".run.lock"}  # no manifest, row, session or input
     assert not ws.sessions_dir.exists() or list(ws.sessions_dir.iterdir()) == []
     assert list(scratch_root(ws.root).iterdir()) == []
-    assert not (ws.runs_dir / UNFINISHED).exists()  # never named: nothing of it to sweep
+    assert not (ws.runs_dir / UNFINISHED).exists()

@@ -665,8 +665,13 @@ def _evaluate(
     first_units = FirstUnits(plan.agent, min(FIRST_UNITS, len(todo)))
     record = scoreboard and not manifest.get("scoreboard_recorded")
     tally: Future[_Tally] | None = None
+    # a new run is prepared while its first agents start, under the workspace lock taken
+    # before them: no agent runs for a run that then cannot be opened
+    held = contextlib.ExitStack()
     # the event log has a writer of its own (see _Notes); it is drained before returning
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="eval-log") as writer:
+    with held, ThreadPoolExecutor(max_workers=1, thread_name_prefix="eval-log") as writer:
+        if not opened.done():
+            held.enter_context(ws.lock(f"eval {plan.bench.id}"))
         notes = _Notes(log, writer)
         try:
             # the io pool outlives the workers: every room is gone when the evaluation returns
@@ -697,6 +702,7 @@ def _evaluate(
                         stored = _prepare(ws, plan, folder, manifest)
                         opened.set_result(None)
                     _open_run(ws, plan, folder, manifest, resumed)
+                    held.close()
                     notes.emit(
                         "started",
                         run_id=folder.run_id,
@@ -1012,18 +1018,19 @@ def _scores(
     records = []
     for variant in plan.variants:
         variant_rows = [r for r in rows if r["variant"] == variant]
-        if not figures[variant].valid:
+        measured = figures[variant]
+        if not measured.valid:
             continue
         skills = {
             s["name"]: s["version"] or f"sha256:{s['sha256'][:12]}"
             for s in plan.skills_record(variant)
         }
         shown = ", ".join(f"{k}@{v}" for k, v in skills.items()) or "no skills"
-        title = f"{plan.bench.id} [{variant}] pass {figures[variant].pass_rate:.0%}"
+        title = f"{plan.bench.id} [{variant}] pass {measured.pass_rate:.0%}"
         summary = (
-            f"run {run_id}: {figures[variant].valid}/{figures[variant].units} valid units, "
-            f"pass rate {figures[variant].pass_rate:.2f}"
-            + (f", F1 {figures[variant].f1:.2f}" if figures[variant].f1 is not None else "")
+            f"run {run_id}: {measured.valid}/{measured.units} valid units, pass rate "
+            f"{measured.pass_rate:.2f}"
+            + (f", F1 {measured.f1:.2f}" if measured.f1 is not None else "")
             + f"; {shown}"
         )
         record = record_from_rows(
