@@ -117,8 +117,16 @@ def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Pa
     wins = [frozenset(p["wins"]) for p in pool]
     assert any(a - b and b - a for a in wins for b in wins), pool
     assert all(p["why"] for p in pool)
-    # The record on disk says the same, and every pool member's SKILL.md is kept beside it.
+    # The three leaders by validation mean ran Validation a second time before the pick, and
+    # every metric call, the recheck's included, is a stored evaluation.
     folder = Path(result["experiment_dir"])
+    rechecks = [e for e in read_jsonl(folder / "events.jsonl") if e["kind"] == "validation_recheck"]
+    leaders = [p["id"] for p in pool if p["validation_runs"] == 2]
+    assert len(leaders) == 3 and [sorted(e["candidate_ids"]) for e in rechecks] == [sorted(leaders)]
+    assert result["selected_id"] in leaders
+    evaluations = [json.loads(p.read_text()) for p in (folder / "evaluations").iterdir()]
+    assert sum(len(e["results"]) for e in evaluations) == result["metric_calls"] <= 1000
+    # The record on disk says the same, and every pool member's SKILL.md is kept beside it.
     stored = json.loads((folder / "result.json").read_text())
     assert (stored["status"], stored["reason"], stored["pool"]) == (
         result["status"],

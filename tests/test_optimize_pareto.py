@@ -134,6 +134,25 @@ def test_the_pick_is_the_best_validation_mean_and_its_verdict_only_a_record() ->
     assert validated_pick([seed, dict(seed)], cases, alpha=0.05) == (0, None)  # a tie: the seed
 
 
+def test_after_a_recheck_the_pick_comes_from_the_leaders_and_the_rest_say_so() -> None:
+    # Members 1 and 2 led after one run and ran Validation again (their scores are now the
+    # mean of two runs); member 3's single run is higher still, but it was behind them when
+    # the leaders were chosen, so it cannot win on one lucky run now.
+    rows = table([0, 1, 0], [1, 0.5, 0.5], [1, 1, 0.5], [1, 1, 1])
+    index, verdict = validated_pick(rows, CASES, alpha=0.05, leaders={1, 2})
+    assert index == 2 and verdict is not None
+    assert validated_pick(rows, CASES, alpha=0.05)[0] == 3  # without the recheck: the top mean
+    standings = pool_standings(rows, CASES, index, {1, 2})
+    assert standings[3].why.startswith("validation mean 1.0000 on one run, behind the 2 leaders")
+    assert standings[2].why.startswith("picked")
+    assert "a candidate has a higher one (0.8333)" in standings[1].why
+    # leaders that all fall to the seed's mean or below leave the seed picked
+    assert (
+        validated_pick(table([1, 1, 0], [1, 0, 0.5], [1, 1, 1]), CASES, alpha=0.05, leaders={1})[0]
+        == 0
+    )
+
+
 def test_best_validation_mean_wins() -> None:
     assert best_candidate(table([0, 0, 1], [1, 1, 0], [1, 0, 1]), CASES) == 1
 

@@ -444,3 +444,30 @@ def test_offline_a_guard_beside_the_input_goes_before_a_call_that_converts_it() 
     added = answer["text"].replace(sections["pitfalls"], "")
     assert "`allowed_classes`" in added
     assert "base64_decode" not in added
+
+
+def test_offline_a_sink_handed_a_literal_list_is_named_in_that_form() -> None:
+    # PDO binds the values of `->execute([…])` as parameters: the guard is the sink called with
+    # a list, never the sink itself (`execute(` would hide every concatenated query). A Python
+    # query whose values go in a tuple gets no such item.
+    sections = {
+        **sections_of(SEED),
+        "steps": "\n".join(
+            [
+                "1. Read the file: `read <file>`.",
+                '2. Flag built SQL: `grep -nE "(execute|query)\\(.*(\\.|%)" *.php *.py`',
+                "3. Write the verdict.",
+            ]
+        ),
+    }
+
+    def pitfalls(name: str, code: str) -> str:
+        rec = record(1, code, "safe", "vulnerable")
+        rec["input"] = f"{PROMPT}\n\n--- file {name} ---\n{code}"
+        prompt = build_prompt("pitfalls", sections, [rec])
+        answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
+        return str(answer["text"]).replace(sections["pitfalls"], "")
+
+    php = "$stmt = $pdo->prepare('SELECT ?');\n$stmt->execute(['%' . $_GET['q'] . '%']);\n"
+    assert "`->execute([`" in pitfalls("app.php", php)
+    assert "execute" not in pitfalls("app.py", 'cur.execute("SELECT 1 WHERE a = %s", (a,))\n')

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from engine.core.config import LimitsConfig
@@ -340,8 +340,15 @@ class OfflineProposer:
     # -- FP: Pitfalls items ---------------------------------------------------------------------
 
     def _pitfalls(
-        self, doc: SkillDoc, target: PatchTarget, material: Material
+        self,
+        doc: SkillDoc,
+        target: PatchTarget,
+        material: Material,
+        demote: Callable[[str, Sequence[str]], bool] | None = None,
     ) -> Iterator[DraftPatch]:
+        """Pitfalls items for the false alarms; ``demote(token, flagged_lines)`` ranks a guard
+        last among those that clear as many of them (a caller that sees fewer positives than
+        the feedback split says which tokens it distrusts)."""
         matchers = flag_matchers(doc)
         rules = discard_rules(doc)
         positives = [ln.text for c in material.labelled(material.positive) for ln in c.lines]
@@ -367,6 +374,7 @@ class OfflineProposer:
             key=lambda t: (
                 -len(fixes[t] & wanted),
                 -len(fixes[t]),
+                demote is not None and demote(t, flagged),
                 token_class(t),
                 -nesting(t, flagged),
                 self._tie(t),

@@ -297,11 +297,10 @@ def _edit(
     proposer = OfflineProposer(None, seed=0)
     doc = _skill_doc(sections)
     if direction == "FP":
-        mined = proposer._pitfalls(doc, target, material)
-        shaped = [d for c in mined if (d := _api_items(c, doc)) is not None]
-        # a cover of more false alarms first; among equals, one that names no input converter
-        shaped.sort(key=lambda c: (-len(c.case_ids), _converters(c, doc, material)))
-        return _first(iter(shaped), section, sections[section])
+        mined = proposer._pitfalls(doc, target, material, demote=_converts)
+        flagged = [ln.text for c in failing for ln in material.cases[c].lines]
+        shaped = (_api_items(c, doc, flagged) for c in mined)
+        return _first((c for c in shaped if c is not None), section, sections[section])
     # Missed positives: the flag steps whose pattern already matches them searching their
     # language too (the narrowest edit), else a new flag step for their calls, else every flag
     # step searching their languages — whichever first makes a flag step hit more of them.
@@ -368,7 +367,9 @@ def _sink_steps(
             yield DraftPatch(text, cases, f"{first.form} receives user input in {', '.join(cases)}")
 
 
-def _api_items(candidate: DraftPatch, doc: SkillDoc) -> DraftPatch | None:
+def _api_items(
+    candidate: DraftPatch, doc: SkillDoc, flagged: Sequence[str] = ()
+) -> DraftPatch | None:
     """The candidate with only the new Pitfalls items whose patterns are calls or API names
     (None when none is left).
 
@@ -379,6 +380,11 @@ def _api_items(candidate: DraftPatch, doc: SkillDoc) -> DraftPatch | None:
     cover it came in also holds the guards of the minibatch's other false alarms
     (``shlex.quote(``), and a rewrite that threw them all away for one bad item would leave
     those false alarms standing — or fall back to a worse guard of the same line.
+
+    Where the sink is handed a literal list on the falsely flagged line (``flagged``), the
+    item names that form instead (``->execute([`` of ``$stmt->execute(['%' . $_GET['q']…``):
+    values passed as a list are bound as parameters, the very guard of the placeholder item,
+    on the line the values are passed — and no concatenated query is written so.
     """
     sinks = {
         word
@@ -394,9 +400,9 @@ def _api_items(candidate: DraftPatch, doc: SkillDoc) -> DraftPatch | None:
     ]
     kept = [
         item.removeprefix("- ")
-        for item in added
+        for item in (_bound(i, sinks, flagged) for i in added)
         if all(
-            token_class(t) <= 1 and _last_name(t) not in sinks
+            t.endswith("([") or (token_class(t) <= 1 and _last_name(t) not in sinks)
             for rule in item_rules(item)
             for group in rule
             for t in group
@@ -414,28 +420,36 @@ def _api_items(candidate: DraftPatch, doc: SkillDoc) -> DraftPatch | None:
     return DraftPatch(text, candidate.case_ids, how)
 
 
-def _converters(candidate: DraftPatch, doc: SkillDoc, material: Material) -> int:
-    """How many of the candidate's new Pitfalls items name a call that is the flagged call's
-    whole first argument (``unserialize(base64_decode($_POST…``, ``JSON.parse(Buffer.from(…``).
+def _bound(item: str, sinks: set[str], flagged: Sequence[str]) -> str:
+    """``item`` with a sink call it names (``$stmt->execute(``) written as the sink handed a
+    literal list (``->execute([``), where every flagged line that has the call passes one."""
+    for rule in item_rules(item):
+        for token in (t for group in rule for t in group):
+            name = _last_name(token)
+            if not token.endswith("(") or name not in sinks:
+                continue
+            calls = [re.search(rf"(->|\.)?{re.escape(name)}\((\[)?", t) for t in flagged]
+            found = [m for m in calls if m is not None]
+            if found and all(m.group(2) for m in found):
+                item = item.replace(f"`{token}`", f"`{found[0].group(1) or ''}{name}([`")
+    return item
+
+
+def _converts(token: str, flagged: Sequence[str]) -> bool:
+    """Whether ``token`` is a call that is a flagged call's whole first argument on one of the
+    ``flagged`` lines (``unserialize(base64_decode($_POST…``, ``JSON.parse(Buffer.from(…``).
 
     Such a call converts the input before the sink sees it — it decodes as often as it cleans —
     while an option the sink is given beside the input (``['allowed_classes' => false]``,
     ``usedforsecurity=False``) or a call inside a built argument (``'ping ' .
-    escapeshellarg($h)``) names what makes this use safe. Where a false alarm's line has both,
-    the converter as a guard would also clear the vulnerable files that decode their input
+    escapeshellarg($h)``) names what makes this use safe. Evolve's proposer keeps such a
+    decoder out because some positive of the feedback split has it too; a minibatch seldom
+    holds that positive, so where a false alarm's line has both kinds the converter goes last —
+    as a guard it would also clear the vulnerable files that decode their input
     (``unserialize(base64_decode($_COOKIE…`` with no ``allowed_classes``).
     """
-    have = set((doc.section("pitfalls") or "").splitlines())
-    added = [
-        line
-        for line in (SkillDoc.parse(candidate.text).section("pitfalls") or "").splitlines()
-        if line.strip() and line not in have
-    ]
-    texts = [ln.text for c in candidate.case_ids for ln in material.cases[c].lines]
-    tokens = {t.rstrip("(") for item in added for rule in item_rules(item) for g in rule for t in g}
-    return sum(
-        any(re.search(rf"\(\s*{re.escape(t)}\(", text) for text in texts) for t in tokens if t
-    )
+    name = token.removesuffix("(")
+    return bool(name) and any(re.search(rf"\(\s*{re.escape(name)}\(", t) for t in flagged)
 
 
 def _last_name(token: str) -> str:

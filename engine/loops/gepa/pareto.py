@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,12 +196,14 @@ def merge_keeps(parent: Sequence[float], child: Sequence[float]) -> bool:
 
 
 def validated_pick(
-    table: Table, cases: Sequence[str], *, alpha: float
+    table: Table, cases: Sequence[str], *, alpha: float, leaders: Collection[int] = ()
 ) -> tuple[int, Verdict | None]:
-    """The best validation mean (the seed, index 0, on a tie), and for the record the paired
-    comparison of the pick with the seed on those one-run scores — which decides nothing: the
-    pick was chosen for its validation scores, so only the holdout verdict can confirm it."""
-    best = best_candidate(table, cases)
+    """The best validation mean (the seed, index 0, on a tie) — among the seed and the
+    ``leaders`` when some were rechecked (a member left at one run was behind them already) —
+    and for the record the paired comparison of the pick with the seed on those scores, which
+    decides nothing: the pick was chosen for them, so only the holdout verdict can confirm it."""
+    among = sorted({0, *leaders}) if leaders else list(range(len(table)))
+    best = among[best_candidate([table[i] for i in among], cases)]
     if best == 0:
         return 0, None
     return best, paired_scores(table[0], table[best], cases, alpha=alpha)
@@ -215,19 +217,26 @@ class PoolStanding:
     why: str
 
 
-def pool_standings(table: Table, cases: Sequence[str], picked: int) -> list[PoolStanding]:
+def pool_standings(
+    table: Table, cases: Sequence[str], picked: int, leaders: Collection[int] = ()
+) -> list[PoolStanding]:
     """Each candidate's wins — the validation cases on whose front it sits while some other
     candidate does not — and the reason it was or was not picked, so a run that submits nothing
     says, per candidate, which rule stopped it."""
     fronts = instance_fronts(table, cases)
     everyone = set(range(len(table)))
     means = [mean_score(row, cases) for row in table]
-    best = best_candidate(table, cases)
+    best = picked if leaders else best_candidate(table, cases)
     seed = means[0]
     found: list[PoolStanding] = []
     for index, value in enumerate(means):
         wins = tuple(c for c in cases if index in fronts[c] and fronts[c] != everyone)
-        if index == picked:
+        if leaders and index not in leaders and index not in (0, picked):
+            why = (
+                f"validation mean {value:.4f} on one run, behind the {len(leaders)} leaders "
+                "that ran Validation twice"
+            )
+        elif index == picked:
             why = (
                 "the seed, kept: no candidate has a higher validation mean"
                 if index == 0

@@ -4,8 +4,9 @@ The run: choose Feedback / Validation / Holdout, evaluate the active version (th
 Validation, let GEPA search (each round rewrites every section the minibatch's records call
 for, or — after a kept child — merges the lessons of another Pareto-front lineage into the
 parent; children kept only when they beat their parent on the same minibatch, a merge when it
-is no worse; survivors measured on all of Validation), pick the best Validation mean (the seed
-on a tie), then compare seed and pick on Holdout with the same conditions. Only a pick that
+is no worse; survivors measured on all of Validation), run the ``RECHECK`` leaders on
+Validation once more where the budget allows, pick the best Validation mean among them (the
+seed on a tie), then compare seed and pick on Holdout with the same conditions. Only a pick that
 clears the holdout rules — a gain whose lower bound is above ``min_gain``, no critical case
 worse — is submitted, and then only into the approval queue (``pending_approval``, through
 the candidate gates), never published.
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
@@ -72,6 +73,7 @@ from engine.loops.gepa.sections import SECTIONS, candidate_id, render, sections_
 from engine.loops.gepa.splits import MIN_SUBMIT_CASES, Splits, choose_splits
 
 Status = Literal["submitted", "not_submitted", "failed"]
+RECHECK = 3  # the leading candidates run a second time on Validation before the pick
 
 
 @dataclass(frozen=True)
@@ -336,17 +338,19 @@ class _Run:
         table = [
             {validation[int(k)]: v for k, v in scores.items()} for scores in found.val_subscores
         ]
+        rechecked = self._recheck(found.candidates, table)
         alpha = self.ws.load_config().gates.alpha
-        best, verdict = validated_pick(table, validation, alpha=alpha)
-        standings = pool_standings(table, validation, best)
+        best, verdict = validated_pick(table, validation, alpha=alpha, leaders=rechecked)
+        standings = pool_standings(table, validation, best, rechecked)
         self.result.pool = [
             {
                 "id": candidate_id(c),
                 "validation_mean": mean_score(t, validation),
+                "validation_runs": 2 if i in rechecked else 1,
                 "wins": list(s.wins),
                 "why": s.why,
             }
-            for c, t, s in zip(found.candidates, table, standings, strict=True)
+            for i, (c, t, s) in enumerate(zip(found.candidates, table, standings, strict=True))
         ]
         self.picked = best
         chosen: dict[str, str] = dict(found.candidates[best])
@@ -359,6 +363,41 @@ class _Run:
             validation=self.result.validation,
         )
         return chosen, best == 0
+
+    def _recheck(
+        self, candidates: Sequence[Mapping[str, str]], table: list[dict[str, float]]
+    ) -> set[int]:
+        """A second Validation run of the ``RECHECK`` candidates with the best means, as far as
+        the budget left after the holdout's reserve allows; their scores in ``table`` become
+        the mean of both runs. Returns the pool indices rechecked.
+
+        Each mean is one noisy run of every Validation case, and the pick is the largest of
+        about ten of them: the winner is as often the luckiest as the best (a candidate ten
+        points better on a noise-free agent can sit eight points lower after one run). A second
+        run of the leaders, on a fresh seed, halves their noise where the choice is made; the
+        pick is still only selected, never tested, there — Holdout decides.
+        """
+        validation = self.splits.validation
+        left = self.opts.max_metric_calls - self.evaluator.calls - self.limits.reserve
+        count = min(RECHECK, len(table), left // max(1, len(validation)))
+        if count < 2 or len(table) < 3:
+            return set()  # one child against the seed: no contest to be lucky in
+        order = sorted(range(len(table)), key=lambda i: (-mean_score(table[i], validation), i))
+        leaders = order[:count]
+        self.looks += 1
+        seed = self.seed + self.looks  # a fresh draw, shared by every leader
+        for index in leaders:
+            rows = self.evaluator.rerun(
+                candidates[index], validation, "validation-recheck", runs=1, seed=seed
+            )
+            again = {str(r["case_id"]): float(r["score"]) for r in rows}
+            table[index] = {c: (table[index][c] + again[c]) / 2 for c in validation}
+        self.experiment.event(
+            "validation_recheck",
+            candidate_ids=[candidate_id(candidates[i]) for i in leaders],
+            means=[mean_score(table[i], validation) for i in leaders],
+        )
+        return set(leaders)
 
     def _holdout(self, chosen: dict[str, str], seed_won: bool) -> Promotion:
         """Seed and pick on Holdout under the same conditions, then the promotion rules."""
