@@ -9,6 +9,9 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -128,3 +131,27 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+@contextmanager
+def lock_held_elsewhere(ws: Workspace, label: str) -> Iterator[None]:
+    """``ws``'s lock held by another thread under ``label`` for the ``with`` block.
+
+    The lock excludes threads of the same process as well as other processes; a thread is the
+    cheapest other holder, and it lets go however the block ends.
+    """
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with ws.lock(label):
+            held.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(10), "the other thread never took the lock"
+        yield
+    finally:
+        release.set()
+        thread.join(10)

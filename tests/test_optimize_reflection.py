@@ -38,12 +38,18 @@ PROMPT = "Audit `app.py`. End with `VERDICT: vulnerable` or `VERDICT: safe`."
 
 
 def record(
-    case: int, code: str, expected: str, verdict: str, *, loaded: bool = True
+    case: int,
+    code: str,
+    expected: str,
+    verdict: str,
+    *,
+    loaded: bool = True,
+    name: str = "app.py",
 ) -> dict[str, Any]:
     passed = expected == verdict
     return {
         "case": f"case-{case}",
-        "input": f"{PROMPT}\n\n--- file app.py ---\n{code}",
+        "input": f"{PROMPT}\n\n--- file {name} ---\n{code}",
         "expected": expected,
         "score": 1.0 if passed else 0.0,
         "verdict": verdict,
@@ -57,6 +63,13 @@ def ask(section: str, records: list[dict[str, Any]]) -> dict[str, str]:
     prompt = build_prompt(section, sections_of(SEED), records)
     answer = offline_reflection("system", [{"role": "user", "content": prompt}])
     return json.loads(answer)
+
+
+def added_pitfalls(sections: dict[str, str], records: list[dict[str, Any]]) -> str:
+    """What the offline model's rewrite of the Pitfalls adds to those of ``sections``."""
+    prompt = build_prompt("pitfalls", sections, records)
+    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
+    return str(answer["text"]).replace(sections["pitfalls"], "")
 
 
 # -- the prompt ------------------------------------------------------------------------------------
@@ -257,9 +270,7 @@ def test_offline_never_rules_out_the_sink_a_flag_step_searches_for() -> None:
         record(1, 'cur.execute("SELECT 1 " + "LIMIT 1")\n', "safe", "vulnerable"),
         record(2, 'os.system("ls " + d)\n', "vulnerable", "vulnerable"),
     ]
-    prompt = build_prompt("pitfalls", sections, records)
-    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
-    assert answer["text"] == sections["pitfalls"]
+    assert added_pitfalls(sections, records) == ""
 
 
 # -- the call that receives the input ----------------------------------------------------------
@@ -399,9 +410,7 @@ def test_offline_drops_only_the_pitfall_that_would_hide_real_findings() -> None:
         record(2, shell, "safe", "vulnerable"),
         record(3, 'os.system("ls " + d)\n', "vulnerable", "vulnerable"),
     ]
-    prompt = build_prompt("pitfalls", sections, records)
-    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
-    added = answer["text"].replace(sections["pitfalls"], "")
+    added = added_pitfalls(sections, records)
     assert "`shlex.quote(`" in added
     assert "execute(" not in added
 
@@ -433,15 +442,7 @@ def test_offline_a_guard_beside_the_input_goes_before_a_call_that_converts_it() 
         ),
     }
     code = "$items = unserialize(base64_decode($_POST['b']), ['allowed_classes' => false]);\n"
-    records = [
-        {
-            **record(1, code, "safe", "vulnerable"),
-            "input": f"{PROMPT}\n\n--- file app.php ---\n{code}",
-        }
-    ]
-    prompt = build_prompt("pitfalls", sections, records)
-    answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
-    added = answer["text"].replace(sections["pitfalls"], "")
+    added = added_pitfalls(sections, [record(1, code, "safe", "vulnerable", name="app.php")])
     assert "`allowed_classes`" in added
     assert "base64_decode" not in added
 
@@ -462,11 +463,7 @@ def test_offline_a_sink_handed_a_literal_list_is_named_in_that_form() -> None:
     }
 
     def pitfalls(name: str, code: str) -> str:
-        rec = record(1, code, "safe", "vulnerable")
-        rec["input"] = f"{PROMPT}\n\n--- file {name} ---\n{code}"
-        prompt = build_prompt("pitfalls", sections, [rec])
-        answer = json.loads(offline_reflection("system", [{"role": "user", "content": prompt}]))
-        return str(answer["text"]).replace(sections["pitfalls"], "")
+        return added_pitfalls(sections, [record(1, code, "safe", "vulnerable", name=name)])
 
     php = "$stmt = $pdo->prepare('SELECT ?');\n$stmt->execute(['%' . $_GET['q'] . '%']);\n"
     assert "`->execute([`" in pitfalls("app.php", php)

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from tests.runner_helpers import (
     SCRIPTED,
     command_workspace,
     launches,
+    lock_held_elsewhere,
     mode_benchmark,
     running,
 )
@@ -275,22 +275,11 @@ def test_a_new_run_that_cannot_take_the_workspace_lock_starts_no_agent_and_write
     ws = command_workspace(tmp_path / "ws")
     mode_benchmark(ws, {f"c{i}": ("sleep 30", SAFE, "safe") for i in range(3)})
     monkeypatch.setenv("SKILLSMITH_LOCK_WAIT", "0.3")
-    held, release = threading.Event(), threading.Event()
-
-    def other_writer() -> None:
-        with ws.lock("another command"):
-            held.set()
-            release.wait(60)
-
-    writer = threading.Thread(target=other_writer)
-    writer.start()
-    try:
-        assert held.wait(10)
-        with pytest.raises(LockError, match="another command"):
-            run_evaluation(ws, "b", jobs=3)
-    finally:
-        release.set()
-        writer.join()
+    with (
+        lock_held_elsewhere(ws, "another command"),
+        pytest.raises(LockError, match="another command"),
+    ):
+        run_evaluation(ws, "b", jobs=3)
 
     assert launches(count_dir) == []
     _assert_nothing_written(ws)

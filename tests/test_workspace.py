@@ -9,6 +9,7 @@ import pytest
 
 from engine.core.errors import FormatError, LockError, SkillsmithError
 from engine.core.workspace import LAYOUT_DIRS, Workspace
+from tests.runner_helpers import lock_held_elsewhere
 
 
 def test_init_creates_layout_and_valid_config(tmp_path: Path) -> None:
@@ -76,24 +77,11 @@ def test_second_writer_waits_then_names_holder(workspace: Workspace) -> None:
 
 
 def test_lock_excludes_other_threads_of_the_same_process(workspace: Workspace) -> None:
-    import threading
-
-    entered = threading.Event()
-    release = threading.Event()
-
-    def hold() -> None:
-        with workspace.lock("evaluation"):
-            entered.set()
-            release.wait(5)
-
-    worker = threading.Thread(target=hold)
-    worker.start()
-    try:
-        assert entered.wait(5)
-        with pytest.raises(LockError, match="evaluation"), workspace.lock(wait_s=0.2):
-            pass
-    finally:
-        release.set()
-        worker.join(5)
+    with (
+        lock_held_elsewhere(workspace, "evaluation"),
+        pytest.raises(LockError, match="evaluation"),
+        workspace.lock(wait_s=0.2),
+    ):
+        pass
     with workspace.lock(wait_s=0.5):
         pass
