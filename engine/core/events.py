@@ -7,8 +7,6 @@ them to ``sessions/<id>.jsonl`` so the other view sees the same story from the f
 
 from __future__ import annotations
 
-import datetime as dt
-import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.fsutil import append_jsonl, append_jsonl_many
+from engine.core.stamps import new_id, utc_now
 
 EventKind = Literal[
     "started",
@@ -30,17 +29,6 @@ EventKind = Literal[
     "error",
     "finished",
 ]
-
-
-def utc_now() -> str:
-    """ISO-8601 UTC timestamp with seconds, the one time format of every file."""
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def new_id(prefix: str) -> str:
-    """A sortable, collision-resistant id: ``<prefix>-YYYYmmdd-HHMMSS-<6 hex>``."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{prefix}-{stamp}-{secrets.token_hex(3)}"
 
 
 @dataclass

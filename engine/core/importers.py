@@ -30,10 +30,10 @@ import yaml
 
 from engine.core.benchmark import PROMPT_FILE, RUBRIC_YAML, Benchmark, label_text, load_benchmark
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.events import new_id, utc_now
 from engine.core.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text, fsync_dir
 from engine.core.results import read_results
 from engine.core.schema import from_mapping
+from engine.core.stamps import new_id, utc_now
 from engine.core.workspace import Workspace
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

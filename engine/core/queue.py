@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.events import new_id, utc_now
 from engine.core.fsutil import (
     append_jsonl,
     atomic_write_json,
@@ -37,6 +36,7 @@ from engine.core.fsutil import (
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, load_yaml, to_mapping
 from engine.core.skill_folder import Resource
+from engine.core.stamps import new_id, utc_now
 from engine.core.store import SkillStore, TabooEntry, check_name, read_text
 from engine.core.vault import secret_values
 from engine.core.workspace import INTENT_JOURNAL, Workspace

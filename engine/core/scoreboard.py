@@ -29,8 +29,8 @@ import yaml
 
 from engine.core import yaml_log
 from engine.core.errors import FormatError
-from engine.core.events import utc_now
 from engine.core.schema import from_mapping, parse_yaml, to_mapping
+from engine.core.stamps import utc_now
 from engine.core.workspace import CONFIG_NAME, Workspace
 
 SCOREBOARD_NAME = "scoreboard.yaml"

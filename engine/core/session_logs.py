@@ -123,7 +123,7 @@ def _ending(path: Path, size: int) -> tuple[str, str]:
 
 
 def _sort_key(session_id: str) -> tuple[str, str]:
-    """Order by the ``YYYYmmdd-HHMMSS`` stamp of :func:`engine.core.events.new_id`, then the id."""
+    """Order by the ``YYYYmmdd-HHMMSS`` stamp of :func:`engine.core.stamps.new_id`, then the id."""
     parts = session_id.split("-")
     stamp = next((f"{a}-{b}" for a, b in itertools.pairwise(parts) if _is_stamp(a, b)), "")
     return (stamp, session_id)

@@ -40,7 +40,6 @@ import yaml
 
 from engine.core.config import Config
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.events import utc_now
 from engine.core.fsutil import (
     append_jsonl,
     atomic_open,
@@ -54,6 +53,7 @@ from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, to_mapping
 from engine.core.secret_scan import refuse_secrets
 from engine.core.skill import SkillDoc
+from engine.core.stamps import utc_now
 from engine.core.store import stores_of
 from engine.core.vault import secret_values
 from engine.core.workspace import CONFIG_NAME, INTENT_JOURNAL, LOCK_NAME, RESTORE_JOURNAL, Workspace

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.events import utc_now
 from engine.core.fsutil import (
     append_jsonl,
     atomic_write_json,
@@ -48,6 +47,7 @@ from engine.core.skill_folder import (
     read_resources,
     write_resources,
 )
+from engine.core.stamps import utc_now
 from engine.core.taboo import TabooEntry, TabooList, diff_hash, read_taboo, taboo_records
 from engine.core.workspace import INTENT_JOURNAL, RESTORE_JOURNAL, Workspace
 

@@ -43,9 +43,7 @@ from engine.core.events import (
     EventKind,
     Reporter,
     SessionLog,
-    new_id,
     null_reporter,
-    utc_now,
 )
 from engine.core.fsutil import Stamp, settled, stamp_of, sweep_temp_files, walk_files
 from engine.core.runs import (
@@ -70,6 +68,7 @@ from engine.core.scoreboard import (
 )
 from engine.core.sessions import start_session
 from engine.core.skill_folder import Resources
+from engine.core.stamps import new_id, utc_now
 from engine.core.workspace import Workspace
 from engine.core.yaml_log import is_log_file
 from engine.evaluation.agents import (

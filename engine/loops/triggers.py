@@ -44,10 +44,11 @@ from typing import Any, Literal, Protocol
 
 from engine.core.config import Config, GatesConfig
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter, utc_now
+from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_text
 from engine.core.sessions import loop_session
 from engine.core.skill import SkillDoc
+from engine.core.stamps import new_id, utc_now
 from engine.core.store import SkillStore, read_text
 from engine.core.vault import redact
 from engine.core.workspace import Workspace

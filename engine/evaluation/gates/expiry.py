@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from engine.core.events import utc_now
 from engine.core.queue import Candidate, CandidateQueue
+from engine.core.stamps import utc_now
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 

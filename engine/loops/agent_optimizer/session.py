@@ -41,7 +41,7 @@ from typing import Any
 
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError, UsageError, check_counts
-from engine.core.events import CancelToken, Reporter, SessionLog, new_id, null_reporter
+from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_text
 from engine.core.runs import RunFolder
 from engine.core.scoreboard import (
@@ -54,6 +54,7 @@ from engine.core.scoreboard import (
 )
 from engine.core.sessions import ends_logged, hold, is_held, start_session, verify_record
 from engine.core.snapshots import create_snapshot, restore
+from engine.core.stamps import new_id
 from engine.core.store import SkillStore, read_text
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent

@@ -22,10 +22,11 @@ from typing import Any
 from engine.core.benchmark import load_benchmark
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError, UsageError, check_counts
-from engine.core.events import CancelToken, Reporter, new_id, null_reporter, utc_now
+from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.fsutil import atomic_write_json
 from engine.core.schema import to_mapping
 from engine.core.sessions import start_session
+from engine.core.stamps import new_id, utc_now
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.outcome import holdout_change

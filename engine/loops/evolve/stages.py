@@ -26,9 +26,10 @@ from typing import Any
 from engine.core.benchmark import Benchmark
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError
-from engine.core.events import CancelToken, Reporter, SessionLog, new_id
+from engine.core.events import CancelToken, Reporter, SessionLog
 from engine.core.fsutil import atomic_write_json, atomic_write_text
 from engine.core.results import read_results
+from engine.core.stamps import new_id
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.diagnosis import Diagnosis, Registry

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.core.events import new_id, utc_now
 from engine.core.fsutil import append_jsonl, atomic_write_json
+from engine.core.stamps import new_id, utc_now
 from engine.core.vault import redact
 from engine.core.workspace import Workspace
 

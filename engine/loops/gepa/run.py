@@ -36,8 +36,9 @@ from gepa.core.result import GEPAResult
 
 from engine.core.benchmark import Benchmark, load_benchmark
 from engine.core.errors import SkillsmithError, UsageError, check_counts
-from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter, utc_now
+from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter
 from engine.core.sessions import hold, start_session
+from engine.core.stamps import utc_now
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import StaleCandidate, TaskOutcome

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.core.errors import FormatError
-from engine.core.events import utc_now
 from engine.core.fsutil import atomic_write_json
 from engine.core.schema import from_mapping
+from engine.core.stamps import utc_now
 from engine.core.transcripts import Transcript
 from engine.core.workspace import Workspace
 
