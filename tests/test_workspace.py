@@ -82,6 +82,6 @@ def test_lock_excludes_other_threads_of_the_same_process(workspace: Workspace) -
         pytest.raises(LockError, match="evaluation"),
         workspace.lock(wait_s=0.2),
     ):
-        pass
+        raise AssertionError("took the lock another thread holds")
     with workspace.lock(wait_s=0.5):
         pass

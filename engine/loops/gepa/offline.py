@@ -367,9 +367,7 @@ def _sink_steps(
             yield DraftPatch(text, cases, f"{first.form} receives user input in {', '.join(cases)}")
 
 
-def _api_items(
-    candidate: DraftPatch, doc: SkillDoc, flagged: Sequence[str] = ()
-) -> DraftPatch | None:
+def _api_items(candidate: DraftPatch, doc: SkillDoc, flagged: Sequence[str]) -> DraftPatch | None:
     """The candidate with only the new Pitfalls items whose patterns are calls or API names
     (None when none is left).
 
@@ -429,9 +427,9 @@ def _bound(item: str, sinks: set[str], flagged: Sequence[str]) -> str:
             if not token.endswith("(") or name not in sinks:
                 continue
             calls = [re.search(rf"(->|\.)?{re.escape(name)}\((\[)?", t) for t in flagged]
-            found = [m for m in calls if m is not None]
-            if found and all(m.group(2) for m in found):
-                item = item.replace(f"`{token}`", f"`{found[0].group(1) or ''}{name}([`")
+            hits = [m for m in calls if m is not None]
+            if hits and all(m.group(2) for m in hits):
+                item = item.replace(f"`{token}`", f"`{hits[0].group(1) or ''}{name}([`")
     return item
 
 

@@ -385,8 +385,7 @@ class _Run:
             return set()  # one child against the seed: no contest to be lucky in
         order = sorted(range(len(table)), key=lambda i: (-mean_score(table[i], validation), i))
         leaders = order[:count]
-        self.looks += 1
-        seed = self.seed + self.looks  # a fresh draw, shared by every leader
+        seed = self._look_seed()  # shared by every leader
         for index in leaders:
             rows = self.evaluator.rerun(
                 candidates[index], validation, "validation-recheck", runs=1, seed=seed
@@ -484,12 +483,16 @@ class _Run:
             cases,
         )
 
+    def _look_seed(self) -> int:
+        """The evaluation seed of the next look at data already measured (a recheck, a rerun):
+        it differs from the search's seed and from every earlier look's, so it is a new draw,
+        not a replay."""
+        self.looks += 1
+        return self.seed + self.looks
+
     def _rerun(self, variants: tuple[dict[str, str], dict[str, str]], phase: str) -> Rerun:
         def rerun(cases: Sequence[str], runs: int) -> tuple[Rows, Rows]:
-            self.looks += 1
-            # A look's own seed: both variants share it (they pair on the same noise), and it
-            # differs from the search's seed, so a rerun is a new draw, not a replay.
-            seed = self.seed + self.looks
+            seed = self._look_seed()  # both variants share it: they pair on the same noise
             sides = [
                 self.evaluator.rerun(v, cases, f"{phase}-{side}", runs=runs, seed=seed)
                 for v, side in zip(variants, ("baseline", "candidate"), strict=True)
