@@ -1193,12 +1193,13 @@ class SkillsmithApp(App[None]):
     def _show_diff_tab(self) -> DiffPane | None:
         """Diff keys act on the diff: bring it up when another tab (the overview) is showing.
         None for a key typed ahead of the first frame (the diff tab is added just after it)."""
-        if self.query_one_optional("#diff-pane") is None:
+        pane = self.query_one_optional("#diff-pane")
+        if pane is None:
             return None
         tabs = self.query_one(TabbedContent)
         if tabs.active != "tab-diff":
             tabs.active = "tab-diff"
-        return self.diff_pane
+        return cast("DiffPane", pane)
 
     def action_diff_mode(self) -> None:
         pane = self._show_diff_tab()

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,7 @@ class RunFolder:
 
     def latest_rows(self) -> dict[UnitKey, dict[str, Any]]:
         """The last row of each unit (a rerun supersedes an earlier invalid row)."""
-        return {row_key(row): row for row in self.rows()}
+        return latest_of(self.rows())
 
     def append_row(self, row: dict[str, Any]) -> None:
         append_jsonl(self.results_path, row)
@@ -176,18 +177,17 @@ class RunFolder:
         if data and not data.endswith(b"\n"):
             atomic_write_bytes(path, data[: data.rfind(b"\n") + 1])
 
-    def compact(self, order: list[UnitKey], rows: list[dict[str, Any]] | None = None) -> None:
+    def compact(self, order: list[UnitKey], rows: list[dict[str, Any]]) -> None:
         """Rewrite results.jsonl with exactly the latest row per unit, in matrix order, when a
-        unit has more than one; ``rows`` are the file's rows when the caller has them."""
-        rows = self.rows() if rows is None else rows
-        latest = {row_key(row): row for row in rows}
+        unit has more than one; ``rows`` are the file's rows, in file order."""
+        latest = latest_of(rows)
         if len(latest) == len(rows):
             return
         wanted = set(order)
-        rows = [latest[key] for key in order if key in latest]
-        rows += [row for key, row in latest.items() if key not in wanted]
+        kept = [latest[key] for key in order if key in latest]
+        kept += [row for key, row in latest.items() if key not in wanted]
         text = "".join(
-            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows
+            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in kept
         )
         atomic_write_text(self.results_path, text)
 
@@ -222,6 +222,11 @@ class RunFolder:
 
 def row_key(row: dict[str, Any]) -> UnitKey:
     return UnitKey(str(row["case_id"]), int(row["run_index"]), str(row.get("variant", "skill")))
+
+
+def latest_of(rows: Iterable[dict[str, Any]]) -> dict[UnitKey, dict[str, Any]]:
+    """The last of ``rows`` (in file order) for each unit: a rerun supersedes an invalid row."""
+    return {row_key(row): row for row in rows}
 
 
 def _check_row(row: dict[str, Any], path: Path, line: int) -> None:

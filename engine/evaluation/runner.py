@@ -54,9 +54,9 @@ from engine.core.runs import (
     build_index,
     check_run_id,
     find_resumable,
+    latest_of,
     mark_finished,
     mark_unfinished,
-    row_key,
     unfinished_runs,
 )
 from engine.core.scoreboard import (
@@ -649,7 +649,7 @@ def _evaluate(
     if resumed:  # which units are left is known only from its rows
         stored = _prepare(ws, plan, folder, manifest)
         opened.set_result(None)
-    latest = {row_key(row): row for row in stored}
+    latest = latest_of(stored)
     todo = [u for u in units if latest.get(u, {}).get("pass_fail") in (None, "invalid")]
     workers = max(1, min(manifest["jobs"], len(todo) or 1))
     log = start_session(ws, "eval", forward=reporter, session_id=folder.run_id)
@@ -717,11 +717,12 @@ def _evaluate(
                     while pending:
                         ready, pending = wait(pending, return_when=FIRST_COMPLETED)
                         batch, error = _collect(sorted(ready, key=order.__getitem__))
+                        rows = [finished.row for finished in batch]
                         if not pending and error is None:  # scored while the last rows sync
-                            final = [*stored, *(finished.row for finished in batch)]
+                            final = [*stored, *rows]
                             tally = io.submit(_tally, plan, folder.run_id, units, final, record)
-                        _store_batch(folder, batch)
-                        stored += [finished.row for finished in batch]
+                        _store_batch(folder, rows)
+                        stored += rows
                         events: list[tuple[EventKind, dict[str, Any]]] = []
                         for finished in batch:
                             done += 1
@@ -839,16 +840,16 @@ def _collect(ready: list[Future[_Done | None]]) -> tuple[list[_Done], BaseExcept
     return batch, error
 
 
-def _store_batch(folder: RunFolder, batch: list[_Done]) -> None:
+def _store_batch(folder: RunFolder, rows: list[dict[str, Any]]) -> None:
     """The rows of units whose files are on disk: a row never points at a missing session.
 
     Units that finished together share the syncs — the session folders once, the rows with one
     append — so a batch is as durable as storing them one by one.
     """
-    if not batch:
+    if not rows:
         return
     folder.sync_unit_dirs()
-    folder.append_rows([finished.row for finished in batch])
+    folder.append_rows(rows)
 
 
 def _summary(row: dict[str, Any]) -> dict[str, Any]:
@@ -908,7 +909,7 @@ def _finish(
     disk stays as it was.
     """
     stored = folder.rows() if stored is None else stored
-    latest = {row_key(row): row for row in stored}
+    latest = latest_of(stored)
     manifest.update(status=status, finished_at=utc_now(), counts=_counts(latest, units))
     if first is None:
         staged = folder.stage_manifest(manifest)
@@ -946,14 +947,12 @@ def _tally(
 ) -> _Tally:
     """Score the run from ``stored`` (its rows in file order); with ``record``, prepare one
     scoreboard record per variant with valid units (an all-invalid run scores nothing)."""
-    latest = {row_key(row): row for row in stored}
+    latest = latest_of(stored)
     status = "finished" if _counts(latest, units)["invalid"] == 0 else "incomplete"
     rows = [latest[u] for u in sorted(units) if u in latest]
-    figures = {
-        variant: metrics([r for r in rows if r["variant"] == variant], plan.bench.positive_label)
-        for variant in plan.variants
-    }
-    records = _scores(plan, run_id, rows, figures) if record else None
+    by_variant = {v: [r for r in rows if r["variant"] == v] for v in plan.variants}
+    figures = {v: metrics(r, plan.bench.positive_label) for v, r in by_variant.items()}
+    records = _scores(plan, run_id, by_variant, figures) if record else None
     return _Tally(status, rows, figures[SKILL], figures.get(BASELINE), records)
 
 
@@ -1011,12 +1010,14 @@ def agent_runtime(agent: Agent) -> Runtime:
 
 
 def _scores(
-    plan: Plan, run_id: str, rows: list[dict[str, Any]], figures: dict[str, Metrics]
+    plan: Plan,
+    run_id: str,
+    by_variant: dict[str, list[dict[str, Any]]],
+    figures: dict[str, Metrics],
 ) -> list[PreparedRecord]:
     """The run's scoreboard records, one per variant with valid units, validated and dumped."""
     records = []
-    for variant in plan.variants:
-        variant_rows = [r for r in rows if r["variant"] == variant]
+    for variant, variant_rows in by_variant.items():
         measured = figures[variant]
         if not measured.valid:
             continue
