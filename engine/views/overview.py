@@ -16,7 +16,7 @@ from typing import Any
 from engine.core.benchmark import benchmark_ids
 from engine.core.errors import SkillsmithError
 from engine.core.queue import CandidateQueue
-from engine.core.scoreboard import read_records
+from engine.core.scoreboard import read_heads
 from engine.core.session_logs import list_session_logs
 from engine.core.sessions import SessionInfo, session_info
 from engine.core.store import SkillStore, stores_of
@@ -142,7 +142,7 @@ def _bench_lines(ws: Workspace) -> list[BenchLine]:
     lines: list[BenchLine] = []
     for name in benchmark_ids(ws):
         try:
-            records = read_records(ws.benchmarks_dir / name)
+            records = read_heads(ws.benchmarks_dir / name)
         except SkillsmithError as exc:
             lines.append(BenchLine(name, error=str(exc)))
             continue
