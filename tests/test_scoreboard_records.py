@@ -20,6 +20,7 @@ from engine.core.scoreboard import (
     Runtime,
     append_record,
     count_records,
+    latest_head,
     read_heads,
     read_record,
     read_records,
@@ -273,6 +274,8 @@ def test_heads_are_read_from_an_index_kept_with_the_history(tmp_path: Path) -> N
     path.write_bytes(b"#" * len(original))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert [h.summary_title for h in read_heads(tmp_path)] == ["r0", "r1", "r2", "r3"]
+    count, last = latest_head(tmp_path)  # the Overview's figures: the count and the newest
+    assert count == 4 and last is not None and last.summary_title == "r3"
     # A hand edit (new mtime) is read from the history again, and the index follows it.
     path.write_bytes(original.replace(b"summary_title: r1", b"summary_title: r1-edited"))
     assert [h.summary_title for h in read_heads(tmp_path)][1] == "r1-edited"

@@ -373,19 +373,25 @@ def _log_key(path: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def _indexed(path: Path, key: list[int]) -> list[RecordHead] | None:
-    index = yaml_log.index_path(path)
+def _index_mappings(path: Path, key: list[int]) -> list[Any] | None:
+    """The index's head mappings, None when it does not match the history or does not read."""
     try:
-        data = json.loads(index.read_bytes())
+        data = json.loads(yaml_log.index_path(path).read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("key") != key:
         return None
     heads = data.get("heads")
-    if not isinstance(heads, list):
+    return heads if isinstance(heads, list) else None
+
+
+def _indexed(path: Path, key: list[int]) -> list[RecordHead] | None:
+    raw = _index_mappings(path, key)
+    if raw is None:
         return None
+    index = yaml_log.index_path(path)
     try:
-        return [from_mapping(RecordHead, m, index, f"[{i}]") for i, m in enumerate(heads)]
+        return [from_mapping(RecordHead, m, index, f"[{i}]") for i, m in enumerate(raw)]
     except FormatError:
         return None
 
@@ -416,6 +422,22 @@ def read_heads(bench_dir: Path) -> list[RecordHead]:
     if heads and _log_key(path) == key:  # unchanged while it was read
         _write_index(path, key, heads)
     return heads
+
+
+def latest_head(bench_dir: Path) -> tuple[int, RecordHead | None]:
+    """How many evaluations a benchmark has and the newest one's headline (what the Overview
+    shows), converting one head of the index rather than all of them."""
+    path = Path(bench_dir) / SCOREBOARD_NAME
+    key = _log_key(path)
+    raw = _index_mappings(path, key) if key is not None else None
+    if raw:
+        with contextlib.suppress(FormatError):
+            last = len(raw) - 1
+            return len(raw), from_mapping(
+                RecordHead, raw[last], yaml_log.index_path(path), f"[{last}]"
+            )
+    heads = read_heads(bench_dir)
+    return len(heads), (heads[-1] if heads else None)
 
 
 def count_records(bench_dir: Path) -> int:
@@ -509,6 +531,7 @@ __all__ = [
     "ScoreRecord",
     "append_record",
     "count_records",
+    "latest_head",
     "prepare_record",
     "read_heads",
     "read_record",
