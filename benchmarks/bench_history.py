@@ -13,8 +13,11 @@ drift on a shared machine cancels:
   includes that write and every other history-dependent step of an evaluation (the history
   is also that many finished run folders in ``runs/``, which resuming and the sweep of killed
   writes must not list);
-* the scoreboard pane's read (``read_heads``), against a bare ``yaml.load`` (C loader) of the
-  1× file, the demo's own history: a plain reader of the N× file costs about N times that.
+* the scoreboard pane's read (``read_heads``) of a history just copied into place (its heads
+  index rebuilt), against a bare ``yaml.load`` (C loader) of the 1× file, the demo's own
+  history: a plain reader of the N× file costs about N times that;
+* the Overview's figures (``load_overview``) and the workbench's first content (process start
+  → the Overview showing them), reading the history as appends leave it (heads index current).
 
 Prints min and median of each, and of the per-round ratios N× / 1×.
 """
@@ -33,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+START = time.perf_counter()
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -142,6 +146,16 @@ def child(kind: str, ws_root: Path, cases: int) -> float:
         heads = read_heads(bench)
         assert heads, "no records read"
         return time.perf_counter() - started
+    if kind == "overview":
+        from engine.core.workspace import Workspace
+        from engine.views.overview import load_overview
+
+        started = time.perf_counter()
+        view = load_overview(Workspace.at(ws_root))
+        assert view.benchmarks and view.benchmarks[0].evaluations, "no records read"
+        return time.perf_counter() - started
+    if kind == "tui":
+        return _first_content(ws_root)
     if kind == "yaml":
         import yaml
 
@@ -153,8 +167,33 @@ def child(kind: str, ws_root: Path, cases: int) -> float:
     raise SystemExit(f"unknown child {kind}")
 
 
+def _first_content(ws_root: Path) -> float:
+    """Process start → the workbench's Overview showing the workspace's figures."""
+    from engine.core.workspace import Workspace
+    from tui.app import make_app
+    from tui.overview_pane import OverviewPane
+
+    app = make_app(Workspace.at(ws_root), watch=False)
+    shown: list[float] = []
+
+    async def pilot(p: Any) -> None:
+        pane = app.query_one(OverviewPane)
+        deadline = time.perf_counter() + 120
+        while pane.view is None and time.perf_counter() < deadline:
+            await p.pause(0.002)
+        shown.append(time.perf_counter() - START)
+        app.exit()
+
+    app.run(headless=True, size=(120, 40), auto_pilot=pilot)
+    if not shown:
+        raise SystemExit("the overview never showed")
+    return shown[0]
+
+
 def measure(kind: str, ws_root: Path, history: Path, cases: int) -> float:
     target = ws_root / "benchmarks" / BENCH / "scoreboard.yaml"
+    if kind in ("overview", "tui"):  # read the history as the appends left it (index current)
+        return _child(kind, ws_root, cases)
     shutil.copy2(history, target)
     # Flush the copy now: else the append's fsync would pay for writing the whole fresh copy.
     fd = os.open(target, os.O_RDONLY)
@@ -162,6 +201,10 @@ def measure(kind: str, ws_root: Path, history: Path, cases: int) -> float:
         os.fsync(fd)
     finally:
         os.close(fd)
+    return _child(kind, ws_root, cases)
+
+
+def _child(kind: str, ws_root: Path, cases: int) -> float:
     out = subprocess.run(
         [sys.executable, __file__, "--child", kind, str(ws_root), "--cases", str(cases)],
         capture_output=True,
@@ -199,7 +242,7 @@ def main() -> None:
         )
         figures: dict[str, list[float]] = {}
         for _ in range(args.repeat):
-            for kind in ("append", "eval", "heads"):
+            for kind in ("append", "eval", "heads", "overview", "tui"):
                 for size in (1, n):
                     got = measure(kind, roots[size], base / f"history-{size}x.yaml", args.cases)
                     figures.setdefault(f"{kind} {size}x", []).append(got)
@@ -210,6 +253,8 @@ def main() -> None:
             ("append", "scoreboard write, one evaluation"),
             ("eval", f"evaluation of {args.cases} cases"),
             ("heads", "scoreboard pane read"),
+            ("overview", "Overview figures"),
+            ("tui", "workbench start → Overview shown"),
         ):
             print(_line(f"{label} at 1×", figures[f"{kind} 1x"]))
             print(_line(f"{label} at {n}×", figures[f"{kind} {n}x"]))

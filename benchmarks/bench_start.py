@@ -4,14 +4,17 @@
 
 Times, in fresh processes and interleaved so that drift on a shared machine cancels:
 ``python -c pass``, ``python -c "import yaml, rich"`` (the baseline: the two libraries every
-command needs), ``skillsmith --help`` and ``skillsmith queue`` on an empty workspace. Prints min
-and median of each and of the per-round ratios to the baseline (goal: ≤ 3×).
+command needs), ``skillsmith --help``, ``skillsmith queue`` on an empty workspace and on one
+holding ``--candidates`` candidates (default 5,000: one submitted through the queue, then copied
+under new ids, each with its own history). Prints min and median of each and of the per-round
+ratios to the baseline (goal: ≤ 3×).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,19 +38,40 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
+def queue_of(root: Path, count: int) -> Path:
+    """A workspace whose queue holds ``count`` pending candidates."""
+    import yaml
+
+    from tests.tui_workspace import build_workspace
+
+    ws = build_workspace(root, candidates=1)
+    first = sorted(p for p in ws.candidates_dir.iterdir() if p.is_dir())[0]
+    record = yaml.safe_load((first / "candidate.yaml").read_text(encoding="utf-8"))
+    for n in range(count - 2):  # build_workspace queued two
+        cid = f"cand-bench-{n:06d}"
+        shutil.copytree(first, ws.candidates_dir / cid)
+        record.update(id=cid, summary=f"candidate {n}: drop grep hits in comments")
+        text = yaml.safe_dump(record, sort_keys=False)
+        (ws.candidates_dir / cid / "candidate.yaml").write_text(text, encoding="utf-8")
+    return ws.root
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--candidates", type=int, default=5000)
     args = parser.parse_args()
     from engine.core.workspace import Workspace
 
     with tempfile.TemporaryDirectory(prefix="bench-start-") as tmp:
         ws = Workspace.init(Path(tmp) / "ws")
+        full = queue_of(Path(tmp) / "full", args.candidates)
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "import yaml, rich": [sys.executable, "-c", "import yaml, rich"],
             "skillsmith --help": [sys.executable, "-c", ENTRY, "--help"],
             "skillsmith queue": [sys.executable, "-c", ENTRY, "-w", str(ws.root), "queue"],
+            f"queue of {args.candidates}": [sys.executable, "-c", ENTRY, "-w", str(full), "queue"],
         }
         for argv in commands.values():  # warm the file cache and the bytecode
             timed(argv)

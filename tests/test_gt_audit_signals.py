@@ -15,9 +15,8 @@ from engine.evaluation.gt_audit import (
     Observation,
     audit,
     audit_runs,
-    shingles,
-    similarity,
 )
+from engine.evaluation.similar_texts import shingles, similar_pairs, similarity
 from engine.evaluation.traces import TraceSummary, load_trace, summarise
 from tests.bench_helpers import write_benchmark, write_case
 from tests.diag_helpers import (
@@ -247,3 +246,32 @@ def test_one_skill_version_counts_once_whichever_variant_ran_it(tmp_path: Path) 
     assert run.version_of("skill") == run.version_of("baseline")
     baseline.write_text(SKILL_TEXT + "\nolder\n", encoding="utf-8")
     assert load_run(folder).version_of("skill") != load_run(folder).version_of("baseline")
+
+
+def test_similar_pairs_finds_exactly_the_pairs_all_pairs_finds() -> None:
+    """The prefix-filtered join is exact: on statements made to sit near the threshold (shared
+    bodies with a varying number of edited words), it finds the same pairs, with the same
+    similarities, as comparing every pair."""
+    import random
+
+    rng = random.Random(5)  # a fixed draw of edits, so a failure reproduces
+    base = [f"w{n}" for n in range(40)]
+    texts = {}
+    for i in range(120):
+        words = list(base) if i % 3 else [f"x{i}_{n}" for n in range(40)]
+        for _ in range(rng.randrange(0, 6)):
+            words[rng.randrange(len(words))] = f"e{rng.randrange(1000)}"
+        texts[f"c{i:03d}"] = " ".join(words)
+    sets = {cid: shingles(t) for cid, t in texts.items()}
+    for threshold in (0.5, 0.8, 0.95):
+        fast = similar_pairs(sets, threshold)
+        slow: dict[str, dict[str, float]] = {}
+        ids = sorted(sets)
+        for n, a in enumerate(ids):
+            for b in ids[n + 1 :]:
+                sim = similarity(sets[a], sets[b])
+                if sim >= threshold:
+                    slow.setdefault(a, {})[b] = sim
+                    slow.setdefault(b, {})[a] = sim
+        assert fast == slow
+        assert any(fast.values())  # the draw does put pairs above each threshold

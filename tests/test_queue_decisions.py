@@ -262,3 +262,25 @@ def test_a_refusal_half_way_leaves_no_pending_decision(workspace: Workspace) -> 
         "approved",
         "published",
     ]
+
+
+def test_the_listing_index_follows_every_change_to_a_candidate(workspace: Workspace) -> None:
+    """`queue` lists from candidates/.index.json, but a candidate whose candidate.yaml changed
+    (a decision), one added, one removed and a broken index are each listed as on disk."""
+    queue, _ = _queue(workspace)
+    first, second = _submit(queue), _submit(queue, summary="second")
+    index = workspace.candidates_dir / ".index.json"
+    assert [c.status for c in queue.list()] == ["pending_approval"] * 2
+    assert sorted(json.loads(index.read_text())) == sorted([first, second])
+    queue.reject(second, why="not needed")
+    assert [(c.id, c.status) for c in queue.list()] == [
+        (first, "pending_approval"),
+        (second, "rejected"),
+    ]
+    assert queue.list() == [queue.get(first), queue.get(second)]  # the index reads as the files
+    third = _submit(queue, summary="third")
+    (workspace.candidates_dir / first / "candidate.yaml").unlink()
+    assert [c.id for c in queue.list()] == [second, third]
+    index.write_text("[broken")
+    assert [c.summary for c in queue.list()] == ["second", "third"]
+    assert sorted(json.loads(index.read_text())) == sorted([second, third])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,12 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
+from engine.core import yaml_log
 from engine.core.errors import FormatError, LockError
 from engine.core.schema import to_mapping
 from engine.core.scoreboard import (
     Runtime,
     append_record,
     count_records,
+    latest_head,
     read_heads,
     read_record,
     read_records,
@@ -252,3 +255,32 @@ def test_a_stale_intent_for_a_replaced_file_is_dropped(tmp_path: Path) -> None:
 
 def _tail(data: bytes) -> str:
     return hashlib.blake2b(data[-65536:], digest_size=16).hexdigest()
+
+
+def test_heads_are_read_from_an_index_kept_with_the_history(tmp_path: Path) -> None:
+    """A list of evaluations reads the heads index, not the history, while the history's size and
+    mtime are those the index was written for; appends keep it current; any other change to the
+    history makes the next read parse the history again."""
+    for n in range(3):
+        append_record(tmp_path, _record(summary_title=f"r{n}"))
+    path = tmp_path / "scoreboard.yaml"
+    index = yaml_log.index_path(path)
+    assert [h.summary_title for h in read_heads(tmp_path)] == ["r0", "r1", "r2"]
+    append_record(tmp_path, _record(summary_title="r3"))  # appended to the index as well
+    st = path.stat()
+    assert json.loads(index.read_text())["key"] == [st.st_size, st.st_mtime_ns]
+    # The history's bytes replaced by same-sized garbage, its mtime put back: served by the index.
+    original = path.read_bytes()
+    path.write_bytes(b"#" * len(original))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert [h.summary_title for h in read_heads(tmp_path)] == ["r0", "r1", "r2", "r3"]
+    count, last = latest_head(tmp_path)  # the Overview's figures: the count and the newest
+    assert count == 4 and last is not None and last.summary_title == "r3"
+    # A hand edit (new mtime) is read from the history again, and the index follows it.
+    path.write_bytes(original.replace(b"summary_title: r1", b"summary_title: r1-edited"))
+    assert [h.summary_title for h in read_heads(tmp_path)][1] == "r1-edited"
+    index.write_text("{not json")  # a broken index is rebuilt, never an error
+    assert len(read_heads(tmp_path)) == 4
+    assert json.loads(index.read_text())["heads"][1]["summary_title"] == "r1-edited"
+    # the index is the history's, not the benchmark's: fingerprints skip it like the log
+    assert yaml_log.is_log_file(index.name, path.name)

@@ -95,17 +95,22 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     if not found:
         print("no candidates")
+    current: dict[str, str | None] = {}  # one look at each skill's current version
+    lines = []
     for c in found:
         delta = "" if c.delta_score is None else f"{c.delta_score:+.3f}"
         flag = " unproven" if c.unproven else ""
-        behind = stale_against(queue.ws, c)
+        behind = stale_against(queue.ws, c, current)
         if behind is not None:
             flag += f" stale (skill at {behind}: queue repropose {c.id})"
-        print(
+        summary = c.summary
+        if len(summary) > LIST_SUMMARY or "\n" in summary:
+            summary = shorten(summary, LIST_SUMMARY, placeholder=" …")
+        lines.append(
             f"{c.id}  {c.status:<16} {c.skill:<20} {c.operation:<6} "
-            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  "
-            + shorten(c.summary, LIST_SUMMARY, placeholder=" …")
+            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  {summary}\n"
         )
+    sys.stdout.write("".join(lines))
     return 0
 
 

@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +28,12 @@ from typing import Any, Literal
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.fsutil import (
     append_jsonl,
+    atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     atomic_write_yaml,
     fsync_dir,
+    json_bytes,
     read_jsonl,
 )
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
@@ -59,6 +62,7 @@ Names = list[str]  # spelled as aliases: inside CandidateQueue, ``list`` is the 
 Steps = list[tuple[str, str]]
 
 DECISIONS = "decisions.jsonl"
+INDEX = ".index.json"  # the listing cache (CandidateQueue.list)
 JOURNAL = INTENT_JOURNAL
 _UNDECIDED = ("proposed", "pending_eval", "pending_approval")
 # Decisions that set an open candidate aside without a taboo entry, and the status they leave.
@@ -145,6 +149,16 @@ class Candidate(CandidateRecord):
         }
 
 
+def _from_index(record: Any, path: Path) -> Candidate | None:
+    """A candidate from the listing index, which holds only records this module wrote after
+    parsing and checking them (so no second check); None when the entry is not one."""
+    try:
+        history = [StatusChange(**h) for h in record["history"]]
+        return Candidate(**{**record, "history": history}, dir=path)
+    except (TypeError, KeyError):
+        return None
+
+
 def content_hash(skill: bytes, patch: bytes) -> str:
     return hashlib.sha256(skill + patch).hexdigest()
 
@@ -160,14 +174,50 @@ class CandidateQueue:
 
     # -- reading -----------------------------------------------------------------------------------
     def list(self) -> list[Candidate]:
+        """Every candidate, oldest first.
+
+        A queue of thousands must list at once, so the parsed records are kept in a compact
+        index (``candidates/.index.json``) keyed by each candidate.yaml's mtime and size: a
+        listing stats every candidate and parses only those whose file changed since, then
+        rewrites the index if anything did. The index is a cache, rebuilt when unreadable.
+        """
         if not self.dir.is_dir():
             return []
-        found = [
-            self._load(p)
-            for p in self.dir.iterdir()
-            if p.is_dir() and not is_leftover(p.name) and (p / "candidate.yaml").is_file()
-        ]
+        index = self._read_index()
+        fresh: dict[str, Any] = {}
+        found = []
+        with os.scandir(self.dir) as entries:
+            for entry in entries:
+                if is_leftover(entry.name) or not entry.is_dir():
+                    continue
+                try:
+                    st = os.stat(os.path.join(entry.path, "candidate.yaml"))
+                except FileNotFoundError:
+                    continue
+                stamp = [st.st_mtime_ns, st.st_size]
+                hit = index.get(entry.name)
+                path = self.dir / entry.name
+                if isinstance(hit, list) and len(hit) == 2 and hit[0] == stamp:
+                    cand = _from_index(hit[1], path)
+                    if cand is not None:
+                        fresh[entry.name] = hit
+                        found.append(cand)
+                        continue
+                cand = self._load(path)
+                fresh[entry.name] = [stamp, cand.record()]
+                found.append(cand)
+        if fresh != index:
+            # a cache: a queue folder that cannot take it is listed from the files each time
+            with contextlib.suppress(OSError):
+                atomic_write_bytes(self.dir / INDEX, json_bytes(fresh), sync_dir=False)
         return sorted(found, key=lambda c: (c.created_at, c.id))
+
+    def _read_index(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.dir / INDEX).read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def get(self, candidate_id: str) -> Candidate:
         check_name("candidate", candidate_id)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import math
 import re
 import statistics
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ import yaml
 
 from engine.core import yaml_log
 from engine.core.errors import FormatError
+from engine.core.fsutil import atomic_write_bytes, json_bytes
 from engine.core.schema import from_mapping, parse_yaml, to_mapping
 from engine.core.stamps import utc_now
 from engine.core.workspace import CONFIG_NAME, Workspace
@@ -354,9 +356,88 @@ def read_records(bench_dir: Path) -> list[ScoreRecord]:
     return _each(bench_dir, ScoreRecord, _record)
 
 
+# -- the heads index ---------------------------------------------------------------------------
+# Every view that lists evaluations needs only the headlines. Parsing them still means reading
+# the whole history (17 MB after nine evolve sessions), so the headlines are kept beside it in
+# a small JSON index keyed by the scoreboard's size and mtime: appended with each record, and
+# rebuilt from the history whenever the key does not match (a copy, a restore, a hand edit).
+
+
+def _log_key(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if yaml_log.intent_path(path).exists():
+        return None  # an append is unfinished: only the history itself says where it stops
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _index_mappings(path: Path, key: list[int]) -> list[Any] | None:
+    """The index's head mappings, None when it does not match the history or does not read."""
+    try:
+        data = json.loads(yaml_log.index_path(path).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != key:
+        return None
+    heads = data.get("heads")
+    return heads if isinstance(heads, list) else None
+
+
+def _indexed(path: Path, key: list[int]) -> list[RecordHead] | None:
+    raw = _index_mappings(path, key)
+    if raw is None:
+        return None
+    index = yaml_log.index_path(path)
+    try:
+        return [from_mapping(RecordHead, m, index, f"[{i}]") for i, m in enumerate(raw)]
+    except FormatError:
+        return None
+
+
+def _write_index(path: Path, key: list[int] | None, heads: list[RecordHead]) -> None:
+    if key is None:
+        return
+    body = {"key": key, "heads": [to_mapping(h) for h in heads]}
+    # the index is a cache: a folder that cannot take it (read-only) is read from the history
+    with contextlib.suppress(OSError):
+        atomic_write_bytes(yaml_log.index_path(path), json_bytes(body), sync_dir=False)
+
+
+def _as_head(record: RecordHead) -> RecordHead:
+    return RecordHead(**{f.name: getattr(record, f.name) for f in fields(RecordHead)})
+
+
 def read_heads(bench_dir: Path) -> list[RecordHead]:
-    """Every record's headline, without parsing the per-case rows (a fraction of the cost)."""
-    return _each(bench_dir, RecordHead, _head)
+    """Every record's headline, from the heads index when it matches the history, else parsed
+    without the per-case rows (and the index rewritten)."""
+    path = Path(bench_dir) / SCOREBOARD_NAME
+    key = _log_key(path)
+    if key is not None:
+        found = _indexed(path, key)
+        if found is not None:
+            return found
+    heads = _each(bench_dir, RecordHead, _head)
+    if heads and _log_key(path) == key:  # unchanged while it was read
+        _write_index(path, key, heads)
+    return heads
+
+
+def latest_head(bench_dir: Path) -> tuple[int, RecordHead | None]:
+    """How many evaluations a benchmark has and the newest one's headline (what the Overview
+    shows), converting one head of the index rather than all of them."""
+    path = Path(bench_dir) / SCOREBOARD_NAME
+    key = _log_key(path)
+    raw = _index_mappings(path, key) if key is not None else None
+    if raw:
+        with contextlib.suppress(FormatError):
+            last = len(raw) - 1
+            return len(raw), from_mapping(
+                RecordHead, raw[last], yaml_log.index_path(path), f"[{last}]"
+            )
+    heads = read_heads(bench_dir)
+    return len(heads), (heads[-1] if heads else None)
 
 
 def count_records(bench_dir: Path) -> int:
@@ -432,7 +513,11 @@ def append_record(
             )
         if not isinstance(record, PreparedRecord):
             record = prepare_record(bench_dir, record)
+        before = _log_key(path)
+        heads = _indexed(path, before) if before is not None else None
         yaml_log.append(path, size, tail, record.piece)
+        if heads is not None:
+            _write_index(path, _log_key(path), [*heads, _as_head(record.record)])
     return record.record
 
 
@@ -446,6 +531,7 @@ __all__ = [
     "ScoreRecord",
     "append_record",
     "count_records",
+    "latest_head",
     "prepare_record",
     "read_heads",
     "read_record",

@@ -56,9 +56,16 @@ def intent_path(path: Path) -> Path:
     return path.parent / f".{path.name}.append"
 
 
+def index_path(path: Path) -> Path:
+    """Where a reader keeps an index of the log's items (rebuilt from the log when missing)."""
+    return path.parent / f".{path.name}.index.json"
+
+
 def is_log_file(name: str, log_name: str) -> bool:
-    """Is ``name`` the log ``log_name`` or its append intent (for fingerprints that skip it)."""
-    return name in (log_name, intent_path(Path(log_name)).name)
+    """Is ``name`` the log ``log_name``, its append intent or its index (for fingerprints that
+    skip it)."""
+    log = Path(log_name)
+    return name in (log_name, intent_path(log).name, index_path(log).name)
 
 
 def _identity(path: Path) -> tuple[int, ...] | None:
@@ -240,6 +247,7 @@ __all__ = [
     "appendable",
     "count",
     "ends",
+    "index_path",
     "intent_path",
     "is_log_file",
     "read",

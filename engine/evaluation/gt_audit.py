@@ -22,7 +22,6 @@ The signals:
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from engine.core.config import GtAuditConfig
 from engine.core.fsutil import iter_files
 from engine.evaluation.diagnosis.attribution import FAILURE_OUTCOMES, CaseDiagnosis, Diagnosis
 from engine.evaluation.diagnosis.run import LoadedRun
+from engine.evaluation.similar_texts import shingles, similar_pairs
 from engine.evaluation.traces import TraceSummary
 
 SIGNALS = (
@@ -45,7 +45,6 @@ SIGNALS = (
 )
 # Enough text to compare statements; a case is rarely told apart only after its first 50 KB.
 TEXT_KEEP = 50_000
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -194,20 +193,6 @@ def facts_from_observations(obs: Iterable[Observation]) -> dict[str, CaseFacts]:
 # ---------------------------------------------------------------------------------------------
 
 
-def shingles(text: str, size: int = 3) -> frozenset[tuple[str, ...]]:
-    words = [w.casefold() for w in _WORD.findall(text)]
-    if len(words) < size:
-        return frozenset({tuple(words)}) if words else frozenset()
-    return frozenset(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
-
-
-def similarity(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
-    """Jaccard similarity of word 3-shingles: 1.0 for identical statements, ~0 for unrelated."""
-    if not a or not b:
-        return 0.0
-    return len(a & b) / len(a | b)
-
-
 # ---------------------------------------------------------------------------------------------
 # The audit
 # ---------------------------------------------------------------------------------------------
@@ -248,18 +233,33 @@ class _Auditor:
         for cid in sorted(facts):
             if facts[cid].case_type:
                 self.by_type[str(facts[cid].case_type)].append(cid)
-        self._shingles = {cid: shingles(f.text) for cid, f in facts.items() if f.text}
+        sets = {cid: shingles(f.text) for cid, f in facts.items() if f.text}
+        self._similar = similar_pairs(sets, cfg.similarity_min)
+        self._labels = {cid: self._label(cid) for cid in set(facts) | set(self.by_case)}
+        self._type_labels = {
+            kind: Counter(self._labels[c] for c in members)
+            for kind, members in self.by_type.items()
+        }
 
     def label(self, case_id: str) -> str | None:
+        return self._labels.get(case_id)
+
+    def _label(self, case_id: str) -> str | None:
         fact = self.facts.get(case_id)
         if fact is not None and fact.label is not None:
             return _norm(fact.label)
         return _majority(o.label for o in self.by_case.get(case_id, []))
 
-    def peers(self, case_id: str) -> list[str]:
+    def peers(self, case_id: str) -> dict[str, float]:
+        """The near-identical statements of the case's own type (of any, for an untyped case),
+        with their similarity."""
         kind = self.facts[case_id].case_type if case_id in self.facts else None
-        pool = self.by_type.get(str(kind), []) if kind else sorted(self.facts)
-        return [c for c in pool if c != case_id]
+        near = self._similar.get(case_id, {})
+        if not kind:
+            return near
+        return {
+            c: sim for c, sim in near.items() if c in self.facts and self.facts[c].case_type == kind
+        }
 
     def score(self, case_id: str) -> Suspicion:
         cfg = self.cfg
@@ -300,15 +300,10 @@ class _Auditor:
                 f"{len(clean)}/{len(failing)} failing runs concluded from a clean, evidenced trace"
             )
 
-        mine = self._shingles.get(case_id)
-        if mine and verdict is not None:
+        if verdict is not None:
             best: tuple[float, str] | None = None
-            for other in self.peers(case_id):
-                theirs = self._shingles.get(other)
-                if not theirs or self.label(other) != verdict:
-                    continue
-                sim = similarity(mine, theirs)
-                if sim >= cfg.similarity_min and (best is None or sim > best[0]):
+            for other, sim in sorted(self.peers(case_id).items()):
+                if self.label(other) == verdict and (best is None or sim > best[0]):
                     best = (sim, other)
             if best is not None:
                 values["similar_case_contradiction"] = 1.0
@@ -317,9 +312,9 @@ class _Auditor:
         kind = self.facts[case_id].case_type if case_id in self.facts else None
         members = self.by_type.get(str(kind), []) if kind else []
         if label is not None and len(members) >= cfg.min_type_cases:
-            labels = Counter(self.label(c) for c in members)
+            labels = self._type_labels[str(kind)]
             share = labels[label] / len(members)
-            majority = _majority(self.label(c) for c in members)
+            majority = _majority(labels.elements())
             if share <= cfg.outlier_max_share and majority is not None and verdict == majority:
                 values["type_label_outlier"] = 1.0
                 reasons.append(
@@ -361,22 +356,19 @@ class _Auditor:
                         "outliers": outliers,
                     }
                 )
-        ids = sorted(self._shingles)
-        for i, a in enumerate(ids):
-            for b in ids[i + 1 :]:
+        for a, near in sorted(self._similar.items()):
+            for b, sim in sorted(near.items()):
                 la, lb = self.label(a), self.label(b)
-                if la is None or lb is None or la == lb:
+                if b <= a or la is None or lb is None or la == lb:
                     continue
-                sim = similarity(self._shingles[a], self._shingles[b])
-                if sim >= self.cfg.similarity_min:
-                    problems.append(
-                        {
-                            "problem": "near_identical_cases_labelled_differently",
-                            "case_ids": [a, b],
-                            "labels": [la, lb],
-                            "similarity": round(sim, 4),
-                        }
-                    )
+                problems.append(
+                    {
+                        "problem": "near_identical_cases_labelled_differently",
+                        "case_ids": [a, b],
+                        "labels": [la, lb],
+                        "similarity": round(sim, 4),
+                    }
+                )
         return problems
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from engine.core.benchmark import benchmark_ids
 from engine.core.errors import SkillsmithError
 from engine.core.queue import CandidateQueue
-from engine.core.scoreboard import read_records
+from engine.core.scoreboard import latest_head
 from engine.core.session_logs import list_session_logs
 from engine.core.sessions import SessionInfo, session_info
 from engine.core.store import SkillStore, stores_of
@@ -142,18 +142,15 @@ def _bench_lines(ws: Workspace) -> list[BenchLine]:
     lines: list[BenchLine] = []
     for name in benchmark_ids(ws):
         try:
-            records = read_records(ws.benchmarks_dir / name)
+            count, last = latest_head(ws.benchmarks_dir / name)
         except SkillsmithError as exc:
             lines.append(BenchLine(name, error=str(exc)))
             continue
-        if not records:
+        if last is None:
             lines.append(BenchLine(name))
             continue
-        last = records[-1]
         lines.append(
-            BenchLine(
-                name, len(records), last.timestamp, last.score, last.run_id, dict(last.skills)
-            )
+            BenchLine(name, count, last.timestamp, last.score, last.run_id, dict(last.skills))
         )
     return lines
 

@@ -23,11 +23,18 @@ if TYPE_CHECKING:
 OPEN = ("proposed", "pending_eval", "pending_approval")
 
 
-def stale_against(ws: Workspace, cand: Candidate) -> str | None:
-    """The version an open update candidate is behind (None: it is not stale)."""
+def stale_against(
+    ws: Workspace, cand: Candidate, currents: dict[str, str | None] | None = None
+) -> str | None:
+    """The version an open update candidate is behind (None: it is not stale). A listing of
+    many candidates passes ``currents`` to look each skill's current version up once."""
     if cand.operation != "update" or cand.status not in OPEN:
         return None
-    current = SkillStore(ws, cand.skill).current()
+    if currents is None:
+        currents = {}
+    if cand.skill not in currents:
+        currents[cand.skill] = SkillStore(ws, cand.skill).current()
+    current = currents[cand.skill]
     return current if current != cand.parent_version else None
 
 
