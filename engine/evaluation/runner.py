@@ -185,10 +185,11 @@ class Plan:
     def prompt(self, case: Case) -> str:
         """PROMPT.md: a free-text case's statement as written, byte for byte; otherwise the
         statement with the answer protocol."""
+        statement = _read(case.prompt_path)
         if not self.answer_protocol(case):
-            return case.prompt()
+            return statement
         return compose_prompt(
-            case.prompt(), self.bench.labels, self.bench.label_pattern, DEFAULT_LABEL_PATTERN
+            statement, self.bench.labels, self.bench.label_pattern, DEFAULT_LABEL_PATTERN
         )
 
     def skills_record(self, variant: str) -> list[dict[str, Any]]:

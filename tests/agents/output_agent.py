@@ -6,7 +6,8 @@ The statement's ``task.txt`` picks what it does:
   ``chart.png``, links ``host-link.txt`` to the path named in ``host.txt``, makes one tool call
   that fails, and answers only that the report is written (the files are what counts);
 - ``claim``: answers that it wrote ``report.md`` without writing anything;
-- ``echo-prompt``: copies the prompt it was given to ``seen-prompt.md`` and answers ``done``;
+- ``echo-prompt``: copies the prompt it was given to ``seen-prompt.md``, lists what else it was
+  given (the run folder's names, the skills' files) in ``seen-context.txt`` and answers ``done``;
 - ``garbage <kind>``: one good session line, then one line of garbage: ``deep`` (nested 200,000
   levels), ``inf`` (a token count of 1e999), ``nan`` (a cost of NaN), ``digits`` (a token count
   of 5,000 digits) or ``huge`` (a line of 3 MB).
@@ -40,14 +41,17 @@ GARBAGE = {
 
 def main() -> int:
     task = Path("task.txt").read_text().split()
-    prompt = Path(os.environ["SKILLSMITH_PROMPT_FILE"]).read_text(encoding="utf-8")
+    given = Path(os.environ["SKILLSMITH_PROMPT_FILE"]).read_bytes()
+    prompt = given.decode("utf-8")
     emit({"type": "user", "content": prompt})
     if task[0] == "garbage":
         sys.stdout.write(GARBAGE[task[1]] + "\n")
         finish("done")
         return 0
     if task[0] == "echo-prompt":
-        Path("seen-prompt.md").write_bytes(prompt.encode("utf-8"))
+        Path("seen-prompt.md").write_bytes(given)
+        skills = sorted(str(p) for p in Path(os.environ["SKILLSMITH_SKILLS_DIR"]).glob("*/*"))
+        Path("seen-context.txt").write_text("\n".join([*sorted(os.listdir(".")), *skills]))
         finish("done")
         return 0
     if task[0] == "claim":

@@ -102,7 +102,7 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
         base = spec.statement_dir.resolve()
         for item in items:
             _copy(item, room / item.name, base, item.name)
-        (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
+        (room / PROMPT_FILE).write_bytes(spec.prompt.encode("utf-8"))  # CRLF stays CRLF
         if spec.agents_md is not None:
             (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
         for skill in spec.skills:
