@@ -242,3 +242,41 @@ def test_a_script_check_sees_the_kept_outputs(tmp_path: Path) -> None:
     )
 
     assert main(["eval", "b", "-w", str(ws.root)]) == 0
+
+
+def test_import_evals_says_which_judge_its_expectations_need(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = Workspace.init(tmp_path / "ws")
+    evals = tmp_path / "skill" / "evals" / "evals.json"
+    evals.parent.mkdir(parents=True)
+    evals.write_text(
+        json.dumps(
+            {
+                "skill_name": "reports",
+                "evals": [
+                    {
+                        "id": 1,
+                        "prompt": "Summarise the notes into report.md.",
+                        "expected_output": "a report file",
+                        "expectations": ["report.md exists", "it has a Summary heading"],
+                    }
+                ],
+            }
+        )
+    )
+
+    assert main(["import", "evals", str(evals), "--bench", "rep", "-w", str(ws.root)]) == 0
+
+    err = capsys.readouterr().err
+    assert "the 2 expectations are graded by an LLM judge" in err
+    assert "skillsmith eval rep --judge anthropic" in err
+    cfg = ws.load_config()
+    cfg.models.judge.provider = "anthropic"
+    ws.save_config(cfg)
+    assert (
+        main(["import", "evals", str(evals), "--bench", "rep2", "--json", "-w", str(ws.root)]) == 0
+    )
+    captured = capsys.readouterr()
+    assert "--judge anthropic" not in captured.err  # the configured judge can grade them
+    assert json.loads(captured.out)["judge_needed"] == "anthropic"
