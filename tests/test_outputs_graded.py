@@ -203,7 +203,11 @@ def test_collect_keeps_links_as_links_and_caps_what_it_keeps(tmp_path: Path) -> 
     for i in range(MAX_FILES + 3):
         (room / "many" / f"{i:04d}.txt").write_text(f"{i}\n")
 
-    outputs = collect(room, statement, skip={"PROMPT.md"})
+    secret = "agent-secret-" + "z" * 24
+    (room / "notes.txt").write_text(f"the key is {secret}\n")
+    (room / "blob.bin").write_bytes(b"\0\xff" + secret.encode())
+
+    outputs = collect(room, statement, skip={"PROMPT.md"}, secrets=[secret])
 
     by_path = {e.path: e for e in outputs.entries}
     assert "input.txt" not in by_path and "PROMPT.md" not in by_path
@@ -212,8 +216,11 @@ def test_collect_keeps_links_as_links_and_caps_what_it_keeps(tmp_path: Path) -> 
     assert by_path["dir-link"].kind == "link" and by_path["dir-link"].data is None
     assert by_path["pipe"].kind == "other" and by_path["pipe"].data is None
     assert by_path["big.bin"].data is None and "not kept" in (by_path["big.bin"].note or "")
+    # the agent's secrets are masked in text and binaries alike
+    assert by_path["notes.txt"].text == "the key is [REDACTED]\n"
+    assert by_path["blob.bin"].data == b"\0\xff[REDACTED]"
     assert len(outputs.entries) == MAX_FILES
-    assert outputs.left_out is not None and outputs.left_out.startswith("8 not kept")
+    assert outputs.left_out is not None and outputs.left_out.startswith("10 not kept")
     kept = tmp_path / "kept"
     outputs.write(kept)
     assert os.readlink(kept / "passwd") == "/etc/passwd"

@@ -228,14 +228,15 @@ def _read_nofollow(path: Path, limit: int) -> bytes | None:
 
 
 def _masked(data: bytes, masks: tuple[str, ...]) -> bytes:
-    """Secrets out of what is kept: text through the vault's redaction, binaries by value."""
+    """Secrets out of what is kept: the agent's own values wherever they are, and text through
+    the vault's redaction as well (known values, key-shaped strings)."""
+    for value in sorted(masks, key=len, reverse=True):
+        data = data.replace(value.encode("utf-8"), MASK.encode())
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        for value in masks:
-            data = data.replace(value.encode("utf-8"), MASK.encode())
         return data
-    return redact(text, masks).encode("utf-8")
+    return redact(text).encode("utf-8")
 
 
 def _unchanged_input(path: Path, source: Path, info: os.stat_result) -> bool:
