@@ -1,12 +1,14 @@
-"""Grading one agent answer against its private rubric.
+"""Grading one agent run against its private rubric: its answer and the files it left.
 
-Grading is deterministic wherever it can be (label, exact, regex, contains, JSON field, script);
-the only model call is an explicit ``llm_judge`` check. A check that could not be graded makes the
-unit *invalid* rather than failed, so a missing judge never masquerades as an agent mistake.
-Evidence per check follows skill-creator's grading.json (``text``, ``passed``, ``evidence``).
-The figures over many grades live in :mod:`engine.evaluation.metrics`; ``metrics`` and ``compare``
-are
-re-exported here because the team API names them under grading.
+Grading is deterministic wherever it can be (label, exact, regex, contains, JSON field, file,
+script); the only model call is an explicit ``llm_judge`` check. Real skills are judged by what
+they produce, so ``file`` checks, scripts and the judge read the run's kept outputs
+(engine.core.outputs), never the agent's claims about them. Every check has a time limit.
+A check that could not be graded makes the unit *invalid* rather than failed, so a missing judge
+never masquerades as an agent mistake. Evidence per check follows skill-creator's grading.json
+(``text``, ``passed``, ``evidence``). The figures over many grades live in
+:mod:`engine.evaluation.metrics`; ``metrics`` and ``compare`` are re-exported here because the
+team API names them under grading.
 """
 
 from __future__ import annotations
