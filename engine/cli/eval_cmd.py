@@ -57,6 +57,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         type=int,
         help="the evaluation's seed: the same seed repeats a run exactly (default: a fresh one)",
     )
+    p.add_argument(
+        "--judge",
+        choices=("offline", "anthropic"),
+        help="who grades llm_judge checks this time (default: models.judge in skillsmith.yaml); "
+        "the offline judge grades only the decision standard's [evidence] rule",
+    )
     executor_options(p)
     p.set_defaults(func=_eval)
 
@@ -107,6 +113,7 @@ def _eval(args: argparse.Namespace) -> int:
                 case_ids=tuple(case_ids),
                 run_id=args.resume,
                 seed=args.seed,
+                judge=args.judge,
             )
             result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):

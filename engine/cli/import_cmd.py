@@ -74,6 +74,15 @@ def _import(args: argparse.Namespace) -> int:
         what = "cases"
     for warning in result.warnings:
         print(f"skillsmith: warning: {warning}", file=sys.stderr)
+    if result.judged_checks and ws.load_config().models.judge.provider == "offline":
+        # the offline judge grades only the decision standard's [evidence] rule: every case
+        # would be invalid, so say which judge the expectations need before anyone runs them
+        print(
+            f"skillsmith: note: the {result.judged_checks} expectations are graded by an LLM "
+            f"judge; the offline judge cannot grade them: run skillsmith eval {args.bench} "
+            "--judge anthropic (or set models.judge.provider: anthropic in skillsmith.yaml)",
+            file=sys.stderr,
+        )
     if wants_json(args):
         print_json(result.to_dict())
     else:

@@ -41,7 +41,13 @@ SPLIT_FAMILIES: tuple[tuple[str, ...], ...] = (
 DEFAULT_SPLITS = {"selection": 0.60, "holdout": 0.25, "golden": 0.15}
 DEFAULT_LABEL_PATTERN = r"VERDICT:\s*(\S+)"
 
-CheckKind = Literal["label", "exact", "regex", "contains", "json_field", "script", "llm_judge"]
+CheckKind = Literal[
+    "label", "exact", "regex", "contains", "json_field", "script", "llm_judge", "file"
+]
+# What a ``file`` check asks of the named output; ``exists`` needs no value.
+FILE_MATCHES = ("exists", "equals", "contains", "regex", "json_field")
+# What an llm_judge check may show the judge (rubric ``judge_sees``); all of it by default.
+JUDGE_PARTS = ("task", "answer", "transcript", "outputs")
 _CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Shorter rubric values ("12", "yes") occur everywhere by chance; flagging them would refuse
 # honest cases, so the leak check only looks at values at least this long.
@@ -71,6 +77,8 @@ class Check:
     text: str | None = None
     case_sensitive: bool = False
     timeout_s: float = 30.0
+    match: str = "exists"  # a file check's test of its output (FILE_MATCHES)
+    field: str | None = None  # a file check's JSON path, for match json_field
 
     def describe(self, expected: str | None) -> str:
         """The human line shown in grading evidence (skill-creator's ``text``)."""
@@ -88,6 +96,15 @@ class Check:
             return f"JSON field {self.path} equals {self.value!r}"
         if self.kind == "script":
             return f"script {self.path} exits 0"
+        if self.kind == "file":
+            tests = {
+                "exists": "exists",
+                "equals": f"equals {self.value!r}",
+                "contains": f"contains {self.value!r}",
+                "regex": f"matches /{self.value}/",
+                "json_field": f"has JSON field {self.field} equal to {self.value!r}",
+            }
+            return f"output {self.path} {tests.get(self.match, self.match)}"
         return f"judge: {self.criteria}"
 
 
@@ -101,6 +118,9 @@ class Rubric:
     split: str | None = None
     notes: str | None = None
     checks: list[Check] = field(default_factory=lambda: [Check()])
+    # the answer protocol (label line, STEPS DONE) for a case of a benchmark without labels
+    answer_protocol: bool = False
+    judge_sees: list[str] = field(default_factory=lambda: list(JUDGE_PARTS))
 
 
 @dataclass
@@ -311,6 +331,11 @@ def _load_rubric(path: Path) -> Rubric:
         _validate_check(check, f"checks[{i}]", path, rubric)
     if sum(c.weight for c in rubric.checks) <= 0:
         raise FormatError(path, "checks", "expected a positive total weight")
+    unknown = [p for p in rubric.judge_sees if p not in JUDGE_PARTS]
+    if unknown:
+        raise FormatError(
+            path, "judge_sees", f"unknown part {unknown[0]!r} (expected {', '.join(JUDGE_PARTS)})"
+        )
     return rubric
 
 
@@ -324,11 +349,13 @@ def _validate_check(check: Check, name: str, path: Path, rubric: Rubric) -> None
         raise FormatError(path, "expected", f"is required by the {kind} check {name}")
     if kind in ("regex", "contains") and not isinstance(check.value, str):
         raise FormatError(path, f"{name}.value", f"expected a string for a {kind} check")
-    if kind == "regex":
+    if kind == "regex" or (kind == "file" and check.match == "regex"):
         try:
             re.compile(str(check.value))
         except re.error as exc:
             raise FormatError(path, f"{name}.value", f"invalid regex: {exc}") from None
+    if kind == "file":
+        _validate_file_check(check, name, path)
     if kind == "json_field" and (not check.path or check.value is None):
         raise FormatError(path, name, "a json_field check needs 'path' and 'value'")
     if kind == "llm_judge" and not (check.criteria or "").strip():
@@ -343,6 +370,21 @@ def _validate_check(check: Check, name: str, path: Path, rubric: Rubric) -> None
             raise FormatError(path, f"{name}.path", f"script not found: {check.path}")
         if script.suffix != ".py" and not os.access(script, os.X_OK):
             raise FormatError(path, f"{name}.path", "expected a .py file or an executable")
+
+
+def _validate_file_check(check: Check, name: str, path: Path) -> None:
+    """A file check names an output inside the run folder and a test it knows."""
+    rel = check.path or ""
+    if not rel or rel.startswith("/") or ".." in Path(rel).parts:
+        raise FormatError(path, f"{name}.path", "expected an output path inside the run folder")
+    if check.match not in FILE_MATCHES:
+        raise FormatError(
+            path, f"{name}.match", f"expected one of {', '.join(FILE_MATCHES)}, got {check.match!r}"
+        )
+    if check.match != "exists" and check.value is None:
+        raise FormatError(path, f"{name}.value", f"is required by match {check.match}")
+    if check.match == "json_field" and not check.field:
+        raise FormatError(path, f"{name}.field", "expected the JSON field to compare")
 
 
 def _case_dirs(root: Path, config: BenchmarkConfig, source: Path) -> list[Path]:
@@ -572,7 +614,9 @@ def _secrets_of(rubric: Rubric, public: set[str]) -> list[tuple[str, str]]:
 
     add("expected", rubric.expected)
     for i, check in enumerate(rubric.checks):
-        if check.kind in ("exact", "contains", "json_field"):
+        if check.kind in ("exact", "contains", "json_field") or (
+            check.kind == "file" and check.match != "regex"
+        ):
             add(f"checks[{i}].value", check.value)
     prose = [("notes", rubric.notes)] + [
         (f"checks[{i}].criteria", c.criteria) for i, c in enumerate(rubric.checks)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from engine.core.strict_json import dump_line, load_stored
+
 
 def fsync_dir(path: Path) -> None:
     """Persist a rename: without syncing the directory the new name may vanish on power loss."""
@@ -291,9 +293,7 @@ def append_jsonl_many(path: Path, records: list[dict[str, Any]]) -> None:
         return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = "".join(
-        json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n" for record in records
-    ).encode("utf-8")
+    data = "".join(dump_line(record) + "\n" for record in records).encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         view = memoryview(data)
@@ -329,7 +329,7 @@ def read_jsonl(path: Path, *, strict: bool = False) -> list[dict[str, Any]]:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            value = load_stored(raw)
         except json.JSONDecodeError as exc:
             if not strict and number == len(lines):
                 break

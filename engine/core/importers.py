@@ -45,6 +45,8 @@ class ImportResult:
     path: Path
     count: int
     warnings: list[str] = field(default_factory=list)
+    # how many llm_judge checks the imported cases hold: free criteria only a model judge grades
+    judged_checks: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +54,8 @@ class ImportResult:
             "path": str(self.path),
             "count": self.count,
             "warnings": self.warnings,
+            "judged_checks": self.judged_checks,
+            "judge_needed": "anthropic" if self.judged_checks else None,
         }
 
 
@@ -517,6 +521,7 @@ def import_evals(ws: Workspace, source: Path, *, bench: str, runs: int = 1) -> I
     }
     result = _write_benchmark(ws, bench, config, cases, source, aside)
     result.warnings = _aside_warnings(aside, source, bench, locate)
+    result.judged_checks = sum(len(case.rubric["checks"]) for case in cases)
     return result
 
 

@@ -6,6 +6,8 @@
     results.jsonl          one row per finished unit (case × run × variant), appended as it ends
     sessions/<unit>.jsonl  each unit's transcript in the session format
     raw/                   the agent's raw stream (claude) and stderr tails
+    outputs/<unit>/        the files each unit's agent left in its run folder, links as links
+                           (engine.core.outputs; the row's ``outputs`` lists them and the caps)
     inputs/<variant>/<skill>/SKILL.md   the skill texts under test, so a resume runs the same text
                            (and a candidate's own files beside it, when its patch edits them)
 
@@ -41,12 +43,15 @@ from engine.core.fsutil import (
     read_jsonl,
     stage_bytes,
 )
+from engine.core.outputs import Outputs, keep
 from engine.core.skill_folder import Resource, Resources, copy_resources, read_resources
+from engine.core.strict_json import dump_line
 
 MANIFEST = "manifest.json"
 RESULTS = "results.jsonl"
 SESSIONS = "sessions"
 RAW = "raw"
+OUTPUTS = "outputs"
 INPUTS = "inputs"
 VARIANTS = ("skill", "baseline")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -186,9 +191,7 @@ class RunFolder:
         wanted = set(order)
         kept = [latest[key] for key in order if key in latest]
         kept += [row for key, row in latest.items() if key not in wanted]
-        text = "".join(
-            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in kept
-        )
+        text = "".join(dump_line(r) + "\n" for r in kept)
         atomic_write_text(self.results_path, text)
 
     # -- unit files ------------------------------------------------------------------------------
@@ -204,9 +207,15 @@ class RunFolder:
         atomic_write_text(self.path / rel, text, sync_dir=sync_dir)
         return rel
 
+    def keep_outputs(self, key: UnitKey, outputs: Outputs) -> None:
+        """The unit's outputs under ``outputs/<unit>/``, replacing an earlier attempt's."""
+        folder = self.path / OUTPUTS / key.stem
+        if outputs.entries or folder.exists() or folder.is_symlink():
+            keep(outputs, folder)
+
     def sync_unit_dirs(self) -> None:
-        """Persist the names of session and raw files written with ``sync_dir=False``."""
-        for name in (SESSIONS, RAW):
+        """Persist the names of session, raw and output folders written with ``sync_dir=False``."""
+        for name in (SESSIONS, RAW, OUTPUTS):
             if (self.path / name).is_dir():
                 fsync_dir(self.path / name)
 

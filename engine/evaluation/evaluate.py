@@ -7,7 +7,9 @@ loops call with their own judge and scoreboard rules; this entry is the loop a p
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Literal
 
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.workspace import Workspace
@@ -24,6 +26,8 @@ class EvalOptions:
     case_ids: tuple[str, ...] = ()  # default: every case
     run_id: str | None = None  # resume this run
     seed: int | None = None
+    # the judge of llm_judge checks for this evaluation (default: models.judge in skillsmith.yaml)
+    judge: Literal["offline", "anthropic"] | None = None
 
 
 def run(
@@ -34,6 +38,12 @@ def run(
     cancel: CancelToken | None = None,
 ) -> RunResult:
     """Evaluate the active skills on ``options.bench`` (resuming an unfinished identical run)."""
+    judge = None
+    if options.judge is not None:
+        from engine.evaluation.judge import make_judge
+
+        configured = ws.load_config().models.judge
+        judge = make_judge(ws, dataclasses.replace(configured, provider=options.judge))
     return run_evaluation(
         ws,
         options.bench,
@@ -44,6 +54,7 @@ def run(
         case_ids=list(options.case_ids) or None,
         run_id=options.run_id,
         seed=options.seed,
+        judge=judge,
         reporter=reporter,
         cancel=cancel,
     )

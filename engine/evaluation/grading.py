@@ -1,12 +1,14 @@
-"""Grading one agent answer against its private rubric.
+"""Grading one agent run against its private rubric: its answer and the files it left.
 
-Grading is deterministic wherever it can be (label, exact, regex, contains, JSON field, script);
-the only model call is an explicit ``llm_judge`` check. A check that could not be graded makes the
-unit *invalid* rather than failed, so a missing judge never masquerades as an agent mistake.
-Evidence per check follows skill-creator's grading.json (``text``, ``passed``, ``evidence``).
-The figures over many grades live in :mod:`engine.evaluation.metrics`; ``metrics`` and ``compare``
-are
-re-exported here because the team API names them under grading.
+Grading is deterministic wherever it can be (label, exact, regex, contains, JSON field, file,
+script); the only model call is an explicit ``llm_judge`` check. Real skills are judged by what
+they produce, so ``file`` checks, scripts and the judge read the run's kept outputs
+(engine.core.outputs), never the agent's claims about them. Every check has a time limit.
+A check that could not be graded makes the unit *invalid* rather than failed, so a missing judge
+never masquerades as an agent mistake. Evidence per check follows skill-creator's grading.json
+(``text``, ``passed``, ``evidence``). The figures over many grades live in
+:mod:`engine.evaluation.metrics`; ``metrics`` and ``compare`` are re-exported here because the
+team API names them under grading.
 """
 
 from __future__ import annotations
@@ -23,15 +25,46 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import regex
+
 from engine.core.benchmark import Benchmark, Case, Check, normalise_label, token_regex
 from engine.core.errors import SkillsmithError
+from engine.core.outputs import Outputs
+from engine.core.strict_json import Refused, load_line
 from engine.evaluation.metrics import Comparison, Metrics, compare, metrics
 
 EVIDENCE_CHARS = 300
 # Only these reach a check script: a rubric script must not see API keys or the workspace.
 _SCRIPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT")
 
+# How long reading the verdict may take: a label_pattern that backtracks catastrophically on an
+# answer must not hang grading (a regex check has its own ``timeout_s``).
+LABEL_TIMEOUT_S = 10.0
+
 FailureKind = Literal["FN", "FP"]
+
+
+class CheckTimeout(SkillsmithError):
+    """A check ran past its time limit: it says nothing about the answer, so it is ungraded."""
+
+
+def search(
+    pattern: str, text: str, flags: int, limit_s: float, *, last: bool = False
+) -> regex.Match[str] | None:
+    """``re.search`` (or the last match) with a time limit; :class:`CheckTimeout` past it.
+
+    Python's ``re`` cannot be interrupted, and holds the GIL while it backtracks; the ``regex``
+    module (the same syntax) can stop itself, and releases the GIL while it matches.
+    """
+    try:
+        if not last:
+            return regex.search(pattern, text, flags, timeout=limit_s, concurrent=True)
+        found = None
+        for match in regex.finditer(pattern, text, flags, timeout=limit_s, concurrent=True):
+            found = match
+        return found
+    except TimeoutError:
+        raise CheckTimeout(f"/{pattern[:60]}/ timed out after {limit_s:g}s") from None
 
 
 class JudgeModel(Protocol):
@@ -117,10 +150,10 @@ def extract_verdict(answer: str, pattern: str, labels: list[str]) -> str | None:
 
     A declared label is returned in its declared spelling; anything else normalised.
     """
-    matches = list(re.finditer(pattern, answer, re.IGNORECASE | re.MULTILINE))
-    if not matches:
+    match = search(pattern, answer, regex.IGNORECASE | regex.MULTILINE, LABEL_TIMEOUT_S, last=True)
+    if match is None:
         return None
-    raw = normalise_label(matches[-1].group(1) or "")
+    raw = normalise_label(match.group(1) or "")
     if not raw:
         return None
     return next((lb for lb in labels if normalise_label(lb) == raw), raw)
@@ -154,19 +187,19 @@ def _check_exact(answer: str, check: Check, expected: str | None) -> tuple[bool,
     return got == _squash(want, check.case_sensitive), f"answer was {_snippet(answer)!r}"
 
 
-def _check_regex(answer: str, check: Check) -> tuple[bool, str]:
-    flags = re.MULTILINE | (0 if check.case_sensitive else re.IGNORECASE)
-    match = re.search(str(check.value), answer, flags)
+def _check_regex(answer: str, check: Check, where: str = "the answer") -> tuple[bool, str]:
+    flags = regex.MULTILINE | (0 if check.case_sensitive else regex.IGNORECASE)
+    match = search(str(check.value), answer, flags, check.timeout_s)
     if match is None:
-        return False, "no match in the answer"
+        return False, f"no match in {where}"
     return True, f"matched {match.group(0)[:EVIDENCE_CHARS]!r}"
 
 
-def _check_contains(answer: str, check: Check) -> tuple[bool, str]:
+def _check_contains(answer: str, check: Check, where: str = "the answer") -> tuple[bool, str]:
     pattern = token_regex(str(check.value))
     match = re.search(pattern, answer, 0 if check.case_sensitive else re.IGNORECASE)
     if match is None:
-        return False, "not found in the answer"
+        return False, f"not found in {where}"
     return True, f"found in: {_snippet(answer, match.start(), match.end())!r}"
 
 
@@ -187,22 +220,57 @@ def _json_path(data: Any, path: str) -> tuple[bool, Any]:
     return True, data
 
 
-def _check_json_field(answer: str, check: Check) -> tuple[bool, str]:
+def _check_json_field(
+    answer: str, check: Check, field_path: str | None = None, where: str = "the answer"
+) -> tuple[bool, str]:
+    """``field_path`` (default the check's ``path``) of the JSON in ``answer`` equals the value.
+
+    The JSON is the agent's: it is read as strictly as its output lines (no NaN, no nesting
+    that would exhaust the stack), so a hostile answer fails the check instead of grading.
+    """
+    field_path = field_path or str(check.path)
     for candidate in _json_candidates(answer):
         try:
-            data = json.loads(candidate)
-        except json.JSONDecodeError:
+            data = load_line(candidate)
+        except Refused:
             continue
-        found, value = _json_path(data, str(check.path))
+        found, value = _json_path(data, field_path)
         if not found:
-            return False, f"JSON has no field {check.path}"
+            return False, f"JSON has no field {field_path}"
         want = check.value
         if isinstance(want, str) and isinstance(value, str):
             ok = _squash(value, check.case_sensitive) == _squash(want, check.case_sensitive)
         else:
             ok = value == want and type(value) is type(want)
-        return ok, f"{check.path} = {json.dumps(value)[:EVIDENCE_CHARS]}"
-    return False, "no JSON object found in the answer"
+        return ok, f"{field_path} = {json.dumps(value)[:EVIDENCE_CHARS]}"
+    return False, f"no JSON object found in {where}"
+
+
+def _check_file(check: Check, outputs: Outputs | None) -> tuple[bool | None, str]:
+    """A test of one output the agent left (kept under runs/<id>/outputs/<unit>/)."""
+    if outputs is None:
+        return None, "not graded: the run's outputs were not kept"
+    entry = outputs.get(str(check.path))
+    if entry is None:
+        return False, f"no output {check.path}"
+    if entry.kind == "link":
+        return False, f"{check.path} is a link to {entry.target!r} (links are not followed)"
+    if entry.kind != "file" or entry.data is None:
+        return False, f"{check.path} was not kept ({entry.note})"
+    if check.match == "exists":
+        return True, f"{check.path}: {entry.size} bytes"
+    text = entry.text
+    if text is None:
+        return False, f"{check.path} is not text ({entry.media_type}, {entry.size} bytes)"
+    where = check.path or ""
+    if check.match == "equals":
+        ok = _squash(text, check.case_sensitive) == _squash(str(check.value), check.case_sensitive)
+        return ok, f"{where} was {_snippet(text)!r}"
+    if check.match == "contains":
+        return _check_contains(text, check, where)
+    if check.match == "regex":
+        return _check_regex(text, check, where)
+    return _check_json_field(text, check, check.field, where)
 
 
 def _script_command(script: Path) -> list[str]:
@@ -211,12 +279,15 @@ def _script_command(script: Path) -> list[str]:
     return [sys.executable, str(script)]
 
 
-def _check_script(answer: str, check: Check, case: Case, run_dir: Path) -> tuple[bool, str]:
-    """Run a rubric script: answer on stdin, run dir as argv[1], cwd the rubric folder."""
+def _check_script(
+    answer: str, check: Check, case: Case, run_dir: Path, kept: Path
+) -> tuple[bool, str]:
+    """Run a rubric script: answer on stdin, run dir as argv[1], the kept outputs as argv[2],
+    cwd the rubric folder."""
     script = case.rubric_dir / str(check.path)
     env = {k: v for k, v in os.environ.items() if k in _SCRIPT_ENV}
     proc = subprocess.Popen(
-        [*_script_command(script), str(run_dir)],
+        [*_script_command(script), str(run_dir), str(kept)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -237,20 +308,15 @@ def _check_script(answer: str, check: Check, case: Case, run_dir: Path) -> tuple
 
 
 JUDGE_SYSTEM = (
-    "You grade one answer of an agent against one criterion. Reply with PASS or FAIL on the "
-    "first line, then one line of evidence quoting the answer."
+    "You grade one run of an agent against one criterion, from what it shows: the task, the "
+    "agent's steps, the files it left and its answer. Reply with PASS or FAIL on the first "
+    "line, then one line of evidence quoting what decides it."
 )
 
 
-def _check_llm_judge(
-    answer: str, check: Check, expected: str | None, llm: JudgeModel | None
-) -> tuple[bool | None, str]:
+def _check_llm_judge(prompt: str, llm: JudgeModel | None) -> tuple[bool | None, str]:
     if llm is None:
         return None, "not graded: no judge model was given"
-    prompt = f"Criterion: {check.criteria}\n"
-    if expected:
-        prompt += f"Expected answer: {expected}\n"
-    prompt += f"<answer>\n{answer}\n</answer>"
     try:
         reply = llm.complete(JUDGE_SYSTEM, [{"role": "user", "content": prompt}], max_tokens=300)
     except SkillsmithError as exc:
@@ -264,6 +330,42 @@ def _check_llm_judge(
 
 
 # -- the grade ---------------------------------------------------------------------------------
+
+
+def _run_check(
+    stack: contextlib.ExitStack,
+    bench: Benchmark,
+    case: Case,
+    check: Check,
+    answer: str,
+    verdict: str | None,
+    llm: JudgeModel | None,
+    run_dir: Path | None,
+    outputs: Outputs | None,
+    session: list[dict[str, Any]] | None,
+) -> tuple[bool | None, str]:
+    expected = case.rubric.expected
+    if check.kind == "label":
+        return _check_label(verdict, expected)
+    if check.kind == "exact":
+        return _check_exact(answer, check, expected)
+    if check.kind == "regex":
+        return _check_regex(answer, check)
+    if check.kind == "contains":
+        return _check_contains(answer, check)
+    if check.kind == "json_field":
+        return _check_json_field(answer, check)
+    if check.kind == "file":
+        return _check_file(check, outputs)
+    if check.kind == "script":
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        kept = scratch / "outputs"
+        (outputs or Outputs()).write(kept)
+        return _check_script(answer, check, case, run_dir or scratch, kept)
+    from engine.evaluation.judge_view import judge_request  # deferred: it reads trace summaries
+
+    request = judge_request(case, check, answer, session=session, outputs=outputs)
+    return _check_llm_judge(request, llm)
 
 
 def failure_kind(
@@ -293,30 +395,33 @@ def grade(
     *,
     llm: JudgeModel | None = None,
     run_dir: Path | None = None,
+    outputs: Outputs | None = None,
+    session: list[dict[str, Any]] | None = None,
 ) -> Grade:
-    """Score ``answer`` by the weighted checks of ``case``'s rubric."""
+    """Score ``answer`` by the weighted checks of ``case``'s rubric.
+
+    ``outputs`` are the files the agent left (file checks, script checks and the judge read
+    them); ``session`` its transcript, summarised for the judge. A check past its time limit is
+    ungraded, which makes the unit invalid rather than failed.
+    """
     expected = case.rubric.expected
-    verdict = extract_verdict(answer, bench.label_pattern, bench.labels)
+    try:
+        verdict = extract_verdict(answer, bench.label_pattern, bench.labels)
+        timed_out = None
+    except CheckTimeout as exc:
+        verdict, timed_out = None, f"label_pattern {exc}"
     results: list[CheckResult] = []
     with contextlib.ExitStack() as stack:
         for check in case.rubric.checks:
             passed: bool | None
-            if check.kind == "label":
-                passed, evidence = _check_label(verdict, expected)
-            elif check.kind == "exact":
-                passed, evidence = _check_exact(answer, check, expected)
-            elif check.kind == "regex":
-                passed, evidence = _check_regex(answer, check)
-            elif check.kind == "contains":
-                passed, evidence = _check_contains(answer, check)
-            elif check.kind == "json_field":
-                passed, evidence = _check_json_field(answer, check)
-            elif check.kind == "script":
-                if run_dir is None:
-                    run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-                passed, evidence = _check_script(answer, check, case, run_dir)
-            else:
-                passed, evidence = _check_llm_judge(answer, check, expected, llm)
+            try:
+                passed, evidence = _run_check(
+                    stack, bench, case, check, answer, verdict, llm, run_dir, outputs, session
+                )
+            except CheckTimeout as exc:
+                passed, evidence = None, f"not graded: {exc}"
+            if check.kind == "label" and timed_out is not None:
+                passed, evidence = None, f"not graded: {timed_out}"
             results.append(
                 CheckResult(
                     text=check.describe(expected),

@@ -40,8 +40,11 @@ from engine.evaluation.protocol import (
 )
 
 JUDGE_PROTOCOL = "skillsmith-judge/1"
-JUDGE_SYSTEM = f"""You grade one answer of an agent against one criterion of a private decision \
-standard. The criterion, the expected answer and the agent's answer follow.
+JUDGE_SYSTEM = f"""You grade one run of an agent against one criterion of a private decision \
+standard. What follows is the criterion, the expected answer when there is one, and what the case \
+lets you see of the run: its task, a summary of its tool calls and errors, the files it left \
+(text inline; binaries and links only named) and its answer. Judge by what the run shows, not by \
+what the answer claims.
 
 Reply with exactly one YAML mapping and nothing else (no prose, no code fence):
 protocol: {JUDGE_PROTOCOL}
@@ -147,7 +150,7 @@ def offline_judge(system: str, messages: list[dict[str, Any]]) -> str:
     first = next((m for m in messages if m.get("role") == "user"), {})
     prompt = str(first.get("content") or "")
     criterion = _CRITERION.search(prompt)
-    answer_match = _ANSWER.search(prompt)
+    answer_match = _ANSWER.search(prompt, max(0, prompt.rfind("<answer>\n")))  # the last one
     answer = answer_match.group(1) if answer_match else ""
     text = criterion.group(1).strip() if criterion else ""
     tag = f"[{EVIDENCE}] "

@@ -46,7 +46,9 @@ from engine.core.events import (
     null_reporter,
 )
 from engine.core.fsutil import Stamp, settled, stamp_of, sweep_temp_files, walk_files
+from engine.core.outputs import Outputs, collect
 from engine.core.runs import (
+    OUTPUTS,
     RAW,
     SESSIONS,
     RunFolder,
@@ -72,6 +74,7 @@ from engine.core.stamps import new_id, utc_now
 from engine.core.workspace import Workspace
 from engine.core.yaml_log import is_log_file
 from engine.evaluation.agents import (
+    HARNESS_NAMES,
     Agent,
     AgentOutcome,
     RoomSpec,
@@ -170,9 +173,23 @@ class Plan:
     def key(self) -> str:
         return _sha(json.dumps(self.material(), sort_keys=True))
 
+    def answer_protocol(self, case: Case) -> bool:
+        """Whether the case's prompt asks for the answer protocol (label line, steps done):
+        only a labelled benchmark, a label check or a rubric that says ``answer_protocol``."""
+        return (
+            bool(self.bench.labels)
+            or case.rubric.answer_protocol
+            or any(check.kind == "label" for check in case.rubric.checks)
+        )
+
     def prompt(self, case: Case) -> str:
+        """PROMPT.md: a free-text case's statement as written, byte for byte; otherwise the
+        statement with the answer protocol."""
+        statement = _read(case.prompt_path)
+        if not self.answer_protocol(case):
+            return statement
         return compose_prompt(
-            case.prompt(), self.bench.labels, self.bench.label_pattern, DEFAULT_LABEL_PATTERN
+            statement, self.bench.labels, self.bench.label_pattern, DEFAULT_LABEL_PATTERN
         )
 
     def skills_record(self, variant: str) -> list[dict[str, Any]]:
@@ -434,8 +451,20 @@ def _run_unit(
         if outcome.cancelled:
             return None
         row = _row(plan, case, unit, folder.run_id, outcome) | {"seed": seed}
+        skip = HARNESS_NAMES | {plan.agent.skills_subdir.split("/")[0]}
+        secrets = plan.agent.secret_env.values()
+        outputs = collect(room, case.statement_dir, skip=skip, secrets=secrets)
+        row["outputs"] = outputs.record(f"{OUTPUTS}/{unit.stem}")
         if outcome.invalid_reason is None:
-            graded = grade(plan.bench, case, outcome.answer, llm=judge, run_dir=room)
+            graded = grade(
+                plan.bench,
+                case,
+                outcome.answer,
+                llm=judge,
+                run_dir=room,
+                outputs=outputs,
+                session=outcome.session,
+            )
             row.update(graded.row_fields())
     finally:
         io.submit(remove_room, room)
@@ -450,7 +479,7 @@ def _run_unit(
             "invalid_reason": outcome.invalid_reason,
         },
     ]
-    written = io.submit(_write_unit_files, folder, unit, row, session, outcome, opened)
+    written = io.submit(_write_unit_files, folder, unit, row, session, outcome, outputs, opened)
     return _Done(unit, row, written)
 
 
@@ -460,12 +489,15 @@ def _write_unit_files(
     row: dict[str, Any],
     session: list[dict[str, Any]],
     outcome: AgentOutcome,
+    outputs: Outputs,
     opened: Future[None],
 ) -> None:
-    """The unit's session and raw files, each fsynced (their folders are synced per batch);
-    the row learns where its raw stream is before anyone reads it (after ``written``)."""
+    """The unit's session, raw files and outputs, the files fsynced (their folders are synced
+    per batch); the row learns where its raw stream is before anyone reads it (after
+    ``written``)."""
     opened.result()  # raises when the run folder could not be made ready: nothing is written
     folder.write_session(unit, session, sync_dir=False)
+    folder.keep_outputs(unit, outputs)
     if outcome.raw_stream is not None:
         row["raw_file"] = folder.write_raw(unit, "stream.jsonl", outcome.raw_stream, sync_dir=False)
     if outcome.stderr_tail.strip():
@@ -490,6 +522,7 @@ def _row(
         "duration_ms": outcome.duration_ms,
         "session_id": f"{run_id}/{unit.stem}",
         "session_file": unit.session_file,
+        "answer_protocol": plan.answer_protocol(case),
         "invalid_reason": outcome.invalid_reason,
         "split": case.split or None,
         "case_type": case.rubric.type,

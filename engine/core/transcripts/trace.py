@@ -212,3 +212,11 @@ def load_trace(path: Path | str, *, source: str | None = None) -> Trace:
         if isinstance(result.get("result"), str) and result["result"]:
             trace.final_text = result["result"]
     return trace
+
+
+def session_trace(lines: Iterable[dict[str, Any]], *, source: str) -> Trace:
+    """The trace of session lines held in memory (a unit's, before its file is written)."""
+    objs = list(enumerate(lines, start=1))
+    trace = Trace(source=source, format="session", size_bytes=0)
+    _fill(_Builder(trace), objs, Path(source))
+    return trace

@@ -3,6 +3,7 @@ group that is always cleaned up, and its output turned into a session (see kinds
 
 from engine.evaluation.agents.isolation import (
     ANSWER_FILE,
+    HARNESS_NAMES,
     PROMPT_FILE,
     RoomSpec,
     SkillFiles,
@@ -20,6 +21,7 @@ from engine.evaluation.agents.sessions import OutputError, parse_claude_stream, 
 
 __all__ = [
     "ANSWER_FILE",
+    "HARNESS_NAMES",
     "PROMPT_FILE",
     "Agent",
     "AgentOutcome",

@@ -29,7 +29,11 @@ BASE_ENV_ALLOW = ("PATH", "LANG", "TERM", "TZ")
 ROOM_PREFIX = "unit-"
 _held: dict[Path, int] = {}  # room → the open, flocked fd that marks it in use
 _held_lock = threading.Lock()
-_RESERVED = {PROMPT_FILE, "AGENTS.md", ANSWER_FILE, HOME_DIR, TMP_DIR, "skills", ".claude"}
+# What the harness itself puts in a room: no statement file may be so named, and none of it is
+# an output of the agent (engine.core.outputs).
+HARNESS_NAMES = frozenset(
+    {PROMPT_FILE, "AGENTS.md", ANSWER_FILE, HOME_DIR, TMP_DIR, "skills", ".claude"}
+)
 # The private half of a case, wherever someone put it: a benchmark's rubric folder or file, and a
 # skill's own eval set (skill-creator keeps expected answers in <skill>/evals/). Never copied.
 RUBRIC_NAMES = frozenset({"rubric", "rubric.yaml"})
@@ -79,7 +83,7 @@ def check_statement(statement_dir: Path) -> list[Path]:
     """
     items = sorted(statement_dir.iterdir())
     for item in items:
-        if item.name in _RESERVED:
+        if item.name in HARNESS_NAMES:
             raise SkillsmithError(
                 f"{item}: a statement file may not be named {item.name!r} "
                 "(the harness writes it into the run folder)"
@@ -98,7 +102,7 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
         base = spec.statement_dir.resolve()
         for item in items:
             _copy(item, room / item.name, base, item.name)
-        (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
+        (room / PROMPT_FILE).write_bytes(spec.prompt.encode("utf-8"))  # CRLF stays CRLF
         if spec.agents_md is not None:
             (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
         for skill in spec.skills:

@@ -95,13 +95,15 @@ class Agent:
     def argv(self, prompt: str) -> list[str]:
         if self.kind != "claude-code":
             return list(self.command)
-        argv = [*self.command, "-p", prompt, "--output-format", "stream-json", "--verbose"]
+        argv = [*self.command, "-p", "--output-format", "stream-json", "--verbose"]
         argv += ["--max-turns", str(self.max_turns)]
         if self.model:
             argv += ["--model", self.model]
-        if self.allowed_tools:  # variadic: must stay last so it cannot swallow other flags
+        if self.allowed_tools:  # variadic: "--" below ends it, so it swallows nothing
             argv += ["--allowedTools", ",".join(self.allowed_tools)]
-        return argv
+        # a free-text statement goes in as written, and may start with "-" (a Markdown list):
+        # after "--" it can never be read as an option
+        return [*argv, "--", prompt]
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records about the agent (never a secret)."""

@@ -9,11 +9,11 @@ and the closing ``result`` line, and refuses a stream that is garbage or reports
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.errors import FormatError
+from engine.core.strict_json import Refused, load_line
 from engine.core.transcripts import claude_session
 
 # Result subtypes that mean the harness or the API failed, not the agent's reasoning; max-turns
@@ -40,10 +40,10 @@ def parse_session_jsonl(stdout: bytes) -> ParsedSession:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
+            value = load_line(raw)
+        except Refused as exc:
             raise OutputError(
-                f"garbage output: stdout line {number} is not JSON: {_clip(raw, 60)!r}"
+                f"garbage output: stdout line {number} {exc}: {_clip(raw, 60)!r}"
             ) from None
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
             raise OutputError(
@@ -84,9 +84,9 @@ def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            raise OutputError(f"garbage output: claude stream line {number} is not JSON") from None
+            obj = load_line(raw)
+        except Refused as exc:
+            raise OutputError(f"garbage output: claude stream line {number} {exc}") from None
         if not isinstance(obj, dict):
             raise OutputError(f"garbage output: claude stream line {number} is not an object")
         objs.append((number, obj))
@@ -148,8 +148,8 @@ def claude_retry_note(stdout: bytes) -> str | None:
         if '"api_retry"' not in raw:
             continue
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
+            obj = load_line(raw)
+        except Refused:
             continue
         if isinstance(obj, dict) and obj.get("subtype") == "api_retry":
             note = (

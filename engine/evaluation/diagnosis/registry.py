@@ -52,6 +52,14 @@ class CaseContext:
     # A baseline run without a skill has nothing to load; skill_not_loaded only judges the rest.
     expects_skill: bool = True
 
+    @property
+    def asked_protocol(self) -> bool:
+        """Whether the run's prompt asked for the answer protocol (a label line, STEPS DONE).
+
+        A free-text case's prompt is its statement alone, so a rule that reads the protocol has
+        nothing to read there; rows written before the field existed all asked for it."""
+        return self.row.get("answer_protocol") is not False
+
 
 CheckResult = Sequence[str] | None
 CheckFn = Callable[[CaseContext], CheckResult]

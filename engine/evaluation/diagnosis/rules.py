@@ -54,7 +54,7 @@ def tool_error_burst(ctx: CaseContext) -> CheckResult:
 @checker("progress_mismatch", "claims skill steps that no tool call evidences")
 def progress_mismatch(ctx: CaseContext) -> CheckResult:
     progress = ctx.summary.progress
-    if not progress.steps_known or not progress.missing:
+    if not ctx.asked_protocol or not progress.steps_known or not progress.missing:
         return None
     lines = [
         f"claimed steps {progress.claimed}, evidenced {progress.evidenced}",
@@ -118,6 +118,8 @@ def skill_not_loaded(ctx: CaseContext) -> CheckResult:
 
 @checker("premature_conclusion", "concluded before doing the skill's remaining steps")
 def premature_conclusion(ctx: CaseContext) -> CheckResult:
+    if not ctx.asked_protocol:
+        return None  # no label line or STEPS DONE was asked for: nothing to read "concluded" from
     summary = ctx.summary
     result = summary.stats.result
     if result is not None and result.is_error:

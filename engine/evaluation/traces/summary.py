@@ -16,7 +16,7 @@ from engine.core.config import DiagnosisConfig
 from engine.core.transcripts.content import clip, normalise
 from engine.core.transcripts.detect import TraceFormat
 from engine.core.transcripts.trace import ToolCall, Trace
-from engine.evaluation.grading import extract_verdict
+from engine.evaluation.grading import CheckTimeout, extract_verdict
 from engine.evaluation.traces.crosscheck import ProgressCheck, StepLike, progress
 from engine.evaluation.traces.stats import BenignErrors, StageStats, stage_stats
 
@@ -139,6 +139,10 @@ def summarise(
     config = config or DiagnosisConfig()
     final = trace.final_text if answer is None else answer
     entries, hidden = skeleton(trace.calls)
+    try:
+        conclusion = extract_verdict(final, label_pattern or config.label_pattern, list(labels))
+    except CheckTimeout:  # a label_pattern that runs away on this answer: grading said so too
+        conclusion = None
     return TraceSummary(
         source=trace.source,
         format=trace.format,
@@ -147,6 +151,6 @@ def summarise(
         elided_calls=hidden,
         stats=stage_stats(trace, BenignErrors(config)),
         progress=progress(trace, steps),
-        conclusion=extract_verdict(final, label_pattern or config.label_pattern, list(labels)),
+        conclusion=conclusion,
         final_excerpt=clip(normalise(final), 200),
     )
