@@ -9,6 +9,8 @@ inside it, and the environment is rebuilt from an allow-list instead of filtered
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import shutil
 import tempfile
@@ -29,6 +31,7 @@ BASE_ENV_ALLOW = ("PATH", "LANG", "TERM", "TZ")
 ROOM_PREFIX = "unit-"
 _held: dict[Path, int] = {}  # room → the open, flocked fd that marks it in use
 _held_lock = threading.Lock()
+_FICLONE = 0x40049409  # linux/fs.h: share the source's blocks copy-on-write
 _RESERVED = {PROMPT_FILE, "AGENTS.md", ANSWER_FILE, HOME_DIR, TMP_DIR, "skills", ".claude"}
 # The private half of a case, wherever someone put it: a benchmark's rubric folder or file, and a
 # skill's own eval set (skill-creator keeps expected answers in <skill>/evals/). Never copied.
@@ -54,8 +57,12 @@ class RoomSpec:
     statement_dir: Path
     prompt: str
     skills: tuple[SkillFiles, ...]
-    skills_subdir: str  # "skills" or ".claude/skills": where this kind of agent looks
+    skills_subdir: str  # "skills", ".claude/skills", ".agents/skills": where the agent looks
     agents_md: str | None = None
+    # the project a workspace is adopted into: its snapshot (engine.evaluation.agents.project),
+    # copied in first, and where its agent instructions go in it (CLAUDE.md)
+    project: Path | None = None
+    agents_md_name: str = "AGENTS.md"
 
 
 def scratch_root(workspace_root: Path) -> Path:
@@ -92,15 +99,20 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
     items = check_statement(spec.statement_dir)
     root.mkdir(parents=True, exist_ok=True)
     room = Path(tempfile.mkdtemp(prefix=ROOM_PREFIX, dir=root))
-    with _held_lock:
-        _held[room] = hold(room)  # marks it in use for sweep_rooms in every other process
+    hold_room(room)
     try:
+        if spec.project is not None:
+            copy_snapshot(spec.project, room)
         base = spec.statement_dir.resolve()
-        for item in items:
+        for item in items:  # the statement on top of the project
             _copy(item, room / item.name, base, item.name)
         (room / PROMPT_FILE).write_text(spec.prompt, encoding="utf-8")
         if spec.agents_md is not None:
-            (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
+            instructions = room / spec.agents_md_name
+            if instructions.is_symlink():  # CLAUDE.md -> AGENTS.md: the text under test goes here
+                instructions.unlink()
+            instructions.parent.mkdir(parents=True, exist_ok=True)
+            instructions.write_text(spec.agents_md, encoding="utf-8")
         for skill in spec.skills:
             target = room / spec.skills_subdir / skill.name
             if skill.resources is not None:
@@ -117,6 +129,42 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
     return room
 
 
+def hold_room(room: Path) -> None:
+    """Mark ``room`` in use for :func:`sweep_rooms` in every other process, until
+    :func:`remove_room`."""
+    with _held_lock:
+        _held[room] = hold(room)
+
+
+def copy_snapshot(snapshot: Path, room: Path) -> None:
+    """Give ``room`` its own copy of ``snapshot``: reflinked blocks or plain copies, links as
+    links, never a hard link (a unit writing its file must not write into anyone else's)."""
+    for dirpath, dirnames, filenames in os.walk(snapshot):
+        base = Path(dirpath)
+        into = room / base.relative_to(snapshot)
+        for name in dirnames + filenames:
+            src = base / name
+            if src.is_symlink():
+                os.symlink(os.readlink(src), into / name)
+            elif src.is_dir():
+                (into / name).mkdir(exist_ok=True)
+            else:
+                _clone(src, into / name)
+        dirnames[:] = [d for d in dirnames if not (base / d).is_symlink()]
+
+
+def _clone(src: Path, dst: Path) -> None:
+    """Copy one file, sharing its blocks copy-on-write where the filesystem can (btrfs, xfs)."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        try:
+            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
+                raise
+            shutil.copyfileobj(fin, fout, 1 << 20)
+    shutil.copymode(src, dst)
+
+
 def _copy(src: Path, dst: Path, base: Path, rel: str, private_top: str | None = None) -> None:
     """Copy a file or tree; symlinks are followed only when they stay inside ``base``.
 
@@ -128,6 +176,8 @@ def _copy(src: Path, dst: Path, base: Path, rel: str, private_top: str | None = 
         return
     if src.name in RUBRIC_NAMES or (private_top is not None and rel == private_top):
         return
+    if dst.is_symlink():  # a project's link where a statement file goes: the file replaces it
+        dst.unlink()
     if not src.is_dir():
         shutil.copyfile(src, dst)
         shutil.copymode(src, dst)
