@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.core.config import AgentConfig
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.workspace import Workspace
 from engine.evaluation.runner import RunResult, run_evaluation
@@ -24,6 +25,7 @@ class EvalOptions:
     case_ids: tuple[str, ...] = ()  # default: every case
     run_id: str | None = None  # resume this run
     seed: int | None = None
+    agent: AgentConfig | None = None  # default: skillsmith.yaml's agent (eval --agents: each)
 
 
 def run(
@@ -44,6 +46,7 @@ def run(
         case_ids=list(options.case_ids) or None,
         run_id=options.run_id,
         seed=options.seed,
+        agent_config=options.agent,
         reporter=reporter,
         cancel=cancel,
     )
