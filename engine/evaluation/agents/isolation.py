@@ -1,6 +1,7 @@
 """The sealed room an agent runs in: a fresh directory and a scrubbed environment.
 
-The agent must see the case statement, the skills under test and AGENTS.md — and nothing that
+The agent must see the case statement, the skills under test and AGENTS.md (in an adopted
+project, a copy of the project too: engine.evaluation.agents.project) — and nothing that
 could let it grade itself or escape: no rubric, no vault, no workspace path, no secrets it was not
 meant to have. So the room is built outside the workspace (under the system temp dir), HOME points
 inside it, and the environment is rebuilt from an allow-list instead of filtered from ours.
