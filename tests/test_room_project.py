@@ -178,3 +178,17 @@ def test_agent_project_none_leaves_the_project_out(tmp_path: Path) -> None:
     assert "project" not in manifest
     (report, _) = _reports(ws, result.run_id)
     assert "src/app.py" not in report["files"]
+
+
+def test_a_project_without_a_commit_gives_its_rooms_nothing(tmp_path: Path) -> None:
+    """A fresh ``git init``: nothing is tracked yet, so a tracked room holds none of it."""
+    from engine.evaluation.runner import run_evaluation
+
+    project, ws = _adopted(tmp_path)
+    subprocess.run(["rm", "-rf", str(project / ".git")], check=True)
+    _git(tmp_path, "init", "-q", str(project))
+    result = run_evaluation(ws, "b", runs=1, jobs=1)
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["project"]["revision"] is None and manifest["project"]["files"] == 0
+    (report, _) = _reports(ws, result.run_id)
+    assert "src/app.py" not in report["files"] and "notes.txt" not in report["files"]

@@ -78,6 +78,11 @@ class ProjectTree:
 
     def line(self) -> str:
         """The room in one line, shown before the units start."""
+        if self.mode == "tracked" and self.revision is None:
+            return (
+                f"room: project {self.source} has no commit yet, so nothing of it is copied "
+                "(agent.project: worktree copies its working tree)"
+            )
         at = f"tracked files at {self.revision[:12]}" if self.revision else "working tree"
         return (
             f"room: project {self.source} ({at}): {self.files} files, "
@@ -122,7 +127,9 @@ def _fill(
     """Write the project's files into ``snapshot``; (revision, files, bytes, digest)."""
     digest = hashlib.sha256()
     files = size = 0
-    revision = _git(project, "rev-parse", "--verify", "HEAD").strip() if mode == "tracked" else None
+    revision = _head(project) if mode == "tracked" else None
+    if mode == "tracked" and revision is None:  # a fresh `git init`: nothing is tracked yet
+        return None, 0, 0, digest.hexdigest()
     for rel, kind, data in _entries(project, mode):
         if _left_out(rel, excluded):
             continue
@@ -192,6 +199,18 @@ def _blobs(project: Path, items: list[tuple[str, str, str]]) -> Iterator[tuple[s
         length = int(out[at:end].split()[2])
         yield rel, kind, out[end + 1 : end + 1 + length]
         at = end + 1 + length + 1
+
+
+def _head(project: Path) -> str | None:
+    """HEAD's commit, or None in a repository without one."""
+    done = subprocess.run(
+        ["git", "-C", str(project), "rev-parse", "--verify", "-q", "HEAD"],
+        capture_output=True,
+        timeout=_GIT_TIMEOUT_S,
+        check=False,
+    )
+    commit = done.stdout.decode().strip() if done.returncode == 0 else ""
+    return commit or None
 
 
 def _git(project: Path, *args: str) -> str:
