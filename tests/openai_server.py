@@ -19,14 +19,13 @@ estimated like tests/llm_server.py does: four characters a token.
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.llm_server import MessagesServer, RecordedRequest, request_text
 
 JsonDict = dict[str, Any]
 
@@ -47,33 +46,13 @@ class Said:
     calls: list[Call] = field(default_factory=list)
 
 
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    json: Any
-    has_credentials: bool
-
-
 Responder = Callable[[JsonDict], Said]
 
 
 def input_text(req: JsonDict) -> str:
     """Every text the request carries (instructions, messages, tool outputs), joined."""
-    parts: list[str] = [str(req.get("instructions") or "")]
-
-    def walk(node: Any) -> None:
-        if isinstance(node, str):
-            parts.append(node)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-        elif isinstance(node, dict):
-            for key in ("text", "output", "content", "arguments"):
-                walk(node.get(key))
-
-    walk(req.get("input"))
-    return "\n".join(parts)
+    said = request_text({"system": req.get("instructions"), "messages": req.get("input")})
+    return "\n".join([said, *tool_outputs(req)])
 
 
 def tool_outputs(req: JsonDict) -> list[str]:
@@ -85,60 +64,44 @@ def tool_outputs(req: JsonDict) -> list[str]:
     ]
 
 
-class OpenAIServer:
+class OpenAIServer(MessagesServer):
+    """The Messages-API test server's lifecycle, credentials and records, speaking the
+    Responses API instead."""
+
     def __init__(self, *, api_key: str | None = None) -> None:
-        self.api_key = api_key
-        self.requests: list[Recorded] = []
-        self.responder_errors: list[BaseException] = []
-        self._responder: Responder | None = None
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._httpd: ThreadingHTTPServer | None = None
+        super().__init__(api_key=api_key)
+        self._said: Responder | None = None
 
-    def start(self) -> OpenAIServer:
-        handler = type("Handler", (_Handler,), {"state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> OpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        """The base URL to give codex (``OPENAI_BASE_URL``): the API's root, with ``/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
 
-    def respond_with(self, responder: Responder) -> None:
-        self._responder = responder
+    def respond_with(self, responder: Responder | None) -> None:  # type: ignore[override]
+        self._said = responder
 
     @property
-    def response_requests(self) -> list[Recorded]:
+    def response_requests(self) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.path.startswith("/v1/responses")]
 
-    def next_id(self, prefix: str) -> str:
-        with self._lock:
-            return f"{prefix}_{next(self._ids):016x}"
+    def record(self, handler: BaseHTTPRequestHandler, body: Any, credential: str | None) -> None:
+        self._record(
+            RecordedRequest(
+                method=handler.command,
+                path=handler.path,
+                query={},
+                headers={},
+                json=body,
+                has_credentials=credential is not None,
+            )
+        )
 
-    def record(self, request: Recorded) -> None:
-        with self._lock:
-            self.requests.append(request)
+    def next_id(self, prefix: str) -> str:
+        return self._next_id(prefix)
 
 
 def response_events(server: OpenAIServer, req: JsonDict, said: Said) -> Iterator[JsonDict]:
@@ -201,7 +164,7 @@ def response_events(server: OpenAIServer, req: JsonDict, said: Said) -> Iterator
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    state: OpenAIServer
+    server_state: OpenAIServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -219,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _refused(self) -> bool:
-        if self.state.api_key is None or self._credential() == self.state.api_key:
+        if self.server_state.api_key is None or self._credential() == self.server_state.api_key:
             return False
         error = {"message": "Incorrect API key provided", "type": "invalid_request_error"}
         self._send_json(401, {"error": error | {"code": "invalid_api_key"}})
@@ -227,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        self.state.record(Recorded("GET", self.path, body or None, self._credential() is not None))
+        self.server_state.record(self, body or None, self._credential())
         if self._refused():
             return
         if self.path.split("?")[0] == "/v1/models":
@@ -243,26 +206,26 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid"}})
             return
-        self.state.record(Recorded("POST", self.path, req, self._credential() is not None))
+        self.server_state.record(self, req, self._credential())
         if self._refused():
             return
         if self.path.split("?")[0] != "/v1/responses":
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "nf"}})
             return
-        responder = self.state._responder
+        responder = self.server_state._said
         try:
             if responder is None:
                 raise RuntimeError("no responder scripted")
             said = responder(req)
         except Exception as exc:
-            self.state.responder_errors.append(exc)
+            self.server_state.responder_errors.append(exc)
             self._send_json(500, {"error": {"message": str(exc), "type": "server_error"}})
             return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
         self.end_headers()
-        for event in response_events(self.state, req, said):
+        for event in response_events(self.server_state, req, said):
             self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
         self.wfile.flush()
         self.close_connection = True

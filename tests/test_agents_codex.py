@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import json
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engine.cli import main
 from engine.core.transcripts import entries
+from engine.core.workspace import Workspace
 from engine.evaluation.agents.codex import DEFAULT_BASE_URL, codex_argv, parse_codex_stream
 from engine.evaluation.agents.sessions import OutputError
+from tests.bench_helpers import write_benchmark, write_case
+from tests.llm_server import MessagesServer
+from tests.openai_server import OpenAIServer
+from tests.runner_helpers import LABELS
 
 PROMPT = "# Task\n\nAudit code.py.\n"
 
@@ -131,3 +138,52 @@ def test_every_run_gets_its_own_provider_whatever_the_user_config_says() -> None
     assert argv[argv.index("--model") + 1] == "gpt-test"
     default = codex_argv(("codex",), "p", model=None, base_url=None)
     assert "--model" not in default and DEFAULT_BASE_URL in " ".join(default)
+
+
+def _workspace(root: Path, kind: str) -> Workspace:
+    ws = Workspace.init(root)
+    cfg = ws.load_config()
+    cfg.agent.kind = kind  # type: ignore[assignment]
+    cfg.agent.sandbox = "none"  # the CLI is never started: the pre-flight refuses first
+    ws.save_config(cfg)
+    bench = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    write_case(bench, "c1", {"expected": "safe"})
+    return ws
+
+
+@pytest.mark.parametrize(
+    ("kind", "variable", "refusal"),
+    [
+        ("codex", "OPENAI_API_KEY", "the OpenAI API at {url} refused the API key (401)"),
+        (
+            "claude-code",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "the Messages API at {url} refused the OAuth token (401)",
+        ),
+    ],
+)
+def test_a_refused_credential_stops_before_any_unit(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    variable: str,
+    refusal: str,
+) -> None:
+    wrong = "sk-wrong-credential-not-real-0123456789"
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, wrong)
+    monkeypatch.setenv("SKILLSMITH_CODEX_BIN", __file__)  # any file: never started
+    monkeypatch.setenv("SKILLSMITH_CLAUDE_BIN", __file__)
+    server = OpenAIServer(api_key="sk-the-right-one") if kind == "codex" else None
+    with server or MessagesServer(api_key="sk-the-right-one") as running:
+        monkeypatch.setenv("OPENAI_BASE_URL", running.url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", running.url)
+        ws = _workspace(tmp_path / "ws", kind)
+        assert main(["eval", "b", "-w", str(ws.root)]) == 1
+        url = running.url
+    err = capsys.readouterr().err
+    hint = f"; check {variable} (from ${variable})"
+    assert err.strip() == "skillsmith: error: " + refusal.format(url=url) + hint
+    assert not any(p.name.startswith("run") for p in ws.runs_dir.iterdir())

@@ -18,30 +18,10 @@ from engine.core.runs import RunFolder
 from engine.core.vault import write_secret
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
-from tests.bench_helpers import write_benchmark, write_case
 from tests.llm_server import MessagesServer
-from tests.test_e2e_claude import SKILL, _claude_available, auditor
+from tests.test_e2e_claude import _claude_available, audit_setup, auditor
 
 TOKEN = "sk-ant-oat01-e2e-subscription-token-not-real-0000"
-CODE = {"v1": "x = eval(input())\n", "s1": "x = int(input())\n"}
-
-
-def _workspace(root: Path) -> Workspace:
-    ws = Workspace.init(root)
-    cfg = ws.load_config()
-    cfg.agent.kind = "claude-code"
-    cfg.agent.timeout_s = 120
-    cfg.agent.max_turns = 6
-    ws.save_config(cfg)
-    (ws.skills_dir / "audit").mkdir()
-    ws.skill_path("audit").write_text(SKILL)
-    bench = write_benchmark(
-        ws.benchmarks_dir / "b", {}, config={"labels": ["vulnerable", "safe"], "seed": 3}
-    )
-    for case_id, text in CODE.items():
-        expected = "vulnerable" if "eval" in text else "safe"
-        write_case(bench, case_id, {"expected": expected}, files={"code.py": text})
-    return ws
 
 
 @pytest.mark.e2e
@@ -52,7 +32,8 @@ def test_claude_code_runs_on_an_oauth_token_alone(
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CLAUDE_CODE_OAUTH_TOKEN", TOKEN)
-    ws = _workspace(tmp_path / "ws")
+    ws = Workspace.init(tmp_path / "ws")
+    audit_setup(ws, {"v1": "x = eval(input())\n", "s1": "x = int(input())\n"})
     with MessagesServer(api_key=TOKEN) as server:
         server.respond_with(auditor)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)

@@ -24,10 +24,16 @@ import pytest
 from engine.cli import main
 from engine.core.config import Config
 from engine.core.workspace import Workspace
-from tests.bench_helpers import write_benchmark, write_case
 from tests.llm_server import MessagesServer
 from tests.openai_server import Call, OpenAIServer, Said, input_text, tool_outputs
-from tests.test_e2e_claude import SKILL, _claude_available, auditor
+from tests.test_e2e_claude import (
+    AUDIT_VERDICTS,
+    SKILL,
+    _claude_available,
+    audit_setup,
+    auditor,
+    require_cli,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -39,15 +45,6 @@ LISTED = re.compile(
     r"- audit: Audit code for vulnerabilities\.[^\n]*\(file: [^)]*audit/SKILL\.md\)"
 )
 READ_SKILL = "cat .agents/skills/audit/SKILL.md"
-CODE = {"v1": "x = eval(input())\n", "v2": "y = eval(s)\n", "s1": "x = int(input())\n"}
-
-
-def _codex_available() -> None:
-    if CODEX_BIN and Path(CODEX_BIN).is_file():
-        return
-    if os.environ.get("SKILLSMITH_REQUIRE_E2E") == "1":
-        pytest.fail(f"SKILLSMITH_REQUIRE_E2E=1 but SKILLSMITH_CODEX_BIN={CODEX_BIN!r} is missing")
-    pytest.skip("set SKILLSMITH_CODEX_BIN to the codex CLI to run this test")
 
 
 def codex_auditor(req: dict[str, Any]) -> Said:
@@ -80,17 +77,7 @@ def _project(root: Path) -> Workspace:
         check=True,
     )
     ws = Workspace.init_project(root, Config())
-    cfg = ws.load_config()
-    cfg.agent.kind = "claude-code"
-    cfg.agent.timeout_s = 120
-    cfg.agent.max_turns = 6
-    ws.save_config(cfg)
-    bench = write_benchmark(
-        ws.benchmarks_dir / "b", {}, config={"labels": ["vulnerable", "safe"], "seed": 5}
-    )
-    for case_id, text in CODE.items():
-        expected = "vulnerable" if "eval" in text else "safe"
-        write_case(bench, case_id, {"expected": expected}, files={"code.py": text})
+    audit_setup(ws, seed=5)
     return ws
 
 
@@ -102,7 +89,7 @@ def test_codex_and_claude_code_compared_on_one_benchmark(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _claude_available()
-    _codex_available()
+    require_cli("SKILLSMITH_CODEX_BIN", "codex")
     ws = _project(tmp_path / "proj")
     with MessagesServer() as messages, OpenAIServer(api_key=OPENAI_KEY) as openai:
         messages.respond_with(auditor)
@@ -136,14 +123,7 @@ def test_codex_and_claude_code_compared_on_one_benchmark(
     assert manifest["project"]["mode"] == "tracked"
     rows = [json.loads(line) for line in (runs["codex"] / "results.jsonl").read_text().splitlines()]
     verdicts = {(r["case_id"], r["variant"]): r["judge_verdict"] for r in rows}
-    assert verdicts == {
-        ("s1", "baseline"): "safe",
-        ("s1", "skill"): "safe",
-        ("v1", "baseline"): "safe",
-        ("v1", "skill"): "vulnerable",
-        ("v2", "baseline"): "safe",
-        ("v2", "skill"): "vulnerable",
-    }
+    assert verdicts == AUDIT_VERDICTS
     for row in rows:
         assert row["pass_fail"] != "invalid", row["invalid_reason"]
         assert row["tokens"]["input"] > 0 and row["tokens"]["output"] > 0

@@ -64,7 +64,7 @@ def preflight(agent: Agent) -> None:
         if key:
             headers = {"authorization": f"Bearer {key}"}
             target = url.rstrip("/") + "/models"
-            _probe(url, target, headers, None, "the OpenAI API", (key, "API key"))
+            _probe(url, target, headers, None, "the OpenAI API", (key, "API key"), agent)
         return
     api_key = agent.secret_env.get("ANTHROPIC_API_KEY")
     token = agent.secret_env.get("CLAUDE_CODE_OAUTH_TOKEN")
@@ -85,7 +85,7 @@ def preflight(agent: Agent) -> None:
         headers |= {"authorization": f"Bearer {key}", "anthropic-beta": OAUTH_BETA}
     target = url.rstrip("/") + "/v1/messages/count_tokens"
     said = "API key" if api_key else "OAuth token"
-    _probe(url, target, headers, json.dumps(body).encode(), "the Messages API", (key, said))
+    _probe(url, target, headers, json.dumps(body).encode(), "the Messages API", (key, said), agent)
 
 
 def _probe(
@@ -95,6 +95,7 @@ def _probe(
     body: bytes | None,
     what: str,
     credential: tuple[str, str],
+    agent: Agent,
 ) -> None:
     """One request to ``target``; refuses on no connection, a 401 or a 403. ``credential`` is
     the value sent and what it is called in the refusal ("API key", "OAuth token")."""
@@ -111,8 +112,7 @@ def _probe(
         exc.close()
         if exc.code == 401:
             raise AgentBroken(
-                f"{what} at {url} refused the {said} (401); check the agent's credential "
-                "in the environment or the vault"
+                f"{what} at {url} refused the {said} (401); check {agent.credential}"
             ) from None
         if exc.code == 403:
             raise AgentBroken(f"{what} at {url} denied access (403) to this {said}") from None

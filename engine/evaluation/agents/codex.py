@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.evaluation.agents.sessions import OutputError, ParsedSession, clip, text_lines
+from engine.evaluation.agents.sessions import OutputError, ParsedSession, clip, stream_objects
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROVIDER = "skillsmith"
@@ -53,15 +53,7 @@ def parse_codex_stream(stdout: bytes, prompt: str) -> ParsedSession:
     turns = 0
     failure: str | None = None
     last_error = ""
-    for number, raw in enumerate(text_lines(stdout), start=1):
-        if not raw.strip():
-            continue
-        try:
-            event = json.loads(raw)
-        except json.JSONDecodeError:
-            raise OutputError(f"garbage output: codex event line {number} is not JSON") from None
-        if not isinstance(event, dict):
-            raise OutputError(f"garbage output: codex event line {number} is not an object")
+    for _, event in stream_objects(stdout, "codex event line"):
         kind = event.get("type")
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             thread = event["thread_id"]

@@ -77,8 +77,9 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
 
 
-def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
-    """Convert ``claude -p`` stream-json into session lines, or say why it is unusable."""
+def stream_objects(stdout: bytes, what: str) -> list[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a CLI's JSONL stdout with their line numbers; any other non-empty
+    line is garbage, named by ``what`` ("claude stream line") and its number."""
     objs: list[tuple[int, dict[str, Any]]] = []
     for number, raw in enumerate(text_lines(stdout), start=1):
         if not raw.strip():
@@ -86,10 +87,16 @@ def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError:
-            raise OutputError(f"garbage output: claude stream line {number} is not JSON") from None
+            raise OutputError(f"garbage output: {what} {number} is not JSON") from None
         if not isinstance(obj, dict):
-            raise OutputError(f"garbage output: claude stream line {number} is not an object")
+            raise OutputError(f"garbage output: {what} {number} is not an object")
         objs.append((number, obj))
+    return objs
+
+
+def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
+    """Convert ``claude -p`` stream-json into session lines, or say why it is unusable."""
+    objs = stream_objects(stdout, "claude stream line")
     try:
         claude = claude_session(objs, "claude stream")
     except FormatError as exc:
