@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.core.vault import write_secret
 from engine.core.workspace import Workspace
+from engine.views.overview import evaluation_size
 from tests.bench_helpers import write_benchmark, write_case
 from tests.test_init_project import skillsmith
 
@@ -119,12 +120,16 @@ def test_a_command_agent_sees_the_committed_project_and_writes_nothing_back(
     project, ws = _adopted(tmp_path)
     before, status = _snapshot(project), _git(project, "status", "--porcelain")
 
+    # the workbench tells the room's size before it starts a job
+    size = sum(len(text) for rel, text in PROJECT.items() if "skills" not in rel)
+    told = evaluation_size(ws, "b").describe()
+    assert f"\nRoom: project {project} (tracked files at " in told
+    assert f"9 files, {size} bytes copied into each unit's room." in told
     done = skillsmith(project, "eval", "b", "--runs", "2", "-j", "2")
     assert done.returncode == 0, done.stderr
     (run_id,) = [p.name for p in ws.runs_dir.iterdir() if p.name.startswith("run")]
     # the room's size is shown as the units start (the link counts as a file, not as bytes)
     said = " ".join(done.stderr.split())
-    size = sum(len(text) for rel, text in PROJECT.items() if "skills" not in rel)
     assert f"room: project {project} (tracked files at " in said
     assert f"9 files, {size} bytes copied into each unit's room" in said
     reports = _reports(ws, run_id)
