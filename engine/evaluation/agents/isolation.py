@@ -140,30 +140,29 @@ def hold_room(room: Path) -> None:
 def copy_snapshot(snapshot: Path, room: Path) -> None:
     """Give ``room`` its own copy of ``snapshot``: reflinked blocks or plain copies, links as
     links, never a hard link (a unit writing its file must not write into anyone else's)."""
-    for dirpath, dirnames, filenames in os.walk(snapshot):
-        base = Path(dirpath)
-        into = room / base.relative_to(snapshot)
-        for name in dirnames + filenames:
-            src = base / name
-            if src.is_symlink():
-                os.symlink(os.readlink(src), into / name)
-            elif src.is_dir():
-                (into / name).mkdir(exist_ok=True)
-            else:
-                _clone(src, into / name)
-        dirnames[:] = [d for d in dirnames if not (base / d).is_symlink()]
+    shutil.copytree(snapshot, room, symlinks=True, dirs_exist_ok=True, copy_function=_Clone())
 
 
-def _clone(src: Path, dst: Path) -> None:
-    """Copy one file, sharing its blocks copy-on-write where the filesystem can (btrfs, xfs)."""
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        try:
-            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
-        except OSError as exc:
-            if exc.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
-                raise
-            shutil.copyfileobj(fin, fout, 1 << 20)
-    shutil.copymode(src, dst)
+class _Clone:
+    """Copies one file, sharing its blocks copy-on-write while the filesystem can (btrfs, xfs);
+    after the first refusal (ext4, tmpfs) it copies plainly without asking again."""
+
+    def __init__(self) -> None:
+        self.reflinks = True
+
+    def __call__(self, src: str, dst: str) -> None:
+        if self.reflinks:
+            with open(src, "rb") as fin, open(dst, "wb") as fout:
+                try:
+                    fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+                except OSError as exc:
+                    if exc.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
+                        raise
+                    self.reflinks = False
+                else:
+                    shutil.copymode(src, dst)
+                    return
+        shutil.copy(src, dst)
 
 
 def _copy(src: Path, dst: Path, base: Path, rel: str, private_top: str | None = None) -> None:
