@@ -42,17 +42,28 @@ from engine.evaluation.grading import answer_of
 
 CLAUDE_BIN_ENV = "SKILLSMITH_CLAUDE_BIN"
 CODEX_BIN_ENV = "SKILLSMITH_CODEX_BIN"
-# The kinds that run a model CLI: (its program, the variable naming it, where it loads skills,
-# the credentials it takes — the first one found is passed — and the variable of its endpoint)
-CLI_KINDS: dict[str, tuple[str, str, str, tuple[str, ...], str]] = {
-    "claude-code": (
+
+
+@dataclass(frozen=True)
+class CliKind:
+    """A kind that runs a model's own CLI, and what tells them apart."""
+
+    program: str  # its name on PATH
+    bin_env: str  # the variable naming its file
+    skills_subdir: str  # where it loads a project's skills
+    credentials: tuple[str, ...]  # the variables it takes; the first one found is passed
+    base_url_env: str  # the variable of its endpoint
+
+
+CLI_KINDS = {
+    "claude-code": CliKind(
         "claude",
         CLAUDE_BIN_ENV,
         ".claude/skills",
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
         "ANTHROPIC_BASE_URL",
     ),
-    "codex": (
+    "codex": CliKind(
         "codex",
         CODEX_BIN_ENV,
         ".agents/skills",
@@ -324,7 +335,7 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         command = _cli_command(ws, cfg)
         found = _credential(ws, cfg.kind)
         extra = {
-            "skills_subdir": CLI_KINDS[cfg.kind][2],
+            "skills_subdir": CLI_KINDS[cfg.kind].skills_subdir,
             "allowed_tools": tuple(cfg.allowed_tools),
             "secret_env": _cli_env(cfg.kind, found),
             "credential": found.shown,
@@ -413,7 +424,7 @@ def _compiled(cache: Path, module: str) -> bool:
 
 def _cli_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:
     """The kind's ``$SKILLSMITH_…_BIN``, else ``agent.command``, else its program on PATH."""
-    program, variable = CLI_KINDS[cfg.kind][:2]
+    program, variable = CLI_KINDS[cfg.kind].program, CLI_KINDS[cfg.kind].bin_env
     chosen = os.environ.get(variable)
     if chosen:
         if not Path(chosen).is_file():
@@ -433,7 +444,7 @@ def _cli_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:
 
 def _credential(ws: Workspace, kind: str) -> Credential:
     """The kind's first credential found in the environment or the vault; refused without one."""
-    names = CLI_KINDS[kind][3]
+    names = CLI_KINDS[kind].credentials
     found = find_credential(ws, names)
     if found is None:
         where = " or ".join(f"${n} or vault/{n.lower()}" for n in names)
@@ -448,7 +459,7 @@ def _cli_env(kind: str, found: Credential) -> dict[str, str]:
     of its credentials was found.
     """
     env = {codex.KEY_ENV if kind == "codex" else found.name: found.value}
-    base_variable = CLI_KINDS[kind][4]
+    base_variable = CLI_KINDS[kind].base_url_env
     base_url = os.environ.get(base_variable)
     if base_url:
         env[base_variable] = base_url
