@@ -46,7 +46,7 @@ class AgentBroken(SkillsmithError):
 
 
 def api_url(agent: Agent) -> str:
-    return agent.secret_env.get("ANTHROPIC_BASE_URL") or DEFAULT_API_URL
+    return agent.endpoint or DEFAULT_API_URL
 
 
 def preflight(agent: Agent) -> None:
@@ -60,7 +60,7 @@ def preflight(agent: Agent) -> None:
     """
     if agent.kind == "codex":
         key = agent.secret_env.get(codex.KEY_ENV)
-        url = agent.secret_env.get(codex.BASE_URL_ENV) or codex.DEFAULT_BASE_URL
+        url = api_url(agent)
         if key:
             headers = {"authorization": f"Bearer {key}"}
             target = url.rstrip("/") + "/models"

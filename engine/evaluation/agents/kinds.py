@@ -53,6 +53,7 @@ class CliKind:
     skills_subdir: str  # where it loads a project's skills
     credentials: tuple[str, ...]  # the variables it takes; the first one found is passed
     base_url_env: str  # the variable of its endpoint
+    default_url: str  # the endpoint without it
 
 
 CLI_KINDS = {
@@ -62,6 +63,7 @@ CLI_KINDS = {
         ".claude/skills",
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
         "ANTHROPIC_BASE_URL",
+        "https://api.anthropic.com",
     ),
     "codex": CliKind(
         "codex",
@@ -69,6 +71,7 @@ CLI_KINDS = {
         ".agents/skills",
         ("OPENAI_API_KEY", "CODEX_API_KEY"),
         codex.BASE_URL_ENV,
+        codex.DEFAULT_BASE_URL,
     ),
 }
 DEMO_MODULE = "engine.evaluation.demo.agent"
@@ -138,6 +141,14 @@ class Agent:
         if self.allowed_tools:  # variadic: must stay last so it cannot swallow other flags
             argv += ["--allowedTools", ",".join(self.allowed_tools)]
         return argv
+
+    @property
+    def endpoint(self) -> str | None:
+        """The model API a CLI kind calls (None for the others): what its network must reach."""
+        kind = CLI_KINDS.get(self.kind)
+        if kind is None:
+            return None
+        return self.secret_env.get(kind.base_url_env) or kind.default_url
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records about the agent (never a secret)."""
