@@ -46,8 +46,9 @@ def parse_kinds(spec: str) -> list[str]:
 
 
 def agent_config(configured: AgentConfig, kind: str) -> AgentConfig:
-    """skillsmith.yaml's agent settings run as ``kind``; its command line belongs to its own kind
-    (a ``command`` agent can only be the one configured)."""
+    """skillsmith.yaml's agent settings run as ``kind``. Its command line and model belong to
+    its own kind (a Claude model name means nothing to Codex): another kind runs its own CLI with
+    its default model, and a ``command`` agent can only be the one configured."""
     if kind == configured.kind:
         return configured
     if kind == "command":
@@ -55,7 +56,7 @@ def agent_config(configured: AgentConfig, kind: str) -> AgentConfig:
             "--agents: a 'command' agent needs its command line: set agent.kind: command and "
             "agent.command in skillsmith.yaml"
         )
-    return replace(configured, kind=kind, command=[])  # type: ignore[arg-type]
+    return replace(configured, kind=kind, command=[], model=None)  # type: ignore[arg-type]
 
 
 def compare_agents(
