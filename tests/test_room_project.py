@@ -36,6 +36,7 @@ PROJECT = {
     "CLAUDE.md": "Run pytest before you answer.\n",
     ".gitignore": "build/\n",
     ".claude/skills/review/SKILL.md": LIVE_SKILL,
+    "skills/README.md": "A folder named like the one a command agent reads its skills from.\n",
 }
 EXPECTED = {
     "src/app.py",
@@ -121,7 +122,7 @@ def test_a_command_agent_sees_the_committed_project_and_writes_nothing_back(
     before, status = _snapshot(project), _git(project, "status", "--porcelain")
 
     # the workbench tells the room's size before it starts a job
-    size = sum(len(text) for rel, text in PROJECT.items() if "skills" not in rel)
+    size = sum(len(text) for rel, text in PROJECT.items() if "skills/" not in rel)
     told = evaluation_size(ws, "b").describe()
     assert f"\nRoom: project {project} (tracked files at " in told
     assert f"9 files, {size} bytes copied into each unit's room." in told

@@ -582,7 +582,8 @@ def run_evaluation(
             baseline = baseline or (manifest.get("baseline") or {}).get("spec")
             skills = skills or folder.load_inputs(SKILL) or None
             folders = folders or folder.load_input_folders(SKILL) or None
-    with project_snapshot(ws, agent_config.project, scratch_root(ws.root)) as project:
+    root = scratch_root(ws.root)
+    with project_snapshot(ws, agent_config.project, root, agent.skills_subdir) as project:
         plan = make_plan(
             ws,
             bench,

@@ -235,7 +235,8 @@ def evaluation_size(ws: Workspace, bench_id: str) -> EvalSize:
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
     agent = make_agent(ws, cfg.agent)
     # the project is read as the evaluation would read it: its digest decides what resumes
-    with project_snapshot(ws, cfg.agent.project, scratch_root(ws.root)) as project:
+    root = scratch_root(ws.root)
+    with project_snapshot(ws, cfg.agent.project, root, agent.skills_subdir) as project:
         plan = make_plan(
             ws, bench, agent, runs=None, skills=None, baseline=None, case_ids=None, project=project
         )

@@ -99,14 +99,17 @@ def project_of(ws: Workspace) -> Path | None:
 
 
 @contextlib.contextmanager
-def project_snapshot(ws: Workspace, mode: str, scratch: Path) -> Iterator[ProjectTree | None]:
+def project_snapshot(
+    ws: Workspace, mode: str, scratch: Path, skills_subdir: str
+) -> Iterator[ProjectTree | None]:
     """The project's snapshot for one evaluation (None: no project, or ``agent.project: none``),
-    removed when the evaluation ends."""
+    removed when the evaluation ends. ``skills_subdir`` is where the agent reads its skills: a
+    project folder there is left out too, so the agent finds only the skills under test."""
     project = project_of(ws) if mode != "none" else None
     if project is None:
         yield None
         return
-    excluded = {PROJECT_DIR, *SKILL_FOLDERS}
+    excluded = {PROJECT_DIR, *SKILL_FOLDERS, skills_subdir}
     with contextlib.suppress(ValueError):
         excluded.add(ws.skills_dir.relative_to(project).as_posix())
     snapshot = Path(tempfile.mkdtemp(prefix=f"{ROOM_PREFIX}project-", dir=scratch))
