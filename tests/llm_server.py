@@ -231,13 +231,17 @@ class MessagesServer:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> MessagesServer:
-        handler = type("Handler", (_Handler,), {"server_state": self})
+        handler = type("Handler", (self._handler(),), {"server_state": self})
         self._httpd = _QuietHTTPServer(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, args=(0.05,), name="messages-server", daemon=True
         )
         self._thread.start()
         return self
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        """The protocol spoken (a subclass serving another API swaps it)."""
+        return _Handler
 
     def stop(self) -> None:
         if self._httpd is not None:

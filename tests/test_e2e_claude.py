@@ -38,12 +38,19 @@ description: Audit code for vulnerabilities. Use for every security audit.
 """
 
 
-def _claude_available() -> None:
-    if CLAUDE_BIN and Path(CLAUDE_BIN).is_file():
+def require_cli(variable: str, program: str) -> None:
+    """Skip unless ``$variable`` names the agent CLI ``program``; CI (SKILLSMITH_REQUIRE_E2E=1)
+    installs it, so there a missing one fails instead."""
+    path = os.environ.get(variable, "")
+    if path and Path(path).is_file():
         return
     if os.environ.get("SKILLSMITH_REQUIRE_E2E") == "1":
-        pytest.fail(f"SKILLSMITH_REQUIRE_E2E=1 but SKILLSMITH_CLAUDE_BIN={CLAUDE_BIN!r} is missing")
-    pytest.skip("set SKILLSMITH_CLAUDE_BIN to the claude CLI to run this test")
+        pytest.fail(f"SKILLSMITH_REQUIRE_E2E=1 but {variable}={path!r} is missing")
+    pytest.skip(f"set {variable} to the {program} CLI to run this test")
+
+
+def _claude_available() -> None:
+    require_cli("SKILLSMITH_CLAUDE_BIN", "claude")
 
 
 def _tools_just_used(req: dict[str, Any]) -> list[str]:
@@ -70,6 +77,36 @@ def auditor(req: dict[str, Any]) -> Reply:
     return Reply(text="Nothing to check.\nVERDICT: safe")
 
 
+AUDIT_CODE = {"v1": "x = eval(input())\n", "v2": "y = eval(s)\n", "s1": "x = int(input())\n"}
+# what a model following the skill answers; without it (the baseline) it guesses "safe"
+AUDIT_VERDICTS = {
+    ("s1", "baseline"): "safe",
+    ("s1", "skill"): "safe",
+    ("v1", "baseline"): "safe",
+    ("v1", "skill"): "vulnerable",
+    ("v2", "baseline"): "safe",
+    ("v2", "skill"): "vulnerable",
+}
+
+
+def audit_setup(ws: Workspace, code: dict[str, str] = AUDIT_CODE, seed: int = 3) -> None:
+    """claude-code with a six-turn budget, the audit skill live, and benchmark ``b``: one case
+    per ``code`` file, expected vulnerable when it calls eval."""
+    cfg = ws.load_config()
+    cfg.agent.kind = "claude-code"
+    cfg.agent.timeout_s = 120
+    cfg.agent.max_turns = 6
+    ws.save_config(cfg)
+    ws.skill_path("audit").parent.mkdir(parents=True, exist_ok=True)
+    ws.skill_path("audit").write_text(SKILL)
+    root = write_benchmark(
+        ws.benchmarks_dir / "b", {}, config={"labels": ["vulnerable", "safe"], "seed": seed}
+    )
+    for case_id, text in code.items():
+        expected = "vulnerable" if "eval" in text else "safe"
+        write_case(root, case_id, {"expected": expected}, files={"code.py": text})
+
+
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -82,32 +119,12 @@ def test_claude_code_evaluation_through_the_real_cli(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     ws = Workspace.init(tmp_path / "ws")
-    cfg = ws.load_config()
-    cfg.agent.kind = "claude-code"
-    cfg.agent.timeout_s = 120
-    cfg.agent.max_turns = 6
-    ws.save_config(cfg)
-    (ws.skills_dir / "audit").mkdir()
-    ws.skill_path("audit").write_text(SKILL)
-    root = write_benchmark(
-        ws.benchmarks_dir / "b", {}, config={"labels": ["vulnerable", "safe"], "seed": 3}
-    )
-    code = {"v1": "x = eval(input())\n", "v2": "y = eval(s)\n", "s1": "x = int(input())\n"}
-    for case_id, text in code.items():
-        expected = "vulnerable" if "eval" in text else "safe"
-        write_case(root, case_id, {"expected": expected}, files={"code.py": text})
+    audit_setup(ws)
 
     result = run_evaluation(ws, "b", jobs=2, baseline="none")
 
     verdicts = {(r["case_id"], r["variant"]): r["judge_verdict"] for r in result.rows}
-    assert verdicts == {
-        ("s1", "baseline"): "safe",
-        ("s1", "skill"): "safe",
-        ("v1", "baseline"): "safe",
-        ("v1", "skill"): "vulnerable",
-        ("v2", "baseline"): "safe",
-        ("v2", "skill"): "vulnerable",
-    }
+    assert verdicts == AUDIT_VERDICTS
     assert result.metrics.pass_rate == 1.0 and result.metrics.f1 == 1.0
     assert result.baseline_metrics is not None and result.baseline_metrics.f1 == 0.0
     for row in result.rows:

@@ -63,6 +63,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="who grades llm_judge checks this time (default: models.judge in skillsmith.yaml); "
         "the offline judge grades only the decision standard's [evidence] rule",
     )
+    p.add_argument(
+        "--agents",
+        metavar="KIND,KIND",
+        help="run the benchmark on each of these agents (claude-code,codex,…) with one seed and "
+        "report the paired difference between them per skill version",
+    )
     executor_options(p)
     p.set_defaults(func=_eval)
 
@@ -115,6 +121,8 @@ def _eval(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 judge=args.judge,
             )
+            if args.agents:
+                return _compare_agents(ws, options, args, progress)
             result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
         run_id = progress.session_id
@@ -154,6 +162,37 @@ def _eval(args: argparse.Namespace) -> int:
         sys.stderr.write(f"skillsmith: error: run {result.run_id}: no valid unit ({top})\n")
         return 1
     return 0
+
+
+def _compare_agents(
+    ws: Workspace, options: EvalOptions, args: argparse.Namespace, progress: LoopProgress
+) -> int:
+    """``eval --agents a,b``: one evaluation per agent, then their paired differences."""
+    from engine.evaluation.agent_compare import compare_agents, parse_kinds
+
+    results, differences = compare_agents(ws, options, parse_kinds(args.agents), reporter=progress)
+    if wants_json(args):
+        print_json(
+            {
+                "runs": {
+                    kind: {"run_id": r.run_id, "status": r.status, "metrics": r.metrics.to_dict()}
+                    for kind, r in results.items()
+                },
+                "differences": [
+                    {"before": d.before, "after": d.after, "variant": d.variant}
+                    | {"verdict": d.verdict.to_dict()}
+                    for d in differences
+                ],
+            }
+        )
+    else:
+        for kind, result in results.items():
+            Console().print(f"agent {kind}:", markup=False)
+            _print_results(result, args.bench)
+        for difference in differences:
+            Console().print(difference.line(), soft_wrap=True, markup=False)
+    measured = all(r.metrics.valid for r in results.values() if r.rows)
+    return 0 if measured else 1
 
 
 def _baseline_verdict(result: RunResult) -> Verdict | None:

@@ -128,6 +128,8 @@ class LoopProgress:
             )
         elif isinstance(typed, Step) and self._inner is not None:
             self.progress.update(self._inner, total=typed.total, completed=typed.done)
+        elif isinstance(typed, Stage) and typed.name == "pre-flight":
+            self.line(f"  {escape(typed.text)}")  # an inner evaluation's agent and room
 
 
 def resume_line(typed: AnyLoopEvent) -> str | None:

@@ -19,7 +19,7 @@ from engine.core.errors import SkillsmithError
 from engine.core.skill import SKILL_FILE
 from engine.core.store import SkillStore
 from engine.core.workspace import PROJECT_MARKERS, Workspace
-from engine.evaluation.agents.kinds import CLAUDE_BIN_ENV
+from engine.evaluation.agents.kinds import CLAUDE_BIN_ENV, CODEX_BIN_ENV
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -51,7 +51,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--agent",
-        choices=("claude-code", "demo", "command"),
+        choices=("claude-code", "codex", "demo", "command"),
         help="the agent to evaluate with (default: claude-code when the claude CLI is found)",
     )
     p.set_defaults(func=_init)
@@ -129,6 +129,8 @@ def _agent_line(ws: Workspace, kind: str, found: str | None) -> str:
     if kind == "claude-code":
         cli = found or f"not found yet: put it on PATH or set ${CLAUDE_BIN_ENV}"
         return f"agent: claude-code (claude CLI: {cli}); change it with {where}"
+    if kind == "codex":
+        return f"agent: codex (codex CLI on PATH or in ${CODEX_BIN_ENV}); change it with {where}"
     if kind == "demo":
         why, fix = (
             (f"chosen with --agent; claude CLI: {found}", "set")

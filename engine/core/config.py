@@ -23,7 +23,7 @@ from engine.core.errors import FormatError, SkillsmithError
 class AgentConfig:
     """How the target agent is launched (see engine.evaluation.agents)."""
 
-    kind: Literal["demo", "claude-code", "command"] = "demo"
+    kind: Literal["demo", "claude-code", "codex", "command"] = "demo"
     command: list[str] = field(default_factory=list)
     model: str | None = None
     timeout_s: float = 120.0
@@ -35,9 +35,14 @@ class AgentConfig:
     # every run is sealed by bubblewrap; "none" runs agents unconfined (see
     # engine.evaluation.agents.sandbox)
     sandbox: Literal["bwrap", "none"] = "bwrap"
-    network: bool | None = None  # None: only claude-code (it calls the Messages API) gets it
+    # None: only the model CLIs (claude-code, codex: they call their model's API) get it
+    network: bool | None = None
     read_only_paths: list[str] = field(default_factory=list)  # more host paths the agent may read
     writable_paths: list[str] = field(default_factory=list)  # and may write (outside the workspace)
+    # in a workspace adopted into a git project, what of the project each room holds: its
+    # tracked files at HEAD (the commit evaluated), the working tree as git sees it (tracked
+    # and untracked-but-not-ignored files, as they are now), or nothing (docs/agents.md)
+    project: Literal["tracked", "worktree", "none"] = "tracked"
 
 
 @dataclass

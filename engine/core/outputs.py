@@ -139,9 +139,12 @@ def collect(
     *,
     skip: Iterable[str],
     secrets: Iterable[str] = (),
+    project: Path | None = None,
 ) -> Outputs:
     """The outputs the agent left in ``room``; ``skip`` are the top-level names the harness
-    wrote there, ``secrets`` values masked in what is kept (besides the vault's)."""
+    wrote there, ``secrets`` values masked in what is kept (besides the vault's). ``project``
+    is the project copy the room was filled with under the statement: its files the agent left
+    as they were are inputs too, not outputs."""
     hidden = set(skip)
     masks = tuple(s for s in secrets if s)
     entries: list[OutputEntry] = []
@@ -171,7 +174,10 @@ def collect(
             if stat.S_ISDIR(info.st_mode):
                 pending.append(rel)
                 continue
-            if _unchanged_input(room / rel, statement_dir / rel, info):
+            source = statement_dir / rel
+            if project is not None and not os.path.lexists(source):
+                source = project / rel
+            if _unchanged_input(room / rel, source, info):
                 continue
             if len(entries) >= MAX_FILES:
                 left.append(f"{rel} (over {MAX_FILES} entries)")
@@ -240,7 +246,12 @@ def _masked(data: bytes, masks: tuple[str, ...]) -> bytes:
 
 
 def _unchanged_input(path: Path, source: Path, info: os.stat_result) -> bool:
-    """Whether ``path`` is a statement input exactly as the room got it (not an output)."""
+    """Whether ``path`` is an input exactly as the room got it (not an output)."""
+    if stat.S_ISLNK(info.st_mode):  # a project's own link, pointing where it pointed
+        try:
+            return source.is_symlink() and os.readlink(source) == os.readlink(path)
+        except OSError:
+            return False
     if not stat.S_ISREG(info.st_mode):
         return False
     try:

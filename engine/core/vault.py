@@ -14,6 +14,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.core.errors import FormatError, SkillsmithError
@@ -22,7 +23,15 @@ from engine.core.secret_scan import KEY_SHAPES, is_secret_value
 from engine.core.workspace import Workspace
 
 ANTHROPIC_KEY_NAME = "anthropic_api_key"
-ENV_SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+# every credential an agent kind may be given (engine.evaluation.agents.kinds): masked wherever
+# its value turns up, even when it came from the environment
+ENV_SECRETS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+)
 MASK = "[REDACTED]"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -84,6 +93,41 @@ def anthropic_api_key(ws: Workspace | None = None) -> str | None:
         register_secret(key)
         return key
     return read_secret(ws, ANTHROPIC_KEY_NAME) if ws is not None else None
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A credential found for an agent: the variable it is passed as, and where it came from.
+
+    ``shown`` names it for the pre-flight and the manifest; the value itself is never shown.
+    """
+
+    name: str
+    value: str = field(repr=False)
+    source: str  # "environment" | "vault"
+
+    @property
+    def shown(self) -> str:
+        where = "$" + self.name if self.source == "environment" else f"vault/{self.name.lower()}"
+        return f"{self.name} (from {where})"
+
+
+def find_credential(ws: Workspace | None, names: Iterable[str]) -> Credential | None:
+    """The first of ``names`` set in the environment, else the first held in the vault (as
+    ``vault/<name in lower case>``), registered with :func:`redact`; None when none is."""
+    wanted = list(names)
+    for name in wanted:
+        value = os.environ.get(name, "").strip()
+        if value:
+            register_secret(value)
+            return Credential(name, value, "environment")
+    if ws is None:
+        return None
+    for name in wanted:
+        stored = read_secret(ws, name.lower())
+        if stored:
+            return Credential(name, stored, "vault")
+    return None
 
 
 def register_secret(value: str) -> None:

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from engine.core.config import AgentConfig
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.workspace import Workspace
 from engine.evaluation.runner import RunResult, run_evaluation
@@ -28,6 +29,7 @@ class EvalOptions:
     seed: int | None = None
     # the judge of llm_judge checks for this evaluation (default: models.judge in skillsmith.yaml)
     judge: Literal["offline", "anthropic"] | None = None
+    agent: AgentConfig | None = None  # default: skillsmith.yaml's agent (eval --agents: each)
 
 
 def run(
@@ -55,6 +57,7 @@ def run(
         run_id=options.run_id,
         seed=options.seed,
         judge=judge,
+        agent_config=options.agent,
         reporter=reporter,
         cancel=cancel,
     )

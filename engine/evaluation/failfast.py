@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.core.errors import SkillsmithError
-from engine.evaluation.agents import Agent
+from engine.evaluation.agents import Agent, codex
 
 DEFAULT_API_URL = "https://api.anthropic.com"
+# Claude Code marks a request made with an OAuth token (``claude setup-token``) with this beta
+OAUTH_BETA = "oauth-2025-04-20"
 PREFLIGHT_TIMEOUT_S = 10.0
 # How many finished units decide; fewer when the evaluation has fewer units to run.
 FIRST_UNITS = 3
@@ -44,39 +46,65 @@ class AgentBroken(SkillsmithError):
 
 
 def api_url(agent: Agent) -> str:
-    return agent.secret_env.get("ANTHROPIC_BASE_URL") or DEFAULT_API_URL
+    return agent.endpoint or DEFAULT_API_URL
 
 
 def preflight(agent: Agent) -> None:
-    """Refuse at once when a claude-code agent's Messages API is unreachable or refuses the key.
+    """Refuse at once when a model CLI's API is unreachable or refuses its credential.
 
-    Any other answer (a 404 from a gateway without ``count_tokens``, a 400) proves the endpoint
-    is there and the key was not refused, which is all this check is for. The standard library
-    speaks the one request: importing the SDK would cost seconds on every evaluation.
+    claude-code gets a ``count_tokens`` request (with its API key, or its OAuth token as a
+    bearer token, as the CLI sends it), codex a ``GET /models``. Any other answer (a 404 from a
+    gateway without that route, a 400) proves the endpoint is there and the credential was not
+    refused, which is all this check is for. The standard library speaks the one request:
+    importing an SDK would cost seconds on every evaluation.
     """
-    key = agent.secret_env.get("ANTHROPIC_API_KEY")
+    if agent.kind == "codex":
+        key = agent.secret_env.get(codex.KEY_ENV)
+        url = api_url(agent)
+        if key:
+            headers = {"authorization": f"Bearer {key}"}
+            target = url.rstrip("/") + "/models"
+            _probe(url, target, headers, None, "the OpenAI API", (key, "API key"), agent)
+        return
+    api_key = agent.secret_env.get("ANTHROPIC_API_KEY")
+    token = agent.secret_env.get("CLAUDE_CODE_OAUTH_TOKEN")
+    key = api_key or token
     if agent.kind != "claude-code" or not key:
         return
     if any(os.environ.get(name) and name in agent.env_allow for name in _OTHER_PROVIDERS):
         return
     url = api_url(agent)
-    seen = (url, hashlib.sha256(key.encode()).hexdigest())
-    if seen in _REACHED:
-        return
     body = {
         "model": agent.model or "claude-sonnet-4-5",
         "messages": [{"role": "user", "content": "ping"}],
     }
-    request = urllib.request.Request(
-        url.rstrip("/") + "/v1/messages/count_tokens",
-        data=json.dumps(body).encode(),
-        headers={
-            "x-api-key": key,
-            "anthropic-version": "2023-06-01",
-            "content-type": "application/json",
-        },
-        method="POST",
-    )
+    headers = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
+    if api_key:
+        headers["x-api-key"] = api_key
+    else:
+        headers |= {"authorization": f"Bearer {key}", "anthropic-beta": OAUTH_BETA}
+    target = url.rstrip("/") + "/v1/messages/count_tokens"
+    said = "API key" if api_key else "OAuth token"
+    _probe(url, target, headers, json.dumps(body).encode(), "the Messages API", (key, said), agent)
+
+
+def _probe(
+    url: str,
+    target: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    what: str,
+    credential: tuple[str, str],
+    agent: Agent,
+) -> None:
+    """One request to ``target``; refuses on no connection, a 401 or a 403. ``credential`` is
+    the value sent and what it is called in the refusal ("API key", "OAuth token")."""
+    key, said = credential
+    seen = (url, hashlib.sha256(key.encode()).hexdigest())
+    if seen in _REACHED:
+        return
+    method = "POST" if body is not None else "GET"
+    request = urllib.request.Request(target, data=body, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=PREFLIGHT_TIMEOUT_S):
             pass
@@ -84,17 +112,12 @@ def preflight(agent: Agent) -> None:
         exc.close()
         if exc.code == 401:
             raise AgentBroken(
-                f"the Messages API at {url} refused the API key (401); check "
-                "ANTHROPIC_API_KEY or vault/anthropic_api_key"
+                f"{what} at {url} refused the {said} (401); check {agent.credential}"
             ) from None
         if exc.code == 403:
-            raise AgentBroken(
-                f"the Messages API at {url} denied access (403) to this key"
-            ) from None
+            raise AgentBroken(f"{what} at {url} denied access (403) to this {said}") from None
     except (urllib.error.URLError, OSError) as exc:
-        raise AgentBroken(
-            f"cannot reach the Messages API at {url}: {_connection_problem(exc)}"
-        ) from None
+        raise AgentBroken(f"cannot reach {what} at {url}: {_connection_problem(exc)}") from None
     _REACHED.add(seen)
 
 

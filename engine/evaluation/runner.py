@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.benchmark import DEFAULT_LABEL_PATTERN, Benchmark, Case, load_benchmark
-from engine.core.config import Config
+from engine.core.config import AgentConfig, Config
 from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import (
     Cancelled,
@@ -87,6 +87,7 @@ from engine.evaluation.agents import (
     scratch_root,
     sweep_rooms,
 )
+from engine.evaluation.agents.project import ProjectTree, project_snapshot
 from engine.evaluation.executors import Executor, configured_executor
 from engine.evaluation.failfast import FIRST_UNITS, AgentBroken, FirstUnits, preflight
 from engine.evaluation.grading import JudgeModel, grade
@@ -143,6 +144,7 @@ class Plan:
     bench_sha256: str
     versions: dict[str, dict[str, str | None]] = field(default_factory=dict)
     seed: int = 0  # the evaluation seed; deliberately not in ``material`` (see the module doc)
+    project: ProjectTree | None = None  # the project each room holds (adopted workspaces)
 
     def units(self) -> list[UnitKey]:
         """All units, shuffled by the benchmark seed: the same seed, the same order."""
@@ -168,7 +170,7 @@ class Plan:
             "runs": self.runs,
             "case_ids": [c.id for c in self.cases],
             "seed": self.bench.seed,
-        }
+        } | ({} if self.project is None else {"project_sha256": self.project.digest})
 
     def key(self) -> str:
         return _sha(json.dumps(self.material(), sort_keys=True))
@@ -370,6 +372,7 @@ def make_plan(
     baseline: str | None,
     case_ids: list[str] | None,
     folders: Mapping[str, Resources] | None = None,
+    project: ProjectTree | None = None,
 ) -> Plan:
     """Resolve the matrix: which cases, how many runs, which skill texts per variant."""
     check_counts(("--runs", runs))
@@ -408,6 +411,7 @@ def make_plan(
         agents_md=agents_md,
         bench_sha256=bench_fingerprint(bench),
         versions=versions,
+        project=project,
     )
 
 
@@ -443,6 +447,8 @@ def _run_unit(
         skills=plan.variants[unit.variant],
         skills_subdir=plan.agent.skills_subdir,
         agents_md=plan.agents_md,
+        project=None if plan.project is None else plan.project.snapshot,
+        agents_md_name=(plan.project and plan.project.agents_md) or "AGENTS.md",
     )
     room = build_room(spec, root)
     try:
@@ -451,9 +457,11 @@ def _run_unit(
         if outcome.cancelled:
             return None
         row = _row(plan, case, unit, folder.run_id, outcome) | {"seed": seed}
-        skip = HARNESS_NAMES | {plan.agent.skills_subdir.split("/")[0]}
+        skip = HARNESS_NAMES | {plan.agent.skills_subdir.split("/")[0], spec.agents_md_name}
         secrets = plan.agent.secret_env.values()
-        outputs = collect(room, case.statement_dir, skip=skip, secrets=secrets)
+        outputs = collect(
+            room, case.statement_dir, skip=skip, secrets=secrets, project=spec.project
+        )
         row["outputs"] = outputs.record(f"{OUTPUTS}/{unit.stem}")
         if outcome.invalid_reason is None:
             graded = grade(
@@ -565,6 +573,7 @@ def run_evaluation(
     seed: int | None = None,
     executor: Executor | None = None,
     folders: Mapping[str, Resources] | None = None,
+    agent_config: AgentConfig | None = None,
 ) -> RunResult:
     """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
 
@@ -580,7 +589,8 @@ def run_evaluation(
     ``executor`` runs the agents (default: the command line's ``--executor``, else the one
     ``executor:`` in skillsmith.yaml names). ``folders`` gives a skill under test its own files
     beside SKILL.md (a candidate whose patch edits a reference) instead of its live folder's;
-    they are kept in the run's ``inputs/`` with the text.
+    they are kept in the run's ``inputs/`` with the text. ``agent_config`` runs another agent
+    than skillsmith.yaml's (``eval --agents``).
     """
     if cancel is not None:
         cancel.check()
@@ -590,7 +600,8 @@ def run_evaluation(
         version_number(split_version(baseline)[1])
     cfg = ws.load_config()
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
-    agent = make_agent(ws, cfg.agent)
+    agent_config = agent_config or cfg.agent
+    agent = make_agent(ws, agent_config)
     folder: RunFolder | None = None
     if run_id is not None:
         folder = RunFolder(ws.runs_dir / check_run_id(run_id))
@@ -606,16 +617,39 @@ def run_evaluation(
             baseline = baseline or (manifest.get("baseline") or {}).get("spec")
             skills = skills or folder.load_inputs(SKILL) or None
             folders = folders or folder.load_input_folders(SKILL) or None
-    plan = make_plan(
-        ws,
-        bench,
-        agent,
-        runs=runs,
-        skills=skills,
-        baseline=baseline,
-        case_ids=case_ids,
-        folders=folders,
-    )
+    root = scratch_root(ws.root)
+    with project_snapshot(ws, agent_config.project, root, agent.skills_subdir) as project:
+        plan = make_plan(
+            ws,
+            bench,
+            agent,
+            runs=runs,
+            skills=skills,
+            baseline=baseline,
+            case_ids=case_ids,
+            folders=folders,
+            project=project,
+        )
+        return _run_plan(
+            ws, cfg, plan, folder, seed, jobs, judge, reporter, cancel, scoreboard, executor
+        )
+
+
+def _run_plan(
+    ws: Workspace,
+    cfg: Config,
+    plan: Plan,
+    folder: RunFolder | None,
+    seed: int | None,
+    jobs: int | None,
+    judge: JudgeModel | None,
+    reporter: Reporter,
+    cancel: CancelToken | None,
+    scoreboard: bool,
+    executor: Executor | None,
+) -> RunResult:
+    """Find or name the run folder of ``plan``, check the agent can run, and evaluate."""
+    agent = plan.agent
     if folder is not None and folder.exists():
         _refuse_other_inputs(folder, plan)
     if folder is None:
@@ -638,6 +672,19 @@ def run_evaluation(
     executor = executor if executor is not None else configured_executor(cfg)
     with folder.claim():
         return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard, executor)
+
+
+def _preflight_line(plan: Plan) -> str | None:
+    """The credential the agent was given (by name, never its value) and the project its room
+    holds, as the units start; None when it got neither."""
+    parts = (
+        []
+        if plan.agent.credential is None
+        else [f"agent {plan.agent.kind}: {plan.agent.credential}"]
+    )
+    if plan.project is not None:
+        parts.append(plan.project.line())
+    return "; ".join(parts) or None
 
 
 def _seed_of(folder: RunFolder) -> int:
@@ -673,6 +720,8 @@ def _evaluate(
     resumed = folder.exists()
     manifest = _manifest(plan, folder, jobs or cfg.limits.workers or os.cpu_count() or 1)
     manifest["executor"] = executor.describe()  # where the agents of this (re)start ran
+    if plan.project is not None:
+        manifest["project"] = plan.project.describe()
     # the rows on disk in file order, kept in step with every append (the run is claimed: only
     # this call writes it), so finishing reads none of them back
     stored: list[dict[str, Any]] = []
@@ -745,6 +794,9 @@ def _evaluate(
                         jobs=workers,
                         seed=plan.seed,
                     )
+                    said = _preflight_line(plan)
+                    if said is not None:
+                        notes.emit("message", stage="pre-flight", text=said)
                     order = {future: index for index, future in enumerate(futures)}
                     pending: set[Future[_Done | None]] = set(futures)
                     while pending:
@@ -1037,6 +1089,8 @@ def agent_runtime(agent: Agent) -> Runtime:
     """PenguinHarness' (provider, model) pair for the agent that produced the scores."""
     if agent.kind == "claude-code":
         return Runtime("anthropic", agent.model or "claude-code default")
+    if agent.kind == "codex":
+        return Runtime("openai", agent.model or "codex default")
     if agent.kind == "demo":
         return Runtime("skillsmith", agent.model or "demo-agent")
     return Runtime("command", agent.model or Path(agent.command[0]).name)

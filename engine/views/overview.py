@@ -204,6 +204,7 @@ class EvalSize:
     resume_run: str | None
     done: int
     versions: dict[str, str | None]
+    room: str | None = None  # the project each room copies, and its size (adopted projects)
 
     def describe(self) -> str:
         size = f"{self.units} units ({self.cases} cases × {self.runs} run(s))"
@@ -211,6 +212,8 @@ class EvalSize:
             f"{n} {v or '(not yet in history)'}" for n, v in sorted(self.versions.items())
         )
         text = f"{size} on {on or 'no skills'}."
+        if self.room is not None:
+            text += f"\n{self.room[0].upper()}{self.room[1:]}."
         if self.resume_run is not None:
             text += f"\nResumes run {self.resume_run} at {self.done}/{self.units}."
         return text
@@ -221,14 +224,19 @@ def evaluation_size(ws: Workspace, bench_id: str) -> EvalSize:
     # The runner and agents load only when a job is about to start, not with the first screen.
     from engine.core.benchmark import load_benchmark
     from engine.core.runs import find_resumable
-    from engine.evaluation.agents import make_agent
+    from engine.evaluation.agents import make_agent, scratch_root
+    from engine.evaluation.agents.project import project_snapshot
     from engine.evaluation.runner import SKILL, make_plan
 
     cfg = ws.load_config()
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
-    plan = make_plan(
-        ws, bench, make_agent(ws, cfg.agent), runs=None, skills=None, baseline=None, case_ids=None
-    )
+    agent = make_agent(ws, cfg.agent)
+    # the project is read as the evaluation would read it: its digest decides what resumes
+    root = scratch_root(ws.root)
+    with project_snapshot(ws, cfg.agent.project, root, agent.skills_subdir) as project:
+        plan = make_plan(
+            ws, bench, agent, runs=None, skills=None, baseline=None, case_ids=None, project=project
+        )
     units = plan.units()
     folder = find_resumable(ws.runs_dir, plan.key())
     done = 0
@@ -243,4 +251,5 @@ def evaluation_size(ws: Workspace, bench_id: str) -> EvalSize:
         None if folder is None else folder.run_id,
         done,
         dict(plan.versions.get(SKILL, {})),
+        None if plan.project is None else plan.project.line(),
     )

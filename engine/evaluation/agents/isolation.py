@@ -1,6 +1,7 @@
 """The sealed room an agent runs in: a fresh directory and a scrubbed environment.
 
-The agent must see the case statement, the skills under test and AGENTS.md — and nothing that
+The agent must see the case statement, the skills under test and AGENTS.md (in an adopted
+project, a copy of the project too: engine.evaluation.agents.project) — and nothing that
 could let it grade itself or escape: no rubric, no vault, no workspace path, no secrets it was not
 meant to have. So the room is built outside the workspace (under the system temp dir), HOME points
 inside it, and the environment is rebuilt from an allow-list instead of filtered from ours.
@@ -9,6 +10,8 @@ inside it, and the environment is rebuilt from an allow-list instead of filtered
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import shutil
 import tempfile
@@ -34,6 +37,7 @@ _held_lock = threading.Lock()
 HARNESS_NAMES = frozenset(
     {PROMPT_FILE, "AGENTS.md", ANSWER_FILE, HOME_DIR, TMP_DIR, "skills", ".claude"}
 )
+_FICLONE = 0x40049409  # linux/fs.h: share the source's blocks copy-on-write
 # The private half of a case, wherever someone put it: a benchmark's rubric folder or file, and a
 # skill's own eval set (skill-creator keeps expected answers in <skill>/evals/). Never copied.
 RUBRIC_NAMES = frozenset({"rubric", "rubric.yaml"})
@@ -58,8 +62,12 @@ class RoomSpec:
     statement_dir: Path
     prompt: str
     skills: tuple[SkillFiles, ...]
-    skills_subdir: str  # "skills" or ".claude/skills": where this kind of agent looks
+    skills_subdir: str  # "skills", ".claude/skills", ".agents/skills": where the agent looks
     agents_md: str | None = None
+    # the project a workspace is adopted into: its snapshot (engine.evaluation.agents.project),
+    # copied in first, and where its agent instructions go in it (CLAUDE.md)
+    project: Path | None = None
+    agents_md_name: str = "AGENTS.md"
 
 
 def scratch_root(workspace_root: Path) -> Path:
@@ -96,15 +104,20 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
     items = check_statement(spec.statement_dir)
     root.mkdir(parents=True, exist_ok=True)
     room = Path(tempfile.mkdtemp(prefix=ROOM_PREFIX, dir=root))
-    with _held_lock:
-        _held[room] = hold(room)  # marks it in use for sweep_rooms in every other process
+    hold_room(room)
     try:
+        if spec.project is not None:
+            copy_snapshot(spec.project, room)
         base = spec.statement_dir.resolve()
-        for item in items:
+        for item in items:  # the statement on top of the project
             _copy(item, room / item.name, base, item.name)
         (room / PROMPT_FILE).write_bytes(spec.prompt.encode("utf-8"))  # CRLF stays CRLF
         if spec.agents_md is not None:
-            (room / "AGENTS.md").write_text(spec.agents_md, encoding="utf-8")
+            instructions = room / spec.agents_md_name
+            if instructions.is_symlink():  # CLAUDE.md -> AGENTS.md: the text under test goes here
+                instructions.unlink()
+            instructions.parent.mkdir(parents=True, exist_ok=True)
+            instructions.write_text(spec.agents_md, encoding="utf-8")
         for skill in spec.skills:
             target = room / spec.skills_subdir / skill.name
             if skill.resources is not None:
@@ -121,6 +134,41 @@ def build_room(spec: RoomSpec, root: Path) -> Path:
     return room
 
 
+def hold_room(room: Path) -> None:
+    """Mark ``room`` in use for :func:`sweep_rooms` in every other process, until
+    :func:`remove_room`."""
+    with _held_lock:
+        _held[room] = hold(room)
+
+
+def copy_snapshot(snapshot: Path, room: Path) -> None:
+    """Give ``room`` its own copy of ``snapshot``: reflinked blocks or plain copies, links as
+    links, never a hard link (a unit writing its file must not write into anyone else's)."""
+    shutil.copytree(snapshot, room, symlinks=True, dirs_exist_ok=True, copy_function=_Clone())
+
+
+class _Clone:
+    """Copies one file, sharing its blocks copy-on-write while the filesystem can (btrfs, xfs);
+    after the first refusal (ext4, tmpfs) it copies plainly without asking again."""
+
+    def __init__(self) -> None:
+        self.reflinks = True
+
+    def __call__(self, src: str, dst: str) -> None:
+        if self.reflinks:
+            with open(src, "rb") as fin, open(dst, "wb") as fout:
+                try:
+                    fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+                except OSError as exc:
+                    if exc.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
+                        raise
+                    self.reflinks = False
+                else:
+                    shutil.copymode(src, dst)
+                    return
+        shutil.copy(src, dst)
+
+
 def _copy(src: Path, dst: Path, base: Path, rel: str, private_top: str | None = None) -> None:
     """Copy a file or tree; symlinks are followed only when they stay inside ``base``.
 
@@ -132,6 +180,8 @@ def _copy(src: Path, dst: Path, base: Path, rel: str, private_top: str | None = 
         return
     if src.name in RUBRIC_NAMES or (private_top is not None and rel == private_top):
         return
+    if dst.is_symlink():  # a project's link where a statement file goes: the file replaces it
+        dst.unlink()
     if not src.is_dir():
         shutil.copyfile(src, dst)
         shutil.copymode(src, dst)

@@ -1,8 +1,9 @@
 """The built-in kinds of target agent and how one run of an agent is judged usable.
 
 Every kind is "a command line run once per case run": ``demo`` (the bundled offline agent),
-``command`` (any program printing session JSONL) and ``claude-code`` (the real ``claude`` CLI in
-print mode with stream-json). A kind decides the argv, the few extra environment variables it
+``command`` (any program printing session JSONL), ``claude-code`` (the real ``claude`` CLI in
+print mode with stream-json) and ``codex`` (the OpenAI Codex CLI, ``codex exec --json``, see
+codex.py). A kind decides the argv, the few extra environment variables it
 needs, where skills go in the run directory, and how its stdout becomes a session. Whatever goes
 wrong with the process — crash, timeout, flood, garbage — becomes an *invalid* outcome with a
 reason, never an exception, so one broken unit cannot stop an evaluation.
@@ -24,9 +25,10 @@ from typing import Any
 
 from engine.core.config import AgentConfig, check_agent_command
 from engine.core.errors import SkillsmithError
-from engine.core.vault import anthropic_api_key, redact, remember_vault
+from engine.core.vault import Credential, find_credential, redact, remember_vault
 from engine.core.workspace import Workspace
-from engine.evaluation.agents.isolation import ANSWER_FILE, room_env
+from engine.evaluation.agents import codex
+from engine.evaluation.agents.isolation import ANSWER_FILE, HOME_DIR, room_env
 from engine.evaluation.agents.process import ProcessResult, run_process
 from engine.evaluation.agents.sandbox import NO_SANDBOX, Sandbox, make_sandbox
 from engine.evaluation.agents.sessions import (
@@ -39,6 +41,39 @@ from engine.evaluation.agents.sessions import (
 from engine.evaluation.grading import answer_of
 
 CLAUDE_BIN_ENV = "SKILLSMITH_CLAUDE_BIN"
+CODEX_BIN_ENV = "SKILLSMITH_CODEX_BIN"
+
+
+@dataclass(frozen=True)
+class CliKind:
+    """A kind that runs a model's own CLI, and what tells them apart."""
+
+    program: str  # its name on PATH
+    bin_env: str  # the variable naming its file
+    skills_subdir: str  # where it loads a project's skills
+    credentials: tuple[str, ...]  # the variables it takes; the first one found is passed
+    base_url_env: str  # the variable of its endpoint
+    default_url: str  # the endpoint without it
+
+
+CLI_KINDS = {
+    "claude-code": CliKind(
+        "claude",
+        CLAUDE_BIN_ENV,
+        ".claude/skills",
+        ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
+        "ANTHROPIC_BASE_URL",
+        "https://api.anthropic.com",
+    ),
+    "codex": CliKind(
+        "codex",
+        CODEX_BIN_ENV,
+        ".agents/skills",
+        ("OPENAI_API_KEY", "CODEX_API_KEY"),
+        codex.BASE_URL_ENV,
+        codex.DEFAULT_BASE_URL,
+    ),
+}
 DEMO_MODULE = "engine.evaluation.demo.agent"
 # ``-m`` puts the working directory first on sys.path, and the demo agent's working directory
 # is the run folder, full of the case's files: a statement holding ``json.py`` would replace
@@ -91,8 +126,12 @@ class Agent:
     sandbox: Sandbox = NO_SANDBOX
     # the demo agent's bytecode cache (demo_bytecode), mounted read-only where it exists
     bytecode: str | None = None
+    credential: str | None = None  # which credential the agent got, by name (never its value)
 
     def argv(self, prompt: str) -> list[str]:
+        if self.kind == "codex":
+            base_url = self.secret_env.get(codex.BASE_URL_ENV)
+            return codex.codex_argv(self.command, prompt, model=self.model, base_url=base_url)
         if self.kind != "claude-code":
             return list(self.command)
         argv = [*self.command, "-p", "--output-format", "stream-json", "--verbose"]
@@ -105,6 +144,14 @@ class Agent:
         # after "--" it can never be read as an option
         return [*argv, "--", prompt]
 
+    @property
+    def endpoint(self) -> str | None:
+        """The model API a CLI kind calls (None for the others): what its network must reach."""
+        kind = CLI_KINDS.get(self.kind)
+        if kind is None:
+            return None
+        return self.secret_env.get(kind.base_url_env) or kind.default_url
+
     def describe(self) -> dict[str, Any]:
         """What the manifest records about the agent (never a secret)."""
         return {
@@ -116,6 +163,7 @@ class Agent:
             "noise": self.noise if self.kind == "demo" else None,
             "allowed_tools": list(self.allowed_tools) if self.kind == "claude-code" else None,
             "sandbox": self.sandbox.describe(),
+            "credential": self.credential,
         }
 
     def run(
@@ -148,6 +196,10 @@ class Agent:
                 sandbox = sandbox.reading(Path(self.bytecode))
         if self.kind == "claude-code":
             extra.update(_CLAUDE_QUIET)
+        if self.kind == "codex":  # its config and state folder, which it will not create
+            home = room / HOME_DIR / codex.CODEX_HOME
+            home.mkdir(parents=True, exist_ok=True)
+            extra["CODEX_HOME"] = str(home)
         env = room_env(room, allow=self.env_allow, extra=extra)
         try:
             proc = run_process(
@@ -168,7 +220,7 @@ class Agent:
         secrets = tuple(self.secret_env.values())
         stdout = redact(proc.stdout.decode("utf-8", errors="replace"), secrets)
         stderr = redact(proc.stderr_tail.decode("utf-8", errors="replace"), secrets)
-        raw = stdout if self.kind == "claude-code" else None
+        raw = stdout if self.kind in CLI_KINDS else None
         outcome = _invalid("", exit_code=proc.exit_code, duration_ms=proc.duration_ms)
         outcome.stderr_tail, outcome.raw_stream = stderr, raw
         if proc.cancelled:
@@ -224,6 +276,8 @@ class Agent:
     def _parse(self, stdout: bytes, prompt: str) -> ParsedSession:
         if self.kind == "claude-code":
             return parse_claude_stream(stdout, prompt)
+        if self.kind == "codex":
+            return codex.parse_codex_stream(stdout, prompt)
         parsed = parse_session_jsonl(stdout)
         if not parsed.lines:
             raise OutputError("no output: the agent printed no session lines")
@@ -291,15 +345,17 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         check_agent_command(cfg, ws.config_path)
         command, extra = tuple(cfg.command), {"skills_subdir": "skills"}
     else:
-        command = _claude_command(ws, cfg)
+        command = _cli_command(ws, cfg)
+        found = _credential(ws, cfg.kind)
         extra = {
-            "skills_subdir": ".claude/skills",
+            "skills_subdir": CLI_KINDS[cfg.kind].skills_subdir,
             "allowed_tools": tuple(cfg.allowed_tools),
-            "secret_env": _claude_env(ws),
+            "secret_env": _cli_env(cfg.kind, found),
+            "credential": found.shown,
         }
     sandbox = make_sandbox(
         cfg.sandbox,
-        network=cfg.kind == "claude-code" if cfg.network is None else cfg.network,
+        network=cfg.kind in CLI_KINDS if cfg.network is None else cfg.network,
         command=command,
         workspace=ws.root,
         read_only=cfg.read_only_paths,
@@ -379,35 +435,45 @@ def _compiled(cache: Path, module: str) -> bool:
     return header == importlib.util.MAGIC_NUMBER + bytes(4) + stamp + size
 
 
-def _claude_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:
-    """``$SKILLSMITH_CLAUDE_BIN``, else ``agent.command``, else ``claude`` on PATH."""
-    chosen = os.environ.get(CLAUDE_BIN_ENV)
+def _cli_command(ws: Workspace, cfg: AgentConfig) -> tuple[str, ...]:
+    """The kind's ``$SKILLSMITH_…_BIN``, else ``agent.command``, else its program on PATH."""
+    program, variable = CLI_KINDS[cfg.kind].program, CLI_KINDS[cfg.kind].bin_env
+    chosen = os.environ.get(variable)
     if chosen:
         if not Path(chosen).is_file():
-            raise SkillsmithError(f"${CLAUDE_BIN_ENV}={chosen}: no such file (the claude CLI)")
+            raise SkillsmithError(f"${variable}={chosen}: no such file (the {program} CLI)")
         return (chosen,)
     if cfg.command:
         check_agent_command(cfg, ws.config_path)
         return tuple(cfg.command)
-    found = shutil.which("claude")
+    found = shutil.which(program)
     if found is None:
         raise SkillsmithError(
-            f"{ws.config_path}: field 'agent.kind': claude-code needs the claude CLI; "
-            f"put it on PATH or set ${CLAUDE_BIN_ENV}"
+            f"{ws.config_path}: field 'agent.kind': {cfg.kind} needs the {program} CLI; "
+            f"put it on PATH or set ${variable}"
         )
     return (found,)
 
 
-def _claude_env(ws: Workspace) -> dict[str, str]:
-    """Only what ``claude`` needs to reach its model: the key and (optionally) the endpoint."""
-    key = anthropic_api_key(ws)
-    if not key:
-        raise SkillsmithError(
-            f"{ws.vault_dir / 'anthropic_api_key'}: no Anthropic API key for claude-code "
-            "(write it there or set ANTHROPIC_API_KEY)"
-        )
-    env = {"ANTHROPIC_API_KEY": key}
-    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+def _credential(ws: Workspace, kind: str) -> Credential:
+    """The kind's first credential found in the environment or the vault; refused without one."""
+    names = CLI_KINDS[kind].credentials
+    found = find_credential(ws, names)
+    if found is None:
+        where = " or ".join(f"${n} or vault/{n.lower()}" for n in names)
+        raise SkillsmithError(f"{ws.vault_dir}: no credential for {kind} (set {where})")
+    return found
+
+
+def _cli_env(kind: str, found: Credential) -> dict[str, str]:
+    """Only what the CLI needs to reach its model: the credential and (optionally) the endpoint.
+
+    Codex reads its key from the variable its provider table names (codex.KEY_ENV), whichever
+    of its credentials was found.
+    """
+    env = {codex.KEY_ENV if kind == "codex" else found.name: found.value}
+    base_variable = CLI_KINDS[kind].base_url_env
+    base_url = os.environ.get(base_variable)
     if base_url:
-        env["ANTHROPIC_BASE_URL"] = base_url
+        env[base_variable] = base_url
     return env

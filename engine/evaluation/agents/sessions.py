@@ -36,14 +36,14 @@ class ParsedSession:
 def parse_session_jsonl(stdout: bytes) -> ParsedSession:
     """Session lines printed by a demo/command agent; any non-JSON-object line is garbage."""
     lines: list[dict[str, Any]] = []
-    for number, raw in enumerate(_text_lines(stdout), start=1):
+    for number, raw in enumerate(text_lines(stdout), start=1):
         if not raw.strip():
             continue
         try:
             value = load_line(raw)
         except Refused as exc:
             raise OutputError(
-                f"garbage output: stdout line {number} {exc}: {_clip(raw, 60)!r}"
+                f"garbage output: stdout line {number} {exc}: {clip(raw, 60)!r}"
             ) from None
         if not isinstance(value, dict) or not isinstance(value.get("type"), str):
             raise OutputError(
@@ -69,27 +69,34 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def _text_lines(data: bytes) -> list[str]:
+def text_lines(data: bytes) -> list[str]:
     return data.decode("utf-8", errors="replace").splitlines()
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
 
 
-def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
-    """Convert ``claude -p`` stream-json into session lines, or say why it is unusable."""
+def stream_objects(stdout: bytes, what: str) -> list[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a CLI's JSONL stdout with their line numbers; any other non-empty
+    line is garbage, named by ``what`` ("claude stream line") and its number."""
     objs: list[tuple[int, dict[str, Any]]] = []
-    for number, raw in enumerate(_text_lines(stdout), start=1):
+    for number, raw in enumerate(text_lines(stdout), start=1):
         if not raw.strip():
             continue
         try:
             obj = load_line(raw)
         except Refused as exc:
-            raise OutputError(f"garbage output: claude stream line {number} {exc}") from None
+            raise OutputError(f"garbage output: {what} {number} {exc}") from None
         if not isinstance(obj, dict):
-            raise OutputError(f"garbage output: claude stream line {number} is not an object")
+            raise OutputError(f"garbage output: {what} {number} is not an object")
         objs.append((number, obj))
+    return objs
+
+
+def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
+    """Convert ``claude -p`` stream-json into session lines, or say why it is unusable."""
+    objs = stream_objects(stdout, "claude stream line")
     try:
         claude = claude_session(objs, "claude stream")
     except FormatError as exc:
@@ -102,7 +109,7 @@ def parse_claude_stream(stdout: bytes, prompt: str) -> ParsedSession:
         status = result.get("api_error_status")
         detail = _str(result.get("result")) or "; ".join(map(str, result.get("errors") or []))
         where = f"API status {status}" if status else subtype
-        raise OutputError(f"claude reported an error ({where}): {_clip(detail, 160)}")
+        raise OutputError(f"claude reported an error ({where}): {clip(detail, 160)}")
     # The session opens with the prompt the runner gave; a user text the stream echoes is that.
     said = [line for line in claude.lines if line["type"] != "user"]
     lines: list[dict[str, Any]] = [{"type": "user", "content": prompt}, *said]
@@ -144,7 +151,7 @@ def claude_retry_note(stdout: bytes) -> str | None:
     A wrong key or a dead endpoint shows up as a timeout; naming the API error saves a guess.
     """
     note = None
-    for raw in _text_lines(stdout):
+    for raw in text_lines(stdout):
         if '"api_retry"' not in raw:
             continue
         try:
