@@ -31,6 +31,7 @@ def count_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Where the scripted agent counts its launches; run rooms go to a private tmp/ beside it."""
     folder = tmp_path / "count"
     folder.mkdir()
+    folder.chmod(0o777)  # under a root harness the agent writes it as "nobody" (AGENT_UID)
     monkeypatch.setenv(COUNT_ENV, str(folder))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))

@@ -27,6 +27,7 @@ from engine.core.errors import SkillsmithError
 from engine.core.vault import anthropic_api_key, redact, remember_vault
 from engine.core.workspace import Workspace
 from engine.evaluation.agents.isolation import ANSWER_FILE, room_env
+from engine.evaluation.agents.limits import Limits
 from engine.evaluation.agents.process import ProcessResult, run_process
 from engine.evaluation.agents.sandbox import NO_SANDBOX, Sandbox, make_sandbox
 from engine.evaluation.agents.sessions import (
@@ -172,6 +173,12 @@ class Agent:
         if proc.cancelled:
             outcome.cancelled, outcome.invalid_reason = True, "cancelled"
             return outcome
+        limit = proc.over_limit
+        if limit is None and not proc.timed_out and self.sandbox.kind != "none":
+            limit = self.sandbox.limits.after_exit(proc.exit_code, stderr)
+        if limit is not None:
+            outcome.invalid_reason = limit
+            return outcome
         if proc.timed_out:
             outcome.invalid_reason = f"timeout after {self.timeout_s:g}s"
             note = claude_retry_note(proc.stdout) if self.kind == "claude-code" else None
@@ -302,6 +309,7 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         workspace=ws.root,
         read_only=cfg.read_only_paths,
         writable=cfg.writable_paths,
+        limits=Limits(cfg.memory_mb, cfg.max_processes, cfg.disk_mb),
     )
     return Agent(kind=cfg.kind, command=command, sandbox=sandbox, **extra, **common)
 
