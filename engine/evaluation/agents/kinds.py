@@ -24,6 +24,7 @@ from typing import Any
 
 from engine.core.config import AgentConfig, check_agent_command
 from engine.core.errors import SkillsmithError
+from engine.core.unfollowed import size_inside
 from engine.core.vault import anthropic_api_key, redact, remember_vault
 from engine.core.workspace import Workspace
 from engine.evaluation.agents.isolation import ANSWER_FILE, room_env
@@ -185,10 +186,7 @@ class Agent:
             if note:
                 outcome.invalid_reason += f" ({note})"
             return outcome
-        answer_path = room / ANSWER_FILE
-        if proc.over_cap or (
-            answer_path.is_file() and answer_path.stat().st_size > self.max_output_bytes
-        ):
+        if proc.over_cap or (size_inside(room, ANSWER_FILE) or 0) > self.max_output_bytes:
             outcome.invalid_reason = f"output over cap ({self.max_output_bytes} bytes)"
             return outcome
         try:
