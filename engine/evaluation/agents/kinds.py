@@ -29,6 +29,7 @@ from engine.core.vault import anthropic_api_key, redact, remember_vault
 from engine.core.workspace import Workspace
 from engine.evaluation.agents.isolation import ANSWER_FILE, room_env
 from engine.evaluation.agents.limits import Limits
+from engine.evaluation.agents.network import kind_hosts
 from engine.evaluation.agents.process import ProcessResult, run_process
 from engine.evaluation.agents.sandbox import NO_SANDBOX, Sandbox, make_sandbox
 from engine.evaluation.agents.sessions import (
@@ -300,9 +301,12 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
             "allowed_tools": tuple(cfg.allowed_tools),
             "secret_env": _claude_env(ws),
         }
+    # by default a kind reaches the hosts it needs and those listed, through the proxy
+    allow = [*kind_hosts(cfg.kind, extra.get("secret_env", {})), *cfg.allow_hosts]
     sandbox = make_sandbox(
         cfg.sandbox,
-        network=cfg.kind == "claude-code" if cfg.network is None else cfg.network,
+        network=bool(cfg.network),
+        allow=allow if cfg.network is None else (),
         command=command,
         workspace=ws.root,
         read_only=cfg.read_only_paths,

@@ -37,7 +37,15 @@ from pathlib import Path
 
 import engine
 from engine.core.errors import SkillsmithError
+from engine.evaluation.agents import forwarder
 from engine.evaluation.agents.limits import DEFAULT_LIMITS, MB, Limits
+from engine.evaluation.agents.network import (
+    PROXY_PORT,
+    SOCKET_INSIDE,
+    loopback_targets,
+    proxy_socket,
+    split_host,
+)
 
 BWRAP = "bwrap"
 # the system as the agent sees it, read-only; folders missing on this machine are skipped
@@ -58,7 +66,8 @@ class Sandbox:
     """What one agent run may see and reach; ``kind`` is what every run manifest records."""
 
     kind: str  # "bwrap" | "none"
-    network: bool = False
+    network: bool = False  # the host's whole network
+    allow: tuple[str, ...] = ()  # else these hosts ("host" or "host:port"), through the proxy
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
     # (target, path): links of a folder shown piece by piece around the workspace, kept as links
@@ -71,7 +80,19 @@ class Sandbox:
     def describe(self) -> dict[str, object]:
         if self.kind == "none":
             return {"kind": "none", "network": True}
+        if self.allow and not self.network:
+            return {
+                "kind": self.kind,
+                "network": "allow-list",
+                "allow_hosts": list(self.allow),
+                "limits": self.limits.describe(),
+            }
         return {"kind": self.kind, "network": self.network, "limits": self.limits.describe()}
+
+    @property
+    def proxied(self) -> bool:
+        """Whether the room reaches its allow-list through the harness's proxy."""
+        return bool(self.allow) and not self.network and self.kind != "none"
 
     def reading(self, path: Path) -> Sandbox:
         """This sandbox with one more read-only folder (unconfined: nothing to add)."""
@@ -104,10 +125,19 @@ class Sandbox:
         tmp_size = str(self.limits.disk_mb * MB)
         args += ["--proc", "/proc", "--dev", "/dev", "--size", tmp_size, "--tmpfs", "/dev/shm"]
         args += ["--size", tmp_size, "--tmpfs", "/tmp"]
+        inside = [SOCKET_INSIDE] if self.proxied else []
         args += _parents(
-            [*self.read_only, *(link for _, link in self.links), room.parent, *self.writable],
+            [
+                *self.read_only,
+                *(link for _, link in self.links),
+                room.parent,
+                *self.writable,
+                *inside,
+            ],
             self.read_only,
         )
+        if self.proxied:  # the room's one way out: the harness's proxy (network.py)
+            args += ["--bind", str(proxy_socket(self.allow)), str(SOCKET_INSIDE)]
         for path in self.read_only:
             args += ["--ro-bind", str(path), str(path)]
         for target, path in self.links:
@@ -128,6 +158,15 @@ class Sandbox:
             prefix += [self.setpriv, "--reuid", str(AGENT_UID), "--regid", str(AGENT_GID)]
             prefix += ["--clear-groups", "--inh-caps", "-all", "--bounding-set", "-all", "--"]
         prefix += [self.prlimit, *self.limits.prlimit_args(), "--"]
+        if self.proxied:
+            forwards = loopback_targets(self.allow)
+            taken = {split_host(t)[1] for t in forwards}
+            port = next(p for p in range(PROXY_PORT, PROXY_PORT + 100) if p not in taken)
+            prefix += [sys.executable, "-I", "-S", forwarder.__file__, str(SOCKET_INSIDE)]
+            prefix.append(str(port))
+            for target in forwards:
+                prefix += ["--forward", target]
+            prefix.append("--")
         return prefix + argv
 
 
@@ -187,6 +226,7 @@ def make_sandbox(
     read_only: Iterable[str] = (),
     writable: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
+    allow: Iterable[str] = (),
 ) -> Sandbox:
     """The sandbox ``agent.sandbox`` asks for; refuses when bubblewrap cannot run here."""
     if mode == "none":
@@ -214,6 +254,7 @@ def make_sandbox(
         links=tuple(links),
         bwrap=binary,
         limits=limits,
+        allow=tuple(dict.fromkeys(allow)),
         setpriv=tools[SETPRIV] or SETPRIV,
         prlimit=tools[PRLIMIT] or PRLIMIT,
     )
