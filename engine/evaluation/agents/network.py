@@ -109,7 +109,7 @@ def loopback_targets(allow: Iterable[str]) -> list[str]:
 
 
 class _Handler(socketserver.BaseRequestHandler):
-    server: _Server
+    server: _Server | _TcpServer
 
     def handle(self) -> None:
         client: socket.socket = self.request
@@ -172,6 +172,25 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def __init__(self, path: str, allow: tuple[str, ...]) -> None:
         self.allow = allow
         super().__init__(path, _Handler)
+
+
+class _TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    """The same proxy on the host's loopback, for Seatbelt (macOS has no network namespace to
+    bind a socket into; the profile lets the agent reach this one port)."""
+
+    daemon_threads = True
+
+    def __init__(self, allow: tuple[str, ...]) -> None:
+        self.allow = allow
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+@functools.cache
+def proxy_port(allow: tuple[str, ...]) -> int:
+    """The loopback port of this process's TCP proxy for ``allow``, started on first use."""
+    server = _TcpServer(allow)
+    threading.Thread(target=server.serve_forever, daemon=True, name="allow-list-proxy").start()
+    return int(server.server_address[1])
 
 
 @functools.cache

@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.evaluation.agents.limits import Watch
-from engine.evaluation.agents.sandbox import NO_SANDBOX, Sandbox, hand_over, id_maps
+from engine.evaluation.agents.sandbox import (
+    NO_SANDBOX,
+    Sandbox,
+    hand_over,
+    id_maps,
+    seatbelt_command,
+)
 
 _CHUNK = 65536
 _STDERR_TAIL = 16_384
@@ -150,7 +156,8 @@ class _Launch:
 
     def __init__(self, argv: list[str], cwd: Path, sandbox: Sandbox) -> None:
         self.confined = sandbox.kind == "bwrap"
-        self.argv = argv
+        # Seatbelt has no PID namespace: its unit ends like an unconfined one (its group)
+        self.argv = seatbelt_command(sandbox, argv, cwd) if sandbox.kind == "seatbelt" else argv
         self.pass_fds: tuple[int, ...] = ()
         self.status: int | None = None
         self._status_data = bytearray()

@@ -37,12 +37,13 @@ from pathlib import Path
 
 import engine
 from engine.core.errors import SkillsmithError
-from engine.evaluation.agents import forwarder
+from engine.evaluation.agents import forwarder, seatbelt
 from engine.evaluation.agents.limits import DEFAULT_LIMITS, MB, Limits
 from engine.evaluation.agents.network import (
     PROXY_PORT,
     SOCKET_INSIDE,
     loopback_targets,
+    proxy_port,
     proxy_socket,
     split_host,
 )
@@ -65,7 +66,7 @@ _SMALL_TMPFS = 1 * MB  # the emptied scratch root around the run folder holds no
 class Sandbox:
     """What one agent run may see and reach; ``kind`` is what every run manifest records."""
 
-    kind: str  # "bwrap" | "none"
+    kind: str  # "bwrap" | "seatbelt" | "none"
     network: bool = False  # the host's whole network
     allow: tuple[str, ...] = ()  # else these hosts ("host" or "host:port"), through the proxy
     read_only: tuple[Path, ...] = ()
@@ -190,6 +191,27 @@ def _parents(paths: Iterable[Path], bound: Iterable[Path]) -> list[str]:
     return args
 
 
+def seatbelt_command(sandbox: Sandbox, argv: list[str], room: Path) -> list[str]:
+    """The agent's command line under Seatbelt (macOS), with this sandbox's folders, network
+    and limits (engine.evaluation.agents.seatbelt)."""
+    ports: list[int] = []
+    proxy = None
+    if sandbox.proxied:
+        port = proxy_port(sandbox.allow)
+        ports = [port, *(split_host(t)[1] or 0 for t in loopback_targets(sandbox.allow))]
+        proxy = f"http://127.0.0.1:{port}"
+    return seatbelt.command(
+        argv,
+        room=room,
+        read_only=sandbox.read_only,
+        writable=sandbox.writable,
+        network=sandbox.network,
+        ports=ports,
+        limits=sandbox.limits,
+        proxy=proxy,
+    )
+
+
 def id_maps() -> str:
     """The user namespace's uid and gid map when the harness runs as root: the agent's user
     as itself, root (bubblewrap's set-up, gone once setpriv switches) as itself."""
@@ -231,6 +253,24 @@ def make_sandbox(
     """The sandbox ``agent.sandbox`` asks for; refuses when bubblewrap cannot run here."""
     if mode == "none":
         return NO_SANDBOX
+    ws = workspace.resolve()
+    if mode == "seatbelt" or seatbelt.backend() == "seatbelt":
+        if not os.access(seatbelt.SANDBOX_EXEC, os.X_OK):
+            raise SkillsmithError(
+                f"agent.sandbox: Seatbelt cannot run here (no {seatbelt.SANDBOX_EXEC}: it is "
+                "macOS's); set 'agent.sandbox: none' in skillsmith.yaml to run agents unconfined"
+            )
+        dirs = [*map(Path, seatbelt.MACOS_DIRS), *_runtime_paths(), *_program_paths(command)]
+        shown, _ = _around(dirs + [Path(p) for p in read_only], ws)
+        shared, _ = _around([Path(p) for p in writable], ws)
+        return Sandbox(
+            kind="seatbelt",
+            network=network,
+            read_only=tuple(shown),
+            writable=tuple(shared),
+            limits=limits,
+            allow=tuple(dict.fromkeys(allow)),
+        )
     binary = shutil.which(BWRAP)
     problem = _bwrap_problem(binary)
     tools = {name: shutil.which(name) for name in (SETPRIV, PRLIMIT)}
@@ -242,7 +282,6 @@ def make_sandbox(
             "(Debian/Ubuntu: apt-get install bubblewrap util-linux) or set 'agent.sandbox: none' "
             "in skillsmith.yaml to run agents unconfined"
         )
-    ws = workspace.resolve()
     visible = [*map(Path, SYSTEM_DIRS), *_runtime_paths(), *_program_paths(command)]
     shown, links = _around(visible + [Path(p) for p in read_only], ws)
     shared, _ = _around([Path(p) for p in writable], ws)
