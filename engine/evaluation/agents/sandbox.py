@@ -250,53 +250,52 @@ def make_sandbox(
     limits: Limits = DEFAULT_LIMITS,
     allow: Iterable[str] = (),
 ) -> Sandbox:
-    """The sandbox ``agent.sandbox`` asks for; refuses when bubblewrap cannot run here."""
+    """The sandbox ``agent.sandbox`` asks for (the default: the platform's); refuses when it
+    cannot run here."""
     if mode == "none":
         return NO_SANDBOX
+    mac = mode == "seatbelt" or seatbelt.backend() == "seatbelt"
+    tools = _seatbelt_ready() if mac else _bwrap_tools()
     ws = workspace.resolve()
-    if mode == "seatbelt" or seatbelt.backend() == "seatbelt":
-        if not os.access(seatbelt.SANDBOX_EXEC, os.X_OK):
-            raise SkillsmithError(
-                f"agent.sandbox: Seatbelt cannot run here (no {seatbelt.SANDBOX_EXEC}: it is "
-                "macOS's); set 'agent.sandbox: none' in skillsmith.yaml to run agents unconfined"
-            )
-        dirs = [*map(Path, seatbelt.MACOS_DIRS), *_runtime_paths(), *_program_paths(command)]
-        shown, _ = _around(dirs + [Path(p) for p in read_only], ws)
-        shared, _ = _around([Path(p) for p in writable], ws)
-        return Sandbox(
-            kind="seatbelt",
-            network=network,
-            read_only=tuple(shown),
-            writable=tuple(shared),
-            limits=limits,
-            allow=tuple(dict.fromkeys(allow)),
+    system = seatbelt.MACOS_DIRS if mac else SYSTEM_DIRS
+    visible = [*map(Path, system), *_runtime_paths(), *_program_paths(command)]
+    shown, links = _around(visible + [Path(p) for p in read_only], ws)
+    shared, _ = _around([Path(p) for p in writable], ws)
+    return Sandbox(
+        kind="seatbelt" if mac else "bwrap",
+        network=network,
+        read_only=tuple(shown),
+        writable=tuple(shared),
+        links=tuple(links),
+        limits=limits,
+        allow=tuple(dict.fromkeys(allow)),
+        **tools,
+    )
+
+
+def _seatbelt_ready() -> dict[str, str]:
+    if not os.access(seatbelt.SANDBOX_EXEC, os.X_OK):
+        raise SkillsmithError(
+            f"agent.sandbox: Seatbelt cannot run here (no {seatbelt.SANDBOX_EXEC}: it is "
+            "macOS's); set 'agent.sandbox: none' in skillsmith.yaml to run agents unconfined"
         )
+    return {}
+
+
+def _bwrap_tools() -> dict[str, str]:
+    """Where bubblewrap, setpriv and prlimit are; refused (one line) when one is missing."""
     binary = shutil.which(BWRAP)
     problem = _bwrap_problem(binary)
-    tools = {name: shutil.which(name) for name in (SETPRIV, PRLIMIT)}
+    tools = {"bwrap": binary, "setpriv": shutil.which(SETPRIV), "prlimit": shutil.which(PRLIMIT)}
     if problem is None:
         problem = next((f"no {name!r} on PATH" for name, at in tools.items() if not at), None)
-    if binary is None or problem is not None:
+    if problem is not None:
         raise SkillsmithError(
             f"agent.sandbox: bubblewrap cannot run here ({problem}); install it "
             "(Debian/Ubuntu: apt-get install bubblewrap util-linux) or set 'agent.sandbox: none' "
             "in skillsmith.yaml to run agents unconfined"
         )
-    visible = [*map(Path, SYSTEM_DIRS), *_runtime_paths(), *_program_paths(command)]
-    shown, links = _around(visible + [Path(p) for p in read_only], ws)
-    shared, _ = _around([Path(p) for p in writable], ws)
-    return Sandbox(
-        kind="bwrap",
-        network=network,
-        read_only=tuple(shown),
-        writable=tuple(shared),
-        links=tuple(links),
-        bwrap=binary,
-        limits=limits,
-        allow=tuple(dict.fromkeys(allow)),
-        setpriv=tools[SETPRIV] or SETPRIV,
-        prlimit=tools[PRLIMIT] or PRLIMIT,
-    )
+    return {name: str(at) for name, at in tools.items()}
 
 
 @functools.cache
