@@ -68,18 +68,20 @@ def main(argv: list[str]) -> int:
     split = argv.index("--")
     own, agent = argv[:split], argv[split + 1 :]
     path, proxy_port = own[0], int(own[1])
-    routes = [(proxy_port, b"")]
-    for flag, target in zip(own[2::2], own[3::2], strict=True):
-        assert flag == "--forward"
-        routes.append((int(target.rsplit(":", 1)[1]), FORWARD_VERB + b" " + target.encode()))
-    listeners = []
     try:
-        for port, preface in routes:
-            listener = socket.create_server(("127.0.0.1", port))
-            listeners.append((listener, preface + (b"\r\n\r\n" if preface else b"")))
+        listeners = [(socket.create_server(("127.0.0.1", proxy_port)), b"")]
     except OSError as exc:
         sys.stderr.write(f"skillsmith network: cannot listen in the room: {exc}\n")
         return 126
+    direct = []
+    for flag, target in zip(own[2::2], own[3::2], strict=True):
+        assert flag == "--forward"
+        try:  # a port below 1024 is root's: that endpoint is reached through the proxy instead
+            listener = socket.create_server(("127.0.0.1", int(target.rsplit(":", 1)[1])))
+        except OSError:
+            continue
+        listeners.append((listener, FORWARD_VERB + b" " + target.encode() + b"\r\n\r\n"))
+        direct.append(target.rsplit(":", 1)[0].strip("[]"))
     if os.fork() == 0:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -92,8 +94,7 @@ def main(argv: list[str]) -> int:
     proxy = f"http://127.0.0.1:{proxy_port}"
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         os.environ[name] = proxy
-    direct = ",".join(f"{t.rsplit(':', 1)[0].strip('[]')}" for t in own[3::2])
-    os.environ["NO_PROXY"] = os.environ["no_proxy"] = direct
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(direct)
     os.execvp(agent[0], agent)
     return 127  # not reached: exec replaced this process or raised
 
