@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,7 @@ def count_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Where the scripted agent counts its launches; run rooms go to a private tmp/ beside it."""
     folder = tmp_path / "count"
     folder.mkdir()
+    folder.chmod(0o777)  # under a root harness the agent writes it as "nobody" (AGENT_UID)
     monkeypatch.setenv(COUNT_ENV, str(folder))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
@@ -155,3 +157,28 @@ def lock_held_elsewhere(ws: Workspace, label: str) -> Iterator[None]:
     finally:
         release.set()
         thread.join(10)
+
+
+LINK_AGENT = AGENTS / "link_agent.py"
+
+
+def linked_host_files(ws: Workspace, host: Path) -> list[bytes]:
+    """A benchmark for ``link_agent.py`` whose case hands it a host file and a host folder to
+    link its answer to; returns the tokens only those host files hold."""
+    tokens = [f"host-{uuid.uuid4().hex}".encode() for _ in range(2)]
+    (host / "folder").mkdir(parents=True)
+    (host / "secret.txt").write_bytes(b"VERDICT: vulnerable " + tokens[0] + b"\n")
+    (host / "folder" / "inside.txt").write_bytes(tokens[1])
+    targets = f"{host / 'secret.txt'}\n{host / 'folder'}\n"
+    root = write_benchmark(ws.benchmarks_dir / "b", {}, config=LABELS)
+    write_case(root, "linked", {"expected": "safe"}, files={"targets.txt": targets})
+    return tokens
+
+
+def holding(folder: Path, tokens: list[bytes]) -> list[Path]:
+    """Files under ``folder`` (links not followed) whose bytes hold one of ``tokens``."""
+    return [
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not p.is_symlink() and any(t in p.read_bytes() for t in tokens)
+    ]

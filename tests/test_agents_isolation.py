@@ -41,6 +41,8 @@ from tests.runner_helpers import (
 RUBRIC_SECRET = "the injection sits in handler dot py near the cursor call"
 VAULT_SECRET = "vault-value-5b7e1c9d2a"
 API_KEY = "sk-ant-api03-adversarial-test-key-0123456789"
+# what the manifest records of a unit's limits when skillsmith.yaml leaves them at their defaults
+LIMITS = {"limits": {"memory_mb": 4096, "max_processes": 512, "disk_mb": 4096}}
 
 
 def _report(session_file: Path) -> dict[str, object]:
@@ -143,7 +145,7 @@ def test_probe_agent_at_four_jobs_reaches_nothing_outside_its_sandbox(
     # the sleeping, setsid-ed grandchildren ended with their units, not some time later
     assert running(token) == []
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
-    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": False}
+    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": False} | LIMITS
     # no answer was flipped by a sibling: every unit kept its own (wrong) label
     assert [r["pass_fail"] for r in result.rows] == ["fail"] * 4
     for row in result.rows:
@@ -241,7 +243,7 @@ def test_the_network_is_cut_unless_the_config_turns_it_on(
 
     report = _report(result.run_dir / result.rows[0]["session_file"])
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
-    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": bool(network)}
+    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": bool(network)} | LIMITS
     assert report["reached"] is bool(network)
 
 

@@ -38,7 +38,11 @@ from tests.bench_helpers import write_benchmark, write_case
             "field 'diagnosis.benign_error_patterns[1]': regex does not compile",
         ),
         ("agent:\n  writable_paths: [cache]\n", "field 'agent.writable_paths[0]': expected an abs"),
-        ("agent:\n  sandbox: docker\n", "field 'agent.sandbox': expected one of 'bwrap', 'none'"),
+        ("agent:\n  sandbox: docker\n", "field 'agent.sandbox': expected one of 'bwrap', 'seat"),
+        ("agent:\n  memory_mb: 10\n", "field 'agent.memory_mb': expected a whole number in [64,"),
+        ("agent:\n  max_processes: 0\n", "field 'agent.max_processes': expected a whole number"),
+        ("agent:\n  disk_mb: 1e9\n", "field 'agent.disk_mb': expected"),
+        ("agent:\n  allow_hosts: ['a b']\n", "field 'agent.allow_hosts[0]': expected 'host'"),
     ],
 )
 def test_out_of_range_value_names_file_and_field(

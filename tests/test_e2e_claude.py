@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from engine.core.workspace import Workspace
+from engine.evaluation.agents.network import url_host
 from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_benchmark, write_case
 from tests.llm_server import MessagesServer, Reply, ToolUse, last_user_text, request_text
@@ -151,8 +152,12 @@ def test_claude_code_evaluation_through_the_real_cli(
     manifest = json.loads((result.run_dir / "manifest.json").read_text())
     assert manifest["agent"]["kind"] == "claude-code"
     assert manifest["agent"]["command"] == [CLAUDE_BIN]
-    # sealed like every agent, but with the network it needs to reach the Messages API
-    assert manifest["agent"]["sandbox"] == {"kind": "bwrap", "network": True}
+    # sealed like every agent, reaching only the Messages API it needs (through the proxy)
+    sandbox = manifest["agent"]["sandbox"]
+    assert (sandbox["network"], sandbox["allow_hosts"]) == (
+        "allow-list",
+        [url_host(messages_server.url)],
+    )
     # the key reached the server (it answered) but nothing in the run folder holds it
     assert all(r.has_credentials for r in messages_server.message_requests)
     for path in result.run_dir.rglob("*"):

@@ -23,12 +23,19 @@ from engine.core.events import Cancelled, CancelToken, Event
 from engine.core.runs import RunFolder, run_folders
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+from engine.evaluation import executors
 from engine.evaluation.demo import DEMO_SKILL, copy_demo
 from engine.evaluation.executors import LocalExecutor, RayExecutor, make_executor
 from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.runner import run_evaluation
-from tests.runner_helpers import command_workspace, mode_benchmark
+from tests.runner_helpers import (
+    LINK_AGENT,
+    command_workspace,
+    holding,
+    linked_host_files,
+    mode_benchmark,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -202,3 +209,33 @@ def test_a_unit_whose_ray_worker_dies_is_invalid_and_the_rest_completes(
     assert rows["dies"]["pass_fail"] == "invalid"
     assert "Ray worker failed" in rows["dies"]["invalid_reason"]
     assert all(rows[f"ok{i}"]["pass_fail"] == "pass" for i in range(3))
+
+
+def test_links_the_agent_leaves_come_back_from_ray_as_links_and_are_never_read(
+    tmp_path: Path, cluster: RayExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker packs the agent's folder without following its links (a linked host folder
+    would come back whole) and the harness grades nothing through them."""
+    ws = command_workspace(tmp_path / "ws", LINK_AGENT, env_allow=())
+    tokens = linked_host_files(ws, tmp_path / "host")
+    seen: dict[str, object] = {}
+    real_unpack = executors.unpack
+
+    def unpack(data: bytes, folder: Path) -> None:
+        real_unpack(data, folder)
+        if (folder / "evidence").is_symlink():  # the folder the worker sent back
+            seen["evidence"] = os.readlink(folder / "evidence")
+            seen["answer"] = os.readlink(folder / "answer.txt")
+            seen["held"] = holding(folder, tokens)
+
+    monkeypatch.setattr(executors, "unpack", unpack)  # the real one, looked at after it ran
+    result = run_evaluation(ws, "b", executor=cluster)
+
+    (row,) = result.rows
+    assert (row["pass_fail"], row["judge_verdict"]) == ("pass", "safe")
+    assert seen == {
+        "evidence": str(tmp_path / "host" / "folder"),
+        "answer": str(tmp_path / "host" / "secret.txt"),
+        "held": [],
+    }
+    assert holding(ws.root, tokens) == []

@@ -32,11 +32,19 @@ class AgentConfig:
     allowed_tools: list[str] = field(default_factory=lambda: ["Skill", "Bash", "Read", "Grep"])
     env_allow: list[str] = field(default_factory=list)
     noise: float = 0.0  # the demo agent's run-to-run slips, 0 (deterministic) … 1
-    # every run is sealed by bubblewrap; "none" runs agents unconfined (see
-    # engine.evaluation.agents.sandbox)
-    sandbox: Literal["bwrap", "none"] = "bwrap"
-    # None: only the model CLIs (claude-code, codex: they call their model's API) get it
+    # every run is sealed: bubblewrap on Linux, Seatbelt on macOS (the default "bwrap" picks the
+    # platform's); "none" runs agents unconfined (see engine.evaluation.agents.sandbox)
+    sandbox: Literal["bwrap", "seatbelt", "none"] = "bwrap"
+    # None: only the hosts the kind needs (claude-code: its Messages API) plus allow_hosts, through
+    # the harness's proxy; false: no network; true: the whole network
     network: bool | None = None
+    allow_hosts: list[str] = field(
+        default_factory=list
+    )  # "host" or "host:port" the agent may reach
+    # per unit: memory of its processes, how many may run at once, bytes its run folder may hold
+    memory_mb: int = 4096
+    max_processes: int = 512
+    disk_mb: int = 4096
     read_only_paths: list[str] = field(default_factory=list)  # more host paths the agent may read
     writable_paths: list[str] = field(default_factory=list)  # and may write (outside the workspace)
     # in a workspace adopted into a git project, what of the project each room holds: its
@@ -253,6 +261,15 @@ class Config:
     keymap: dict[str, str] = field(default_factory=dict)
 
 
+# (field, low, high) of the per-unit limits: below the lows not even the demo agent starts
+_AGENT_LIMITS = (
+    ("memory_mb", 64, 1_048_576),
+    ("max_processes", 8, 65_536),
+    ("disk_mb", 1, 1_048_576),
+)
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:[0-9]{1,5})?")
+
+
 def check_config(cfg: Config, path: Path) -> Config:
     """Refuse values of the right type but outside their range, naming file and field."""
 
@@ -266,6 +283,17 @@ def check_config(cfg: Config, path: Path) -> Config:
     positive("agent.timeout_s", agent.timeout_s)
     positive("agent.max_output_bytes", agent.max_output_bytes)
     positive("agent.max_turns", agent.max_turns)
+    for name, low, high in _AGENT_LIMITS:
+        value = getattr(agent, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise FormatError(
+                path, f"agent.{name}", f"expected a whole number in [{low}, {high}], got {value!r}"
+            )
+    for i, host in enumerate(agent.allow_hosts):
+        if not _HOST.fullmatch(host):
+            raise FormatError(
+                path, f"agent.allow_hosts[{i}]", f"expected 'host' or 'host:port', got {host!r}"
+            )
     if not 0.0 <= agent.noise <= 1.0:  # also refuses nan
         raise FormatError(path, "agent.noise", f"expected a number in [0, 1], got {agent.noise!r}")
     for role in ("proposer", "judge", "reviewer", "reflection"):

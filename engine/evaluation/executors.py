@@ -4,7 +4,7 @@ The runner builds each unit's sealed run folder, grades the answer, stores the r
 resumes and cancels — all locally, against the workspace. An executor only runs the agent in
 that folder and hands back its outcome, so a benchmark that outgrows one machine fans out to a
 cluster without anything else changing. On Ray the folder travels as the task's input (a tar of
-its bytes, symlinks resolved, since a worker elsewhere cannot follow them), the agent runs in a
+its bytes, links kept as links and never followed, both ways), the agent runs in a
 fresh copy on a worker, and the outcome (session, answer, usage) comes back with the folder's
 final files, which the graders may inspect (``answer.txt``, files a script check looks at).
 
@@ -69,17 +69,25 @@ class LocalExecutor:
 
 
 def pack(folder: Path) -> bytes:
-    """The folder's contents as tar bytes, symlinks followed."""
+    """The folder's contents as tar bytes: files, folders, and links kept as links.
+
+    Never followed: the agent's folder comes back from a worker this way, and a link it left to
+    a host folder would otherwise bring that folder back whole. Pipes and sockets are left out.
+    """
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", dereference=True) as tar:
+    with tarfile.open(fileobj=buffer, mode="w", dereference=False) as tar:
         for path in sorted(folder.iterdir()):
-            tar.add(path, arcname=path.name)
+            tar.add(path, arcname=path.name, filter=_plain)
     return buffer.getvalue()
 
 
+def _plain(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return member if member.isreg() or member.isdir() or member.issym() else None
+
+
 def unpack(data: bytes, folder: Path) -> None:
-    """Make ``folder`` hold exactly the files of :func:`pack` (the "data" filter: nothing lands
-    outside it, no device files, no setuid bits)."""
+    """Make ``folder`` hold exactly the files of :func:`pack` (nothing lands outside it, no
+    device files, no setuid bits); links come back as links, whatever they point at."""
     folder.mkdir(parents=True, exist_ok=True)
     for child in folder.iterdir():  # files the agent deleted must not linger for the graders
         if child.is_dir() and not child.is_symlink():
@@ -87,7 +95,17 @@ def unpack(data: bytes, folder: Path) -> None:
         else:
             child.unlink()
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(folder, filter="data")
+        tar.extractall(folder, filter=_links_kept)
+
+
+def _links_kept(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """The "data" filter, except that a symlink may point anywhere: it is only ever a link to
+    the harness (which opens nothing through one), and the filter would refuse the whole folder
+    over it. Its own name is still checked, and a member inside one is still refused."""
+    if member.issym():
+        tarfile.data_filter(member.replace(linkname="", deep=False), dest)
+        return member
+    return tarfile.data_filter(member, dest)
 
 
 def _never() -> bool:

@@ -31,6 +31,7 @@ from engine.core.benchmark import Benchmark, Case, Check, normalise_label, token
 from engine.core.errors import SkillsmithError
 from engine.core.outputs import Outputs
 from engine.core.strict_json import Refused, load_line
+from engine.core.unfollowed import read_inside
 from engine.evaluation.metrics import Comparison, Metrics, compare, metrics
 
 EVIDENCE_CHARS = 300
@@ -133,10 +134,10 @@ def _text_of(content: Any) -> str:
 
 def answer_of(run_dir: Path | None, session_lines: list[dict[str, Any]]) -> str:
     """``answer.txt`` if the agent wrote one, else the content of the last assistant line."""
-    if run_dir is not None:
-        answer_file = Path(run_dir) / "answer.txt"
-        if answer_file.is_file():
-            return answer_file.read_text(encoding="utf-8", errors="replace")
+    if run_dir is not None:  # the agent's folder: a link there is not followed (unfollowed.py)
+        data = read_inside(Path(run_dir), "answer.txt")
+        if data is not None:
+            return data.decode("utf-8", errors="replace")
     for line in reversed(session_lines):
         if line.get("type") == "assistant":
             text = _text_of(line.get("content"))

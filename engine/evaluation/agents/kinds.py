@@ -18,17 +18,20 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.core.config import AgentConfig, check_agent_command
 from engine.core.errors import SkillsmithError
+from engine.core.unfollowed import size_inside
 from engine.core.vault import Credential, find_credential, redact, remember_vault
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import codex
 from engine.evaluation.agents.isolation import ANSWER_FILE, HOME_DIR, room_env
+from engine.evaluation.agents.limits import Limits
+from engine.evaluation.agents.network import url_host
 from engine.evaluation.agents.process import ProcessResult, run_process
 from engine.evaluation.agents.sandbox import NO_SANDBOX, Sandbox, make_sandbox
 from engine.evaluation.agents.sessions import (
@@ -75,6 +78,15 @@ CLI_KINDS = {
     ),
 }
 DEMO_MODULE = "engine.evaluation.demo.agent"
+
+
+def kind_endpoint(kind: str, env: Mapping[str, str]) -> str | None:
+    """The model API a CLI kind calls, from the environment it is given (else its default);
+    None for kinds that call none (they reach only agent.allow_hosts)."""
+    cli = CLI_KINDS.get(kind)
+    return None if cli is None else env.get(cli.base_url_env) or cli.default_url
+
+
 # ``-m`` puts the working directory first on sys.path, and the demo agent's working directory
 # is the run folder, full of the case's files: a statement holding ``json.py`` would replace
 # the agent's json module. -P keeps the folder off the path, -s the (room-local) user site.
@@ -147,10 +159,7 @@ class Agent:
     @property
     def endpoint(self) -> str | None:
         """The model API a CLI kind calls (None for the others): what its network must reach."""
-        kind = CLI_KINDS.get(self.kind)
-        if kind is None:
-            return None
-        return self.secret_env.get(kind.base_url_env) or kind.default_url
+        return kind_endpoint(self.kind, self.secret_env)
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records about the agent (never a secret)."""
@@ -226,16 +235,19 @@ class Agent:
         if proc.cancelled:
             outcome.cancelled, outcome.invalid_reason = True, "cancelled"
             return outcome
+        limit = proc.over_limit
+        if limit is None and not proc.timed_out and self.sandbox.kind != "none":
+            limit = self.sandbox.limits.after_exit(proc.exit_code, stderr)
+        if limit is not None:
+            outcome.invalid_reason = limit
+            return outcome
         if proc.timed_out:
             outcome.invalid_reason = f"timeout after {self.timeout_s:g}s"
             note = claude_retry_note(proc.stdout) if self.kind == "claude-code" else None
             if note:
                 outcome.invalid_reason += f" ({note})"
             return outcome
-        answer_path = room / ANSWER_FILE
-        if proc.over_cap or (
-            answer_path.is_file() and answer_path.stat().st_size > self.max_output_bytes
-        ):
+        if proc.over_cap or (size_inside(room, ANSWER_FILE) or 0) > self.max_output_bytes:
             outcome.invalid_reason = f"output over cap ({self.max_output_bytes} bytes)"
             return outcome
         try:
@@ -353,13 +365,18 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
             "secret_env": _cli_env(cfg.kind, found),
             "credential": found.shown,
         }
+    # by default a kind reaches the hosts it needs and those listed, through the proxy
+    endpoint = kind_endpoint(cfg.kind, extra.get("secret_env", {}))
+    allow = [*([url_host(endpoint)] if endpoint else []), *cfg.allow_hosts]
     sandbox = make_sandbox(
         cfg.sandbox,
-        network=cfg.kind in CLI_KINDS if cfg.network is None else cfg.network,
+        network=bool(cfg.network),
+        allow=allow if cfg.network is None else (),
         command=command,
         workspace=ws.root,
         read_only=cfg.read_only_paths,
         writable=cfg.writable_paths,
+        limits=Limits(cfg.memory_mb, cfg.max_processes, cfg.disk_mb),
     )
     return Agent(kind=cfg.kind, command=command, sandbox=sandbox, **extra, **common)
 

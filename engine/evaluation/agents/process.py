@@ -25,12 +25,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.evaluation.agents.sandbox import NO_SANDBOX, Sandbox
+from engine.evaluation.agents.limits import Watch
+from engine.evaluation.agents.sandbox import (
+    NO_SANDBOX,
+    Sandbox,
+    hand_over,
+    id_maps,
+    seatbelt_command,
+)
 
 _CHUNK = 65536
 _STDERR_TAIL = 16_384
 _POLL_S = 0.05
 _DRAIN_S = 1.0
+_MAP_WAIT_S = 30.0  # for bubblewrap to say its child's pid (a loaded machine is slow)
 
 
 @dataclass
@@ -45,6 +53,7 @@ class ProcessResult:
     over_cap: bool = False
     cancelled: bool = False
     pid: int = 0
+    over_limit: str | None = None  # the unit met one of its limits (which, and how)
 
 
 def run_process(
@@ -62,6 +71,7 @@ def run_process(
     started = time.monotonic()
     deadline = started + timeout_s
     launch = _Launch(argv, cwd, sandbox)
+    watch = Watch(sandbox.limits, cwd) if launch.confined else None
     try:
         proc = subprocess.Popen(
             launch.argv,
@@ -76,6 +86,7 @@ def run_process(
         )
     finally:
         launch.started()
+    launch.release(proc)
     assert proc.stdout is not None and proc.stderr is not None
     result = ProcessResult(stdout=b"", stderr_tail=b"", exit_code=None, duration_ms=0, pid=proc.pid)
     out = bytearray()
@@ -95,6 +106,10 @@ def run_process(
                 break
             if proc.poll() is not None:
                 break  # the agent is done; helpers it left behind must not keep the pipes open
+            if watch is not None:
+                result.over_limit = watch.over(launch.agent_pid())
+                if result.over_limit:
+                    break
             for key, _ in selector.select(timeout=_POLL_S):
                 total += _read_into(selector, key)
                 if total > max_output_bytes:
@@ -103,7 +118,7 @@ def run_process(
             if result.over_cap:
                 break
         stopper.stop()
-        if not (result.over_cap or result.timed_out or result.cancelled):
+        if not (result.over_cap or result.timed_out or result.cancelled or result.over_limit):
             drain_until = time.monotonic() + _DRAIN_S
             while selector.get_map() and time.monotonic() < drain_until:
                 for key, _ in selector.select(timeout=_POLL_S):
@@ -121,6 +136,8 @@ def run_process(
         proc.stdout.close()
         proc.stderr.close()
         launch.close()
+    if watch is not None and not result.over_limit:
+        result.over_limit = watch.disk()
     result.stdout = bytes(out[:max_output_bytes])
     result.stderr_tail = bytes(err[-_STDERR_TAIL:])
     result.duration_ms = int((time.monotonic() - started) * 1000)
@@ -132,31 +149,45 @@ class _Launch:
 
     Under bubblewrap the agent is the PID namespace's init (``--as-pid-1``): when it exits the
     kernel kills everything left in the namespace before bubblewrap can report the exit, so a
-    reaped ``bwrap`` means no process of the unit is left — no /proc scan needed.
+    reaped ``bwrap`` means no process of the unit is left — no /proc scan needed. Run by root,
+    bubblewrap waits until the harness has mapped the agent's unprivileged user into its user
+    namespace (:meth:`release`), and the run folder is handed to that user first.
     """
 
     def __init__(self, argv: list[str], cwd: Path, sandbox: Sandbox) -> None:
         self.confined = sandbox.kind == "bwrap"
-        self.argv = argv
+        # Seatbelt has no PID namespace: its unit ends like an unconfined one (its group)
+        self.argv = seatbelt_command(sandbox, argv, cwd) if sandbox.kind == "seatbelt" else argv
         self.pass_fds: tuple[int, ...] = ()
         self.status: int | None = None
         self._status_data = bytearray()
         self._child_fds: list[int] = []
         self._pidfd: int | None = None
+        self._block: int | None = None  # the write end bubblewrap waits on (run as root)
+        self._pid: int | None = None
         if not self.confined:
             return
+        as_root = os.geteuid() == 0
         status_r, status_w = os.pipe()
-        os.set_inheritable(status_w, True)
-        options = sandbox.options(cwd, status_w)
+        self._child_fds = [status_w]
+        block_fd = info_fd = None
+        if as_root:
+            hand_over(cwd)
+            block_fd, self._block = os.pipe()
+            info_fd = os.open(os.devnull, os.O_WRONLY)
+            self._child_fds += [block_fd, info_fd]
+        options = sandbox.options(cwd, status_w, block_fd, info_fd)
         args_fd = os.memfd_create("bwrap-args", 0)
         os.write(args_fd, b"".join(a.encode() + b"\0" for a in options))
         os.lseek(args_fd, 0, os.SEEK_SET)
-        os.set_inheritable(args_fd, True)
-        self.argv = [sandbox.bwrap, "--args", str(args_fd), "--", *argv]
-        self.pass_fds = (args_fd, status_w)
+        self._child_fds.append(args_fd)
+        for fd in self._child_fds:
+            os.set_inheritable(fd, True)
+        inner = sandbox.command(argv, as_root=as_root)
+        self.argv = [sandbox.bwrap, "--args", str(args_fd), "--", *inner]
+        self.pass_fds = tuple(self._child_fds)
         os.set_blocking(status_r, False)  # read when asked (_status_field), never waited on
         self.status = status_r
-        self._child_fds = [args_fd, status_w]
 
     def started(self) -> None:
         """Close the child's ends of the pipes in the harness (EOF comes when bwrap exits)."""
@@ -164,6 +195,32 @@ class _Launch:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._child_fds = []
+
+    def release(self, proc: subprocess.Popen[bytes]) -> None:
+        """Run as root: map the agent's user into the sandbox's user namespace, then let
+        bubblewrap go on. Unmapped, it cannot start: a failure here ends as its failed start."""
+        if self._block is None:
+            return
+        try:
+            until = time.monotonic() + _MAP_WAIT_S
+            pid = self._status_field("child-pid")
+            while pid is None and proc.poll() is None and time.monotonic() < until:
+                select.select([self.status], [], [], _POLL_S)
+                pid = self._status_field("child-pid")
+            if pid is not None:
+                with contextlib.suppress(OSError):  # it died already: its exit says why
+                    for name in ("uid_map", "gid_map"):
+                        Path(f"/proc/{pid}/{name}").write_text(id_maps())
+                    os.write(self._block, b"1")
+        finally:
+            os.close(self._block)
+            self._block = None
+
+    def agent_pid(self) -> int | None:
+        """The host pid of the namespace's init (the agent), once bubblewrap has said it."""
+        if self._pid is None and self.confined:
+            self._pid = self._status_field("child-pid")
+        return self._pid
 
     def agent_pidfd(self) -> int | None:
         """A pidfd of the namespace's init (the agent), once bubblewrap has reported its pid."""
@@ -207,6 +264,9 @@ class _Launch:
 
     def close(self) -> None:
         self.started()
+        if self._block is not None:
+            os.close(self._block)
+            self._block = None
         for fd in (self.status, self._pidfd):
             if fd is not None:
                 with contextlib.suppress(OSError):
