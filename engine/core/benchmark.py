@@ -116,6 +116,7 @@ class BenchmarkConfig:
     pass_threshold: float = 1.0
     splits: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SPLITS))
     cases: list[str] | None = None
+    smoke: list[str] | None = None  # the few cases `skillsmith check` runs by default
 
 
 @dataclass
@@ -156,6 +157,7 @@ class Benchmark:
     pass_threshold: float
     splits: dict[str, float]
     cases: list[Case]
+    smoke: list[str] = field(default_factory=list)
 
     @property
     def positive_label(self) -> str | None:
@@ -439,7 +441,12 @@ def load_benchmark(path: Path | str, *, check: bool = True) -> Benchmark:
         pass_threshold=config.pass_threshold,
         splits=dict(config.splits),
         cases=cases,
+        smoke=list(config.smoke or []),
     )
+    known = {c.id for c in cases}
+    for i, case_id in enumerate(bench.smoke):
+        if case_id not in known:
+            raise FormatError(source, f"smoke[{i}]", f"no case {case_id!r} in {root}")
     if check:
         problems = check_benchmark(bench)
         if problems:

@@ -53,5 +53,9 @@ def render_markdown(report: Report, redact: Redactor) -> str:
         if cut:
             lines.append(f"(diff cut at {DIFF_KEEP:,} characters)")
         lines.append("</details>")
-    lines += ["", f"_Transcripts: `skillsmith report {report.ref}` writes the full HTML report._"]
+    if report.kind == "runs":
+        runs = ", ".join(f"`{r}`" for r in report.ref.split())
+        lines += ["", f"_Transcripts: `skillsmith report RUN` writes the HTML report of {runs}._"]
+    else:
+        lines += ["", f"_Transcripts: `skillsmith report {report.ref}` writes the HTML report._"]
     return redact("\n".join(lines) + "\n")

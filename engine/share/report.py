@@ -339,9 +339,12 @@ def _headline(subject: Subject, overall: Verdict | None) -> str:
 
 def build_report(ws: Workspace | None, ref: str) -> Report:
     """The report of RUN, SESSION or EXPERIMENT ``ref`` (see :func:`load_subject`)."""
-    subject = load_subject(ws, ref)
+    return report_of(ws, load_subject(ws, ref))
+
+
+def report_of(ws: Workspace | None, subject: Subject) -> Report:
     if not subject.sides:
-        raise SkillsmithError(f"{ref}: no evaluated unit to report on")
+        raise SkillsmithError(f"{subject.ref}: no evaluated unit to report on")
     positive = _positive_label(ws, subject.benchmark)
     before = subject.before
     overall = compare_paired(before.rows, subject.after.rows) if before is not None else None

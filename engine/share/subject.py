@@ -12,6 +12,7 @@ session of the same id.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,11 @@ from engine.evaluation.runner import BASELINE, SKILL
 from engine.evaluation.verdict import reindex
 
 SHORT_SHA = 8
+
+
+def sha256_text(data: bytes) -> str:
+    """The hash a run's manifest gives a skill text (the key a version is recognised by)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass
@@ -43,7 +49,7 @@ class Side:
 class Subject:
     """A run or a session as the report reads it."""
 
-    kind: str  # "run" | "session"
+    kind: str  # "run" | "session" | "runs"
     ref: str
     title: str
     benchmark: str | None
@@ -128,8 +134,6 @@ def _add_run(
 
 def _candidate_names(ws: Workspace, events: list[dict[str, Any]]) -> dict[str, str]:
     """sha256 of a queued candidate's SKILL.md → "candidate <id>" (runs name no version for it)."""
-    import hashlib
-
     names: dict[str, str] = {}
     for event in events:
         cand = event.get("candidate") if event.get("kind") == "candidate_queued" else None
@@ -137,7 +141,7 @@ def _candidate_names(ws: Workspace, events: list[dict[str, Any]]) -> dict[str, s
             continue
         path = ws.candidates_dir / cand / "SKILL.md"
         if path.is_file():
-            names[hashlib.sha256(path.read_bytes()).hexdigest()] = f"candidate {cand}"
+            names[sha256_text(path.read_bytes())] = f"candidate {cand}"
     return names
 
 
@@ -187,6 +191,28 @@ def load_subject(ws: Workspace | None, ref: str) -> Subject:
             f"or an experiment with a session in {ws.root}"
         )
     return _session_subject(ws, session_id)
+
+
+def runs_subject(
+    ws: Workspace, run_ids: list[str], title: str, labels: dict[str, str] | None = None
+) -> Subject:
+    """The versions a set of runs evaluated (``skillsmith check``'s evaluations); ``labels``
+    names the version of a run by its skill's sha256, where no version number does."""
+    sides: dict[tuple[str, ...], Side] = {}
+    manifests = {run_id: _manifest(ws.runs_dir / run_id) for run_id in run_ids}
+    for run_id, manifest in manifests.items():
+        _add_run(sides, ws.runs_dir / run_id, manifest, labels or {})
+    return Subject(
+        kind="runs",
+        ref=" ".join(run_ids),
+        title=title,
+        benchmark=next((m["benchmark"] for m in manifests.values() if m.get("benchmark")), None),
+        sides=list(sides.values()),
+        events=[],
+        info=None,
+        manifests=manifests,
+        run_dirs={run_id: ws.runs_dir / run_id for run_id in run_ids},
+    )
 
 
 def _session_subject(ws: Workspace, session_id: str) -> Subject:
