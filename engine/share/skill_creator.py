@@ -207,8 +207,12 @@ def _eval_entry(
     if bench is not None:
         with contextlib.suppress(KeyError):
             rubric = bench.case(case_id).rubric
-            expected = rubric.expected or ""
-            return str(expected), [c.describe(rubric.expected) for c in rubric.checks]
+            expected = str(rubric.expected or "")
+            if expected and bench.labels:
+                # skill-creator has no label set; a bare label, which every prompt names, would
+                # read as the answer given away, so the expected output says what is checked
+                expected = f"verdict is {rubric.expected!r}"
+            return expected, [c.describe(rubric.expected) for c in rubric.checks]
     texts = [str(c.get("text")) for r in rows for c in r.get("checks") or [] if c.get("text")]
     return str(rows[0].get("ground_truth") or ""), list(dict.fromkeys(texts))
 
