@@ -19,6 +19,7 @@ from engine.core.errors import UsageError, check_counts
 from engine.core.fsutil import atomic_write_text
 from engine.core.workspace import Workspace
 from engine.share.check import CheckOptions, SkillCheck, changed_skills, run_check
+from engine.share.write import REPORTS
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -107,7 +108,7 @@ def _check(args: argparse.Namespace) -> int:
     progress = LoopProgress("check", quiet=wants_json(args))
     with progress:
         results = run_check(ws, options, changes, reporter=progress)
-    path = Path(args.report) if args.report else ws.root / "reports" / "check.md"
+    path = Path(args.report) if args.report else ws.root / REPORTS / "check.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, _markdown(ws, changes.ref, results))
     worse = [r.skill for r in results if r.status == "worse"]

@@ -12,12 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_if_any
-from engine.core.errors import SkillsmithError
-from engine.core.fsutil import atomic_write_text
-from engine.core.workspace import Workspace
-from engine.share.report import build_report, redactor
-
-REPORTS = "reports"  # <workspace>/reports/<ref>.html: where a report goes by default
+from engine.share.report import redactor
+from engine.share.write import write_report
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -44,36 +40,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     e.add_argument("--format", choices=("skill-creator",), required=True)
     e.add_argument("dest", metavar="DIR", type=Path, help="a new (or empty) folder")
     e.set_defaults(func=_export)
-
-
-def report_path(ws: Workspace | None, ref: str, fmt: str) -> Path:
-    """Where ``report REF`` writes by default: the workspace's reports/, else the current
-    folder."""
-    name = f"{Path(ref).name}.{fmt}"
-    return ws.root / REPORTS / name if ws is not None else Path(name)
-
-
-def write_report(ws: Workspace | None, ref: str, fmt: str, output: str | None) -> Path | None:
-    """Render the report of ``ref`` and write it (atomically); None when it went to stdout."""
-    report = build_report(ws, ref)
-    redact = redactor(ws)
-    if fmt == "md":
-        from engine.share.markdown import render_markdown
-
-        text = render_markdown(report, redact)
-    else:
-        from engine.share.html import render_html
-
-        text = render_html(report, redact)
-    if output == "-":
-        sys.stdout.write(text)
-        return None
-    path = Path(output) if output else report_path(ws, ref, fmt)
-    if path.is_dir():
-        raise SkillsmithError(f"{path}: is a folder; name the report file")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, text)
-    return path
 
 
 def _report(args: argparse.Namespace) -> int:
