@@ -8,13 +8,14 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
 import pytest
 
 from engine.core.workspace import Workspace
-from tests.evolve_helpers import SMALL_FAMILIES, demo, run_evolve
+from tests.evolve_helpers import SMALL_FAMILIES, demo, env, run_evolve
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts"  # kept for a person to look at; in .gitignore
@@ -39,6 +40,18 @@ def plant_secret(ws: Workspace, run_id: str, case_id: str) -> None:
     line = {"type": "assistant", "content": f"the token is {SECRET}\nVERDICT: safe"}
     with session.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(line) + "\n")
+
+
+def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+    """``skillsmith ARGS -w WS`` as a subprocess, from the checkout."""
+    return subprocess.run(
+        [sys.executable, "-m", "engine.cli", *args, "-w", str(ws.root)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        cwd=ROOT,
+        timeout=300,
+    )
 
 
 def chromium() -> str:

@@ -22,6 +22,7 @@ import yaml
 
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL
+from engine.share.check import plan_runs
 from tests.evolve_helpers import demo, env
 from tests.share_helpers import ROOT
 
@@ -133,6 +134,13 @@ def test_a_budget_below_one_run_per_case_is_bad_usage(repo: Workspace) -> None:
     done = check(repo, "--cases", CASES, "--budget-runs", "10")
     assert done.returncode == 2
     assert done.stderr.startswith("skillsmith: error: --budget-runs 10: below one run")
+
+
+def test_a_budget_fixes_the_first_look_and_leaves_the_rest_to_reruns() -> None:
+    assert plan_runs(9, 2, None) == (2, 0)  # no budget: the benchmark's runs, no reruns
+    assert plan_runs(9, 2, 100) == (2, 32)  # 36 runs first, 64 left: 32 per version
+    assert plan_runs(9, 2, 30) == (1, 6)  # too few for two runs each: one, and 12 left
+    assert plan_runs(9, 2, 18) == (1, 0)
 
 
 def test_the_ci_recipe_in_the_docs_runs_and_fails_on_a_worse_skill(repo: Workspace) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +20,8 @@ from engine.core.results import read_results
 from engine.core.runs import latest_of
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_BENCHMARK
-from tests.evolve_helpers import demo, env
-from tests.share_helpers import ROOT, SECRET
+from tests.evolve_helpers import demo
+from tests.share_helpers import ROOT, SECRET, cli
 
 DOCS = ROOT / "docs" / "formats.md"
 
@@ -33,17 +31,6 @@ def schemas() -> dict[str, Any]:
     text = DOCS.read_text(encoding="utf-8")
     found = re.findall(r"<!-- schema: (\S+) -->\s*```json\n(.*?)```", text, re.S)
     return {name: json.loads(body) for name, body in found}
-
-
-def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args, "-w", str(ws.root)],
-        capture_output=True,
-        text=True,
-        env=env(),
-        cwd=ROOT,
-        timeout=300,
-    )
 
 
 CASES = "deser-py-pickle,path-js-root,crypto-go-des,path-go-join"

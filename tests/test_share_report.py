@@ -26,6 +26,7 @@ from tests.share_helpers import (
     ARTIFACTS,
     ROOT,
     SECRET,
+    cli,
     drawn_rows,
     evolve_session,
     plant_secret,
@@ -60,17 +61,6 @@ window.addEventListener('load', () => {
 def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, str]:
     ws, session_id = evolve_session(tmp_path_factory.mktemp("report") / "ws")
     return ws, session_id
-
-
-def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args, "-w", str(ws.root)],
-        capture_output=True,
-        text=True,
-        env=env(),
-        cwd=ROOT,
-        timeout=300,
-    )
 
 
 def failing_unit(ws: Workspace, session_id: str) -> tuple[str, str]:

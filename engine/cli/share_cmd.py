@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import print_json, wants_json, workspace_if_any
+from engine.core.runs import run_folder
 from engine.share.report import redactor
 from engine.share.write import write_report
 
@@ -56,10 +57,10 @@ def _report(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from engine.share.skill_creator import export_skill_creator
-    from engine.share.subject import run_folder
 
     ws = workspace_if_any(args)
-    result = export_skill_creator(ws, run_folder(ws, args.run), args.dest, redactor(ws))
+    run_dir = run_folder(args.run, ws.runs_dir if ws is not None else None)
+    result = export_skill_creator(ws, run_dir, args.dest, redactor(ws))
     if wants_json(args):
         print_json(result.to_dict())
         return 0

@@ -20,7 +20,7 @@ from engine.core.benchmark import load_benchmark
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.scoreboard import read_heads
 from engine.core.transcripts.content import clip
-from engine.core.transcripts.trace import load_trace
+from engine.core.transcripts.trace import Trace, load_trace
 from engine.core.vault import redact, secret_values
 from engine.core.workspace import Workspace
 from engine.evaluation.metrics import Metrics, case_status, compare, metrics
@@ -195,49 +195,56 @@ def _anchor(run_id: str, row: dict[str, Any], variant: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", raw)
 
 
-def _outputs(folder: Path) -> list[OutputFile]:
-    """The kept outputs of a unit: text shown clipped, links shown as links (never followed)."""
-    found: list[OutputFile] = []
-    if not folder.is_dir() or folder.is_symlink():
-        return found
+def unit_trace(run_dir: Path, row: dict[str, Any]) -> tuple[Trace | None, str]:
+    """A unit's transcript, or None and why there is none (missing, outside its run,
+    unreadable)."""
+    rel = str(row.get("session_file") or "")
+    path = run_dir / rel
+    if not rel or not path.is_file() or not path.resolve().is_relative_to(run_dir.resolve()):
+        return None, "no transcript was kept for this unit"
+    try:
+        return load_trace(path, source=rel), ""
+    except FormatError as exc:
+        return None, f"transcript unreadable: {exc}"
+
+
+def kept_outputs(run_dir: Path, row: dict[str, Any]) -> tuple[Path, list[Path], list[Path]]:
+    """A unit's output folder, its regular files and its links (named, never followed)."""
+    stem = Path(str(row.get("session_file") or "")).stem
+    folder = run_dir / OUTPUTS / stem
+    files: list[Path] = []
+    links: list[Path] = []
+    if not stem or not folder.is_dir() or folder.is_symlink():
+        return folder, files, links
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
         for name in sorted(filenames + [d for d in dirnames if (here / d).is_symlink()]):
-            path = here / name
-            rel = path.relative_to(folder).as_posix()
-            if path.is_symlink():
-                found.append(OutputFile(rel, f"(link to {os.readlink(path)}, not followed)"))
-                continue
-            data = path.read_bytes()[: OUTPUT_KEEP * 4]
-            try:
-                text = clip(data.decode("utf-8"), OUTPUT_KEEP)
-            except UnicodeDecodeError:
-                text = f"(binary, {path.stat().st_size} bytes)"
-            found.append(OutputFile(rel, text))
+            (links if (here / name).is_symlink() else files).append(here / name)
         dirnames[:] = sorted(d for d in dirnames if not (here / d).is_symlink())
-    return found
+    return folder, files, links
+
+
+def _outputs(run_dir: Path, row: dict[str, Any]) -> list[OutputFile]:
+    """The kept outputs of a unit as shown: text clipped, a link as a link."""
+    folder, files, links = kept_outputs(run_dir, row)
+    shown = [
+        OutputFile(p.relative_to(folder).as_posix(), f"(link to {os.readlink(p)}, not followed)")
+        for p in links
+    ]
+    for path in files:
+        data = path.read_bytes()[: OUTPUT_KEEP * 4]
+        try:
+            text = clip(data.decode("utf-8"), OUTPUT_KEEP)
+        except UnicodeDecodeError:
+            text = f"(binary, {path.stat().st_size} bytes)"
+        shown.append(OutputFile(path.relative_to(folder).as_posix(), text))
+    return sorted(shown, key=lambda o: o.path)
 
 
 def _unit(side: Side, row: dict[str, Any], run_dir: Path) -> Unit:
     run_id = str(row["run_id"])
-    session_file = str(row.get("session_file") or "")
-    stem = Path(session_file).stem
-    prompt, final, note = "", "", ""
-    calls: list[str] = []
-    errors = 0
-    path = run_dir / session_file if session_file else None
-    if path is None or not path.is_file() or not path.resolve().is_relative_to(run_dir.resolve()):
-        note = "no transcript was kept for this unit"
-    else:
-        try:
-            trace = load_trace(path, source=session_file)
-        except FormatError as exc:
-            note = f"transcript unreadable: {exc}"
-        else:
-            prompt = clip(trace.prompt, 1200)
-            calls, _ = skeleton(trace.calls, width=110, max_entries=40)
-            errors = sum(1 for c in trace.calls if c.is_error)
-            final = clip(trace.final_text, FINAL_KEEP)
+    trace, note = unit_trace(run_dir, row)
+    calls = skeleton(trace.calls, width=110, max_entries=40)[0] if trace is not None else []
     tokens = row.get("tokens") or {}
     return Unit(
         anchor=_anchor(run_id, row, str(row.get("variant"))),
@@ -251,11 +258,11 @@ def _unit(side: Side, row: dict[str, Any], run_dir: Path) -> Unit:
         tokens=sum(int(v or 0) for v in tokens.values() if isinstance(v, int | float)),
         cost_usd=row.get("cost_usd"),
         duration_ms=int(row.get("duration_ms") or 0),
-        prompt=prompt,
+        prompt=clip(trace.prompt, 1200) if trace is not None else "",
         calls=calls,
-        errors=errors,
-        final=final,
-        outputs=_outputs(run_dir / OUTPUTS / stem) if stem else [],
+        errors=sum(1 for c in trace.calls if c.is_error) if trace is not None else 0,
+        final=clip(trace.final_text, FINAL_KEEP) if trace is not None else "",
+        outputs=_outputs(run_dir, row),
         note=note,
     )
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import tempfile
 from collections import Counter
@@ -36,14 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.benchmark import PROMPT_FILE, Benchmark, load_benchmark
-from engine.core.errors import FormatError, SkillsmithError
+from engine.core.errors import SkillsmithError
 from engine.core.fsutil import atomic_write_bytes, atomic_write_text, fsync_dir, json_bytes
 from engine.core.results import read_results
 from engine.core.runs import MANIFEST, RESULTS, latest_of
-from engine.core.transcripts.trace import Trace, load_trace
+from engine.core.transcripts.trace import Trace
 from engine.core.workspace import Workspace
 from engine.evaluation.runner import BASELINE, SKILL
-from engine.share.report import OUTPUTS, Redactor
+from engine.share.report import Redactor, kept_outputs, unit_trace
 
 CONFIGURATION = {SKILL: "with_skill", BASELINE: "without_skill"}
 
@@ -66,17 +65,6 @@ class ExportResult:
 
 def _write_json(path: Path, data: Any) -> None:
     atomic_write_bytes(path, json_bytes(data), sync_dir=False)
-
-
-def _trace(run_dir: Path, row: dict[str, Any]) -> Trace | None:
-    rel = str(row.get("session_file") or "")
-    path = run_dir / rel
-    if not rel or not path.is_file() or not path.resolve().is_relative_to(run_dir.resolve()):
-        return None
-    try:
-        return load_trace(path, source=rel)
-    except FormatError:
-        return None
 
 
 def _execution_metrics(trace: Trace | None, outputs: list[Path]) -> dict[str, Any]:
@@ -147,24 +135,6 @@ def _transcript_md(prompt: str, trace: Trace | None) -> str:
         lines += [f"- {c.name}{' (failed)' if c.is_error else ''}: {c.args}" for c in trace.calls]
         lines += ["", "## Final answer", "", trace.final_text.strip(), ""]
     return "\n".join(lines)
-
-
-def _kept_outputs(run_dir: Path, row: dict[str, Any]) -> tuple[list[Path], list[str]]:
-    """The unit's kept output files (regular files only; a link is named, never followed)."""
-    stem = Path(str(row.get("session_file") or "")).stem
-    folder = run_dir / OUTPUTS / stem
-    files: list[Path] = []
-    links: list[str] = []
-    if not stem or not folder.is_dir() or folder.is_symlink():
-        return files, links
-    for dirpath, dirnames, filenames in os.walk(folder):
-        here = Path(dirpath)
-        for name in sorted(filenames + [d for d in dirnames if (here / d).is_symlink()]):
-            path = here / name
-            rel = path.relative_to(folder).as_posix()
-            (links.append(rel) if path.is_symlink() else files.append(path))
-        dirnames[:] = sorted(d for d in dirnames if not (here / d).is_symlink())
-    return files, links
 
 
 def _copy_output(src: Path, folder: Path, dest: Path, redact: Redactor) -> None:
@@ -267,7 +237,7 @@ def _write_all(
     written = 0
     for n, case_id in enumerate(cases, start=1):
         mine = [r for r in rows if r["case_id"] == case_id]
-        traces = {id(r): _trace(run_dir, r) for r in mine}
+        traces = {id(r): unit_trace(run_dir, r)[0] for r in mine}
         prompt = _prompt(bench, case_id, traces.values())
         expected, expectations = _eval_entry(bench, case_id, mine, prompt)
         metadata = {
@@ -322,13 +292,14 @@ def _write_run(
     prompt: str,
     redact: Redactor,
 ) -> None:
-    outputs, links = _kept_outputs(run_dir, row)
+    folder, outputs, links = kept_outputs(run_dir, row)
     metrics = _execution_metrics(trace, outputs)
     seconds = round(int(row.get("duration_ms") or 0) / 1000, 3)
     grading = _grading(row, metrics, seconds)
     if links:
         grading["user_notes_summary"]["needs_review"].append(
-            f"links in the outputs, not followed: {', '.join(links)}"
+            "links in the outputs, not followed: "
+            + ", ".join(p.relative_to(folder).as_posix() for p in links)
         )
     _write_json(path / "grading.json", json.loads(redact(json.dumps(grading))))
     _write_json(path / "timing.json", _timing(row))
@@ -337,6 +308,5 @@ def _write_run(
     answer = trace.final_text if trace is not None else str(row.get("invalid_reason") or "")
     atomic_write_text(path / "outputs" / "answer.md", redact(answer) + "\n", sync_dir=False)
     _write_json(path / "outputs" / "metrics.json", metrics)
-    folder = run_dir / OUTPUTS / Path(str(row.get("session_file") or "")).stem
     for src in outputs:
         _copy_output(src, folder, path / "outputs", redact)

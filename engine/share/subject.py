@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.core.errors import SkillsmithError
 from engine.core.results import read_results
-from engine.core.runs import INPUTS, MANIFEST, RESULTS, latest_of
+from engine.core.runs import INPUTS, MANIFEST, RESULTS, latest_of, run_folder
 from engine.core.sessions import SessionInfo, read_events, session_info, session_path
 from engine.core.workspace import Workspace
 from engine.evaluation.runner import BASELINE, SKILL
@@ -145,28 +145,14 @@ def _candidate_names(ws: Workspace, events: list[dict[str, Any]]) -> dict[str, s
     return names
 
 
-def _run_dir(ws: Workspace | None, ref: str) -> Path | None:
-    path = Path(ref)
-    if (path / RESULTS).is_file():
-        return path
-    if ws is not None and "/" not in ref and (ws.runs_dir / ref / RESULTS).is_file():
-        return ws.runs_dir / ref
-    return None
-
-
-def run_folder(ws: Workspace | None, ref: str) -> Path:
-    """The folder of run ``ref`` (an id under runs/, or a folder holding a results.jsonl)."""
-    found = _run_dir(ws, ref)
-    if found is None:
-        where = f" or {ws.runs_dir / ref}" if ws is not None else ""
-        raise SkillsmithError(f"{ref}: no run folder with a results.jsonl at {Path(ref)}{where}")
-    return found
-
-
 def load_subject(ws: Workspace | None, ref: str) -> Subject:
     """RUN (an id under runs/ or a run folder), SESSION (an id under sessions/) or EXPERIMENT
     (an id under experiments/, read through its session)."""
-    run_dir = _run_dir(ws, ref)
+    runs_dir = ws.runs_dir if ws is not None else None
+    try:
+        run_dir: Path | None = run_folder(ref, runs_dir)
+    except SkillsmithError:
+        run_dir = None  # not a run: a session or an experiment
     if run_dir is not None:
         manifest = _manifest(run_dir)
         sides: dict[tuple[str, ...], Side] = {}
