@@ -163,3 +163,41 @@ def test_an_export_into_a_folder_with_files_writes_nothing(
     assert "exists and is not an empty folder" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy"]
     assert [p.name for p in (tmp_path / "busy").iterdir()] == ["notes.txt"]
+
+
+def test_kept_outputs_reach_the_report_and_the_export_and_links_are_not_followed(
+    evaluated: tuple[Workspace, str], tmp_path: Path
+) -> None:
+    ws, run_id = evaluated
+    rows = read_results(ws.runs_dir / run_id / "results.jsonl")
+    row = next(r for r in rows if r["pass_fail"] == "fail")  # the report shows failing units
+    stem = Path(row["session_file"]).stem
+    folder = ws.runs_dir / run_id / "outputs" / stem  # the unit's kept outputs
+    folder.mkdir(parents=True)
+    (folder / "findings.md").write_text("what the agent wrote down\n", encoding="utf-8")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("NOT-FOR-THE-REPORT", encoding="utf-8")
+    (folder / "escape.txt").symlink_to(outside)
+    page = tmp_path / "run.html"
+    assert cli(ws, "report", run_id, "-o", str(page)).returncode == 0
+    dest = tmp_path / "sc"
+    assert cli(ws, "export", run_id, "--format", "skill-creator", str(dest)).returncode == 0
+    text = page.read_text(encoding="utf-8")
+    assert "what the agent wrote down" in text
+    assert "escape.txt" in text and "not followed" in text
+    assert "NOT-FOR-THE-REPORT" not in text
+    meta = {
+        json.loads((p / "eval_metadata.json").read_text())["eval_name"]: p
+        for p in dest.glob("eval-*")
+    }
+    config = "with_skill" if row["variant"] == "skill" else "without_skill"
+    run = meta[row["case_id"]] / config / f"run-{row['run_index'] + 1}"
+    assert (run / "outputs" / "findings.md").read_text() == "what the agent wrote down\n"
+    assert not (run / "outputs" / "escape.txt").exists()
+    grading = json.loads((run / "grading.json").read_text())
+    assert grading["user_notes_summary"]["needs_review"] == [
+        "links in the outputs, not followed: escape.txt"
+    ]
+    assert json.loads((run / "outputs" / "metrics.json").read_text())["files_created"] == [
+        "findings.md"
+    ]
