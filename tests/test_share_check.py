@@ -136,6 +136,16 @@ def test_a_budget_below_one_run_per_case_is_bad_usage(repo: Workspace) -> None:
     assert done.stderr.startswith("skillsmith: error: --budget-runs 10: below one run")
 
 
+def test_no_repository_or_an_unknown_ref_is_one_line(repo: Workspace, tmp_path: Path) -> None:
+    bad = check(repo, "--against", "no-such-branch")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("skillsmith: error: --against no-such-branch: not a commit")
+    loose = demo(tmp_path / "loose", ("path",))
+    done = check(loose)
+    assert done.returncode == 1 and "not in a git repository" in done.stderr
+    assert "Traceback" not in done.stderr + bad.stderr
+
+
 def test_a_budget_fixes_the_first_look_and_leaves_the_rest_to_reruns() -> None:
     assert plan_runs(9, 2, None) == (2, 0)  # no budget: the benchmark's runs, no reruns
     assert plan_runs(9, 2, 100) == (2, 32)  # 36 runs first, 64 left: 32 per version

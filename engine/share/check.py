@@ -104,7 +104,10 @@ def resolve_ref(top: Path, against: str | None) -> str:
     """The commit to compare with: ``against``, else the merge base of HEAD with the main
     branch (the first of main, master, origin/main, origin/master that exists)."""
     if against:
-        return _git(top, "rev-parse", "--verify", "--quiet", f"{against}^{{commit}}").strip()
+        try:
+            return _git(top, "rev-parse", "--verify", "--quiet", f"{against}^{{commit}}").strip()
+        except SkillsmithError:
+            raise UsageError(f"--against {against}: not a commit of the repository {top}") from None
     for branch in MAIN_BRANCHES:
         with contextlib.suppress(SkillsmithError):
             _git(top, "rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}")
@@ -148,7 +151,12 @@ def changed_skills(ws: Workspace, against: str | None) -> Changes:
     skills_dir = ws.skills_dir.resolve()
     if not skills_dir.is_dir():
         raise SkillsmithError(f"{skills_dir}: no skills folder")
-    top = Path(_git(skills_dir, "rev-parse", "--show-toplevel").strip())
+    try:
+        top = Path(_git(skills_dir, "rev-parse", "--show-toplevel").strip())
+    except SkillsmithError:
+        raise SkillsmithError(
+            f"{skills_dir}: not in a git repository; check compares skills with a git ref"
+        ) from None
     ref = resolve_ref(top, against)
     rel = skills_dir.relative_to(top.resolve()).as_posix()
     old, new = _versions_at(top, ref, rel), _versions_in(skills_dir)
