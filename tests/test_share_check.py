@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.core.benchmark import load_benchmark
+from engine.core.errors import FormatError
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL
 from engine.share.check import plan_runs
@@ -144,6 +146,16 @@ def test_no_repository_or_an_unknown_ref_is_one_line(repo: Workspace, tmp_path: 
     done = check(loose)
     assert done.returncode == 1 and "not in a git repository" in done.stderr
     assert "Traceback" not in done.stderr + bad.stderr
+
+
+def test_a_smoke_list_naming_no_case_is_refused_with_its_field(repo: Workspace) -> None:
+    bench = repo.benchmarks_dir / DEMO_BENCHMARK / "benchmark.yaml"
+    config = yaml.safe_load(bench.read_text(encoding="utf-8"))
+    bench.write_text(yaml.safe_dump({**config, "smoke": ["path-js-root", "nope"]}))
+    with pytest.raises(FormatError, match=r"field 'smoke\[1\]': no case 'nope'"):
+        load_benchmark(bench.parent)
+    bench.write_text(yaml.safe_dump({**config, "smoke": ["path-js-root"]}))
+    assert load_benchmark(bench.parent).smoke == ["path-js-root"]
 
 
 def test_a_budget_fixes_the_first_look_and_leaves_the_rest_to_reruns() -> None:
