@@ -14,8 +14,8 @@ from typing import Any
 
 from engine.cli import executor_options, print_json, wants_json, workspace_of
 from engine.cli.progress import LoopProgress
-from engine.core.benchmark import benchmark_ids
-from engine.core.errors import UsageError, check_counts
+from engine.core.benchmark import pick_benchmark
+from engine.core.errors import check_counts
 from engine.core.fsutil import atomic_write_text
 from engine.core.workspace import Workspace
 from engine.share.check import CheckOptions, SkillCheck, changed_skills, run_check
@@ -63,17 +63,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_check)
 
 
-def _bench(ws: Workspace, bench: str | None) -> str:
-    known = benchmark_ids(ws)
-    if bench is None:
-        if len(known) != 1:
-            raise UsageError(f"--bench: name one of {', '.join(known) or '(no benchmarks)'}")
-        return known[0]
-    if bench not in known:
-        raise UsageError(f"--bench {bench}: no benchmark {ws.benchmarks_dir / bench}")
-    return bench
-
-
 def _markdown(ws: Workspace, ref: str, results: list[SkillCheck]) -> str:
     from engine.share.markdown import render_markdown
     from engine.share.report import redactor, report_of
@@ -96,7 +85,7 @@ def _check(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     check_counts(("--budget-runs", args.budget_runs), ("--runs", args.runs), ("-j", args.jobs))
     options = CheckOptions(
-        bench=_bench(ws, args.bench),
+        bench=pick_benchmark(ws, args.bench, "--bench"),
         against=args.against,
         cases=tuple(c.strip() for group in args.cases for c in group.split(",") if c.strip()),
         budget_runs=args.budget_runs,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.core.errors import FormatError
+from engine.core.errors import FormatError, UsageError
 from engine.core.fsutil import Stamp, settled, stamp_of, walk_files
 from engine.core.schema import from_mapping, load_yaml
 
@@ -411,6 +411,21 @@ def benchmark_ids(ws: Workspace) -> list[str]:
             or os.path.isfile(os.path.join(entry.path, BENCHMARK_TOML))
         )
     ]
+
+
+def pick_benchmark(ws: Workspace, bench: str | None, label: str = "BENCH") -> str:
+    """``bench`` if the workspace has it, else (when None) its only benchmark; a usage error
+    naming ``label`` (the argument or option it came from) otherwise."""
+    known = benchmark_ids(ws)
+    if bench is None:
+        if len(known) != 1:
+            raise UsageError(f"{label}: name one of {', '.join(known) or '(no benchmarks)'}")
+        return known[0]
+    if bench not in known:
+        given = f"{label} {bench}" if label.startswith("-") else bench
+        have = ", ".join(known) or "none"
+        raise UsageError(f"{given}: no benchmark {ws.benchmarks_dir / bench} (have: {have})")
+    return bench
 
 
 def load_benchmark(path: Path | str, *, check: bool = True) -> Benchmark:
