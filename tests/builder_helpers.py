@@ -80,6 +80,7 @@ def use_counting_agent(ws: Any, count: Path) -> Path:
     The count folder is the one place outside its run folder the sandbox lets it write.
     """
     count.mkdir(parents=True, exist_ok=True)
+    count.chmod(0o777)  # under a root harness the agent writes it as "nobody" (docs/sandbox.md)
     cfg = ws.load_config()
     cfg.agent.kind = "command"
     cfg.agent.command = [sys.executable, str(Path(__file__).resolve())]

@@ -26,6 +26,7 @@ from engine.core.scoreboard import RecordHead, read_heads
 from engine.core.workspace import Workspace
 from engine.views.rows import RunFigures, compact_count, record_versions, run_figures
 from tui.navigation import VimTable
+from tui.report_key import REPORT_BINDING, write_report_of
 from tui.score_chart import ScoreChart
 
 Metric = Literal["score", "pass rate", "tokens"]
@@ -45,6 +46,7 @@ class ScoreboardPane(Vertical):
         Binding("m", "cycle_metric", "Chart metric", id="chart_metric"),
         Binding("right_square_bracket", "benchmark(1)", "Next benchmark", id="next_benchmark"),
         Binding("left_square_bracket", "benchmark(-1)", "Prev benchmark", id="prev_benchmark"),
+        REPORT_BINDING,
     ]
 
     class _Loaded(Message):
@@ -236,6 +238,12 @@ class ScoreboardPane(Vertical):
         if self.metric != "score" and self.figures is None and self.bench is not None:
             self._load_figures(self.bench, self.records)
         self._plot()
+
+    def action_write_report(self) -> None:
+        """The report of the highlighted evaluation's run (H)."""
+        key = self.query_one(VimTable).highlighted_key
+        run_id = self.records[int(key)].run_id if key is not None and self.records else None
+        write_report_of(self, self.workspace, run_id)
 
     def action_benchmark(self, step: int) -> None:
         if not self.benchmarks:

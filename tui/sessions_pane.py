@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.message import Message
@@ -24,6 +25,7 @@ from engine.core.session_logs import SessionLogInfo, TailChunk, list_session_log
 from engine.core.sessions import KINDS
 from engine.core.workspace import Workspace
 from tui.navigation import ListsPane, VimTable
+from tui.report_key import REPORT_BINDING, write_report_of
 from tui.skills_pane import human_size
 
 KIND_STYLE = {
@@ -118,6 +120,7 @@ class SessionsPane(ListsPane, Horizontal):
     SessionsPane > #session-list { width: 55%; }
     SessionsPane > #session-events { width: 1fr; }
     """
+    BINDINGS: ClassVar[list[BindingType]] = [REPORT_BINDING]
 
     class OpenTranscript(Message):
         """The user asked to see the case transcript behind an event."""
@@ -175,6 +178,11 @@ class SessionsPane(ListsPane, Horizontal):
     @property
     def events(self) -> list[dict[str, Any]]:
         return list(self._rows.values())
+
+    def action_write_report(self) -> None:
+        """The report of the highlighted session (H)."""
+        key = self.query_one("#session-list", VimTable).highlighted_key
+        write_report_of(self, self.workspace, key)
 
     # -- loading -------------------------------------------------------------------------------
     def reload(self) -> None:

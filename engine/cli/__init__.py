@@ -66,6 +66,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "diagnose_cmd",
         "outcome and rule-hit counts, root causes, GT suspects (--verbose: per unit)",
     ),
+    "report": (
+        "share_cmd",
+        "one self-contained HTML (or Markdown) report of a run, session or experiment",
+    ),
+    "export": ("share_cmd", "a run in skill-creator's eval-N/with_skill/run-K layout"),
+    "check": (
+        "check_cmd",
+        "CI: evaluate each skill changed since a git ref, paired; exit 1 when one is worse",
+    ),
     "import": (
         "import_cmd",
         "import a run export, skill-creator evals.json, or a JSONL/CSV of cases",

@@ -18,6 +18,7 @@ from engine.cli import print_json, wants_json, workspace_if_any
 from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError
 from engine.core.results import read_results
+from engine.core.runs import run_folder
 from engine.core.workspace import Workspace
 from engine.evaluation.metrics import Comparison, Metrics, compare
 
@@ -37,16 +38,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="which variant's rows to compare (default: skill)",
     )
     p.set_defaults(func=_compare)
-
-
-def _run_dir(ref: str, ws: Workspace | None) -> Path:
-    path = Path(ref)
-    if (path / "results.jsonl").is_file():
-        return path
-    if ws is not None and (ws.runs_dir / ref / "results.jsonl").is_file():
-        return ws.runs_dir / ref
-    where = f" or {ws.runs_dir / ref}" if ws is not None else ""
-    raise SkillsmithError(f"{ref}: no run folder with a results.jsonl at {path}{where}")
 
 
 def _rows(run_dir: Path, variant: str) -> list[dict[str, Any]]:
@@ -74,7 +65,8 @@ def _positive_label(run_dirs: list[Path], ws: Workspace | None) -> str | None:
 
 def _compare(args: argparse.Namespace) -> int:
     ws = workspace_if_any(args)
-    dirs = [_run_dir(args.run_a, ws), _run_dir(args.run_b, ws)]
+    runs_dir = ws.runs_dir if ws is not None else None
+    dirs = [run_folder(args.run_a, runs_dir), run_folder(args.run_b, runs_dir)]
     rows_a, rows_b = (_rows(d, args.variant) for d in dirs)
     result = compare(rows_a, rows_b, _positive_label(dirs, ws))
     from engine.evaluation.verdict import (

@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_of
-from engine.core.benchmark import benchmark_ids
-from engine.core.errors import SkillsmithError, UsageError, check_counts
+from engine.core.benchmark import pick_benchmark
+from engine.core.errors import SkillsmithError, check_counts
 from engine.core.scoreboard import RecordHead, read_heads
 from engine.core.workspace import Workspace
 from engine.views.rows import RunFigures, compact_count, record_versions, run_figures
@@ -42,15 +42,7 @@ def _figures(ws: Workspace, record: RecordHead) -> RunFigures | None:
 
 def _scoreboard(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
-    known = benchmark_ids(ws)
-    bench = args.bench
-    if bench is None:
-        if len(known) != 1:
-            raise UsageError(f"BENCH: name one of {', '.join(known) or '(no benchmarks)'}")
-        bench = known[0]
-    elif bench not in known:
-        have = ", ".join(known) or "none"
-        raise UsageError(f"{bench}: no benchmark {ws.benchmarks_dir / bench} (have: {have})")
+    bench = pick_benchmark(ws, args.bench)
     check_counts(("--last", args.last))
     records = read_heads(ws.benchmarks_dir / bench)
     first = 0 if args.last is None else max(0, len(records) - args.last)

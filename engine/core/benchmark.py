@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.core.errors import FormatError
+from engine.core.errors import FormatError, UsageError
 from engine.core.fsutil import Stamp, settled, stamp_of, walk_files
 from engine.core.schema import from_mapping, load_yaml
 
@@ -136,6 +136,7 @@ class BenchmarkConfig:
     pass_threshold: float = 1.0
     splits: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SPLITS))
     cases: list[str] | None = None
+    smoke: list[str] | None = None  # the few cases `skillsmith check` runs by default
 
 
 @dataclass
@@ -176,6 +177,7 @@ class Benchmark:
     pass_threshold: float
     splits: dict[str, float]
     cases: list[Case]
+    smoke: list[str] = field(default_factory=list)
 
     @property
     def positive_label(self) -> str | None:
@@ -453,6 +455,21 @@ def benchmark_ids(ws: Workspace) -> list[str]:
     ]
 
 
+def pick_benchmark(ws: Workspace, bench: str | None, label: str = "BENCH") -> str:
+    """``bench`` if the workspace has it, else (when None) its only benchmark; a usage error
+    naming ``label`` (the argument or option it came from) otherwise."""
+    known = benchmark_ids(ws)
+    if bench is None:
+        if len(known) != 1:
+            raise UsageError(f"{label}: name one of {', '.join(known) or '(no benchmarks)'}")
+        return known[0]
+    if bench not in known:
+        given = f"{label} {bench}" if label.startswith("-") else bench
+        have = ", ".join(known) or "none"
+        raise UsageError(f"{given}: no benchmark {ws.benchmarks_dir / bench} (have: {have})")
+    return bench
+
+
 def load_benchmark(path: Path | str, *, check: bool = True) -> Benchmark:
     """Load a benchmark folder; with ``check`` (the default) refuse inconsistent cases."""
     root = Path(path).resolve()
@@ -481,7 +498,12 @@ def load_benchmark(path: Path | str, *, check: bool = True) -> Benchmark:
         pass_threshold=config.pass_threshold,
         splits=dict(config.splits),
         cases=cases,
+        smoke=list(config.smoke or []),
     )
+    known = {c.id for c in cases}
+    for i, case_id in enumerate(bench.smoke):
+        if case_id not in known:
+            raise FormatError(source, f"smoke[{i}]", f"no case {case_id!r} in {root}")
     if check:
         problems = check_benchmark(bench)
         if problems:

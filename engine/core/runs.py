@@ -229,6 +229,17 @@ class RunFolder:
         return is_claimed(self.path / _LOCK)
 
 
+def run_folder(ref: str, runs_dir: Path | None) -> Path:
+    """The folder of run ``ref``: a folder holding a results.jsonl, else ``runs_dir/ref``."""
+    path = Path(ref)
+    if (path / RESULTS).is_file():
+        return path
+    if runs_dir is not None and "/" not in ref and (runs_dir / ref / RESULTS).is_file():
+        return runs_dir / ref
+    where = f" or {runs_dir / ref}" if runs_dir is not None else ""
+    raise SkillsmithError(f"{ref}: no run folder with a results.jsonl at {path}{where}")
+
+
 def row_key(row: dict[str, Any]) -> UnitKey:
     return UnitKey(str(row["case_id"]), int(row["run_index"]), str(row.get("variant", "skill")))
 
