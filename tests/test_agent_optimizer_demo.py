@@ -72,7 +72,7 @@ def test_optimize_agent_keeps_a_round_on_the_shipped_demo(tmp_path: Path) -> Non
     assert record.kind == "accepted" and record.run_id == first["run_id"]
     assert record.score == first["score"]
     assert verdict["line"] in record.summary
-    assert ws.load_config().version >= 1
+    assert ws.version() >= 1
     if first["candidate"]["target"] == f"skills/{SKILL}/SKILL.md":
         store = SkillStore(ws, SKILL)
         assert first["candidate"]["after"] in {store.read(v.version) for v in store.versions()}

@@ -132,8 +132,7 @@ def test_rounds_are_kept_by_the_paired_verdict_and_the_rest_rolled_back(
     assert THOROUGH_LINE in ws.agents_md.read_text()
     assert THOROUGH_LINE not in ws.skill_path(SKILL).read_text()  # no skill edit was made
     assert SkillStore(ws, SKILL).current() is None  # never published: the skill kept its text
-    cfg = ws.load_config()
-    assert (cfg.version, cfg.agent.max_turns) == (2, 30)
+    assert (ws.version(), ws.load_config().agent.max_turns) == (2, 30)
     assert "file:line" not in ws.agents_md.read_text()  # the second AGENTS.md line rolled back
 
     # one snapshot per round, taken before it, at the version the round started from
@@ -254,7 +253,7 @@ def test_a_rejected_skill_candidate_is_taboo_and_never_proposed_again(
     asks = [e for e in events(ws, result.session_id) if e.get("stage") == "proposal_rerequest"]
     assert len(asks) == 3 and all("taboo" in e["problem"] for e in asks)
     assert "TODO" not in ws.skill_path(SKILL).read_text()  # rolled back
-    assert ws.load_config().version == 0
+    assert ws.version() == 0
 
 
 def test_an_execution_failure_reruns_only_the_failed_units(

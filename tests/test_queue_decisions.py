@@ -87,7 +87,7 @@ def test_approve_publishes_snapshots_and_undo_rolls_back(workspace: Workspace) -
     assert queue.approve(cid, expected_hash=queue.get(cid).content_hash[:12]) == "v1"
 
     assert workspace.skill_path("audit").read_text() == V1
-    assert store.current() == "v1" and workspace.load_config().version == 1
+    assert store.current() == "v1" and workspace.version() == 1
     vdir = workspace.history_dir / "audit" / "v1"
     assert (vdir / "patch.diff").read_text() == PATCH
     assert json.loads((vdir / "gate_verdict.json").read_text())["gates"] == GATES

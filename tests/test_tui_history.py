@@ -34,7 +34,7 @@ async def test_S_restores_an_older_snapshot_only_after_confirming(tmp_path: Path
     create_snapshot(ws, note="at v1")  # workspace version 1, skill at v1
     store = SkillStore(ws, SKILL)
     store.publish(ws.skill_path(SKILL).read_text() + "\nextra line\n", why="later edit")
-    assert ws.load_config().version == 2
+    assert ws.version() == 2
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -57,7 +57,7 @@ async def test_S_restores_an_older_snapshot_only_after_confirming(tmp_path: Path
         await pilot.press("enter", "y")
         await settle(pilot)
         assert store.current() == "v1"
-        assert ws.load_config().version == 1
+        assert ws.version() == 1
         notes = [s.note for s in list_snapshots(ws)]
         assert len(notes) == 2  # the pre-restore snapshot makes the restore undoable
         assert any(t.startswith("Restored v1-20") for t in toasts(pilot))

@@ -418,7 +418,7 @@ class SkillsmithApp(App[None]):
         from engine.views.rows import current_versions
 
         try:
-            version: int | None = self.workspace.load_config().version
+            version: int | None = self.workspace.version()
         except SkillsmithError:
             version = None
         skills = self.workspace.skill_names()

@@ -74,7 +74,7 @@ def load_history(ws: Workspace) -> HistorySnapshot:
     except SkillsmithError as exc:
         snapshots, snapshot_error = [], str(exc)
     try:
-        version: int | None = ws.load_config().version
+        version: int | None = ws.version()
     except SkillsmithError:
         version = None
     return HistorySnapshot(skills, snapshots, snapshot_error, version)

@@ -466,11 +466,9 @@ class _Optimizer:
                         patch=candidate.diff,
                         provenance={"source": "optimize-agent", "session": self.state.session_id},
                     )
-            cfg = self.ws.load_config()
-            if cfg.version < attempt.version_before + 1:
-                cfg.version = attempt.version_before + 1
-                self.ws.save_config(cfg)
-            attempt.version_after = self.ws.load_config().version
+            if self.ws.version() < attempt.version_before + 1:
+                self.ws.set_version(attempt.version_before + 1)
+            attempt.version_after = self.ws.version()
         done = [
             i
             for i, r in enumerate(read_heads(bench_root))
@@ -543,9 +541,7 @@ class _Optimizer:
         assert attempt.snapshot is not None
         path = target_path(self.ws, candidate.target)
         live = read_text(path) if path.is_file() else ""
-        changed = (
-            live != candidate.before or self.ws.load_config().version != attempt.version_before
-        )
+        changed = live != candidate.before or self.ws.version() != attempt.version_before
         if changed:
             # its own snapshot of the state before its own edit: the agent settings in it are
             # the ones the user had, so they need no second confirmation
@@ -578,7 +574,7 @@ class _Optimizer:
             "verdict": attempt.verdict,
             "hypothesis_held": hypothesis.get("held"),
             "targeted_cases": list(candidate.targeted_cases),
-            "version": self.ws.load_config().version,
+            "version": self.ws.version(),
             "snapshot": attempt.snapshot,
             "reason": attempt.reason,
             "launched": attempt.launched,
@@ -628,7 +624,7 @@ class _Optimizer:
                     round=self.state.valid_rounds + 1,
                     candidate=proposal.to_dict(),
                     stage="proposed",
-                    version_before=self.ws.load_config().version,
+                    version_before=self.ws.version(),
                     reference_score=self.state.reference.score,
                 )
                 self.state.attempts.append(attempt)
@@ -700,7 +696,7 @@ def run(
         log = start_session(ws, "agent-optimizer", forward=reporter, session_id=state.session_id)
     else:
         log = start_session(ws, "agent-optimizer", forward=reporter)
-        start = _start_reference(ws, baseline, cfg.version)
+        start = _start_reference(ws, baseline, ws.version())
         state = OptimizerState(
             session_id=log.session_id,
             benchmark=bench_id,
@@ -711,7 +707,7 @@ def run(
             baseline=_reference(
                 baseline.record,
                 baseline.index,
-                baseline.record.version if baseline.record.version is not None else cfg.version,
+                baseline.record.version if baseline.record.version is not None else ws.version(),
                 "formal_baseline",
             ),
             reference=start,
@@ -747,7 +743,7 @@ def run(
             reason = optimizer.run()
         state.status, state.stop_reason = "finished", reason
         optimizer.save()
-    version = ws.load_config().version
+    version = ws.version()
     result = AgentOptimizerResult(
         session_id=state.session_id,
         benchmark=bench_id,
