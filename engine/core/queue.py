@@ -51,7 +51,7 @@ Status = Literal[
     "dismissed",
     "superseded",
 ]
-Source = Literal["evolve", "optimize", "review", "manual", "curate"]
+Source = Literal["evolve", "optimize", "optimize-agent", "review", "manual", "curate"]
 Operation = Literal["update", "create", "delete"]
 
 Records = list[dict[str, Any]]

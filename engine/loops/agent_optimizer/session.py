@@ -43,6 +43,7 @@ from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_text
+from engine.core.queue import CandidateQueue
 from engine.core.runs import RunFolder
 from engine.core.scoreboard import (
     ScoreRecord,
@@ -59,7 +60,9 @@ from engine.core.store import SkillStore, read_text
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
 from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.outcome import Sampling
+from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.patches import taboo_rule
@@ -122,6 +125,7 @@ class AgentOptimizerOptions:
     runs: int | None = None  # runs per case of every candidate evaluation
     target_score: float | None = None
     jobs: int | None = None
+    auto_approve: bool = False  # apply a kept round without a person (else it waits in the queue)
     model: LLM | None = None
     judge: ProtocolJudge | None = None
 
@@ -441,7 +445,8 @@ class _Optimizer:
 
     def decide(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if attempt.decision == "accepted":
-            self.accept(attempt, candidate)
+            if not self.held_for_a_person(attempt, candidate):
+                self.accept(attempt, candidate)
         else:
             verdict = Verdict.from_dict(attempt.verdict or {})
             why = (
@@ -449,6 +454,76 @@ class _Optimizer:
                 f"p<{verdict.alpha:g} wanted"
             )
             self.roll_back(attempt, candidate, "rolled_back", why)
+
+    def held_for_a_person(self, attempt: Attempt, candidate: AgentCandidate) -> bool:
+        """Send a kept round through the human gate; True when it now waits for a person.
+
+        A skill edit enters the queue through the door every loop uses (Spec, Safety, Human):
+        ``gates.human: none`` publishes it there, ``--auto-approve`` approves it here, otherwise it
+        waits as ``pending_approval``. The queue holds skill versions only, so a kept AGENTS.md or
+        settings edit waits as a patch file in the experiment folder. Either way the live file is
+        put back to the state before the round and the session stops, as evolve's does: later
+        rounds would build on a change nobody accepted.
+        """
+        verdict = Verdict.from_dict(attempt.verdict or {})
+        why = f"optimize-agent {self.state.session_id} round {attempt.round}: {candidate.summary}"
+        if candidate.skill is None:
+            policy = self.ws.load_config().gates.human
+            if self.state.auto_approve or policy == "none":
+                return False
+            patch = self.folder / f"round-{attempt.round}.diff"
+            atomic_write_text(patch, candidate.diff)
+            where = patch.relative_to(self.ws.root).as_posix()
+            reason = (
+                f"kept ({verdict.line()}); the queue holds skill edits only, so {where} waits "
+                "for a person: apply it by hand, or rerun with --auto-approve"
+            )
+            return self._hold(attempt, candidate, "held", reason)
+        queue = CandidateQueue(self.ws)
+        if attempt.candidate_id is None:
+            store = SkillStore(self.ws, candidate.skill)
+            queued, _ = submit_candidate(
+                self.ws,
+                candidate.skill,
+                candidate.after,
+                source="optimize-agent",
+                operation="update",
+                parent_version=store.current(),
+                summary=candidate.summary,
+                patch=candidate.diff,
+                outcome=TaskOutcome(
+                    status="success",
+                    notes=f"against a fresh evaluation of the parent: {verdict.line()}",
+                    evaluator=f"optimize-agent:{self.state.session_id} round {attempt.round}",
+                ),
+                delta_score=attempt.delta,
+                root_causes=[candidate.rule],
+                metrics={"score": attempt.score, "run_id": attempt.run_id},
+                provenance={"source": "optimize-agent", "session": self.state.session_id},
+            )
+            attempt.candidate_id = queued.id
+            self.save()
+        queued = queue.get(attempt.candidate_id)
+        if queued.status == "rejected":
+            self.roll_back(attempt, candidate, "rolled_back", f"gate rejected: {queued.reason}")
+            return True
+        if queued.status == "pending_approval" and self.state.auto_approve:
+            queue.approve(queued.id, why=f"{why} (--auto-approve)")
+            return False
+        if queued.status != "pending_approval":
+            return False  # published by the door (gates.human: none) or approved meanwhile
+        reason = f"kept ({verdict.line()}); candidate {queued.id} awaits approval"
+        return self._hold(attempt, candidate, "queued", reason)
+
+    def _hold(self, attempt: Attempt, candidate: AgentCandidate, decision: str, why: str) -> bool:
+        self._put(attempt, candidate, candidate.before)
+        attempt.decision = decision
+        attempt.stage = decision
+        attempt.reason = why
+        self.state.valid_rounds += 1
+        self.save()
+        self.log.emit("candidate_queued", **self._outcome(attempt, candidate))
+        return True
 
     def accept(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.score is not None
@@ -596,6 +671,8 @@ class _Optimizer:
     # -- the loop --------------------------------------------------------------------------------
     def _stop(self) -> str | None:
         state = self.state
+        if state.awaiting() is not None:
+            return "awaiting_approval"
         if state.target_score is not None and state.reference.score >= state.target_score:
             return "target"
         if state.valid_rounds >= state.rounds:
@@ -704,6 +781,7 @@ def run(
             rounds=rounds,
             target_score=target_score,
             jobs=jobs,
+            auto_approve=options.auto_approve,
             baseline=_reference(
                 baseline.record,
                 baseline.index,
