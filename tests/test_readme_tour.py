@@ -106,12 +106,13 @@ def test_every_tour_command_runs_in_order_on_a_fresh_demo_and_prints_what_it_sho
             [sys.executable, "-m", "engine.cli", *argv[1:]],
             cwd=cwd,
             env=env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # one stream, as the user's terminal shows both
             text=True,
             timeout=900,
             check=False,
         )
-        assert done.returncode == 0, (command, done.stderr[-2000:])
+        assert done.returncode == 0, (command, done.stdout[-2000:])
         missing = shows(done.stdout, shown)
         assert missing is None, (
             f"{command}: the README shows {missing!r}; it printed:\n" + (done.stdout[-3000:])

@@ -92,6 +92,8 @@ class SnapshotsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # the list takes the keys at once: up/down (j/k) choose the snapshot enter restores
+        self.query_one(VimTable).focus()
         self.reload()
 
     def reload(self) -> None:
