@@ -69,7 +69,11 @@ class Watch:
         only at the loop's own steps, minutes apart) and showed an ETA once a tenth of them
         were done."""
         events, bars = self.events[mark:], self.bars[mark:]
-        units = [i for i, e in enumerate(events) if isinstance(e, ItemFinished | Progress)]
+        units = [
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, ItemFinished) or (isinstance(e, Progress) and e.done > 0)
+        ]
         assert units, [type(e).__name__ for e in events]
         first = units[0]
         assert any(done > 0 for done, _ in bars[first + 1 : first + 3]), bars[:6]
