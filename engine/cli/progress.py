@@ -21,6 +21,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from engine.core.events import (
@@ -65,6 +66,8 @@ class LoopProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=self.console,
             transient=True,
             disable=not self.console.is_terminal,
