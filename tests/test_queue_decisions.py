@@ -262,3 +262,17 @@ def test_a_refusal_half_way_leaves_no_pending_decision(workspace: Workspace) -> 
         "approved",
         "published",
     ]
+
+
+def test_approving_twice_does_not_say_evaluate_it_first(workspace: Workspace) -> None:
+    """Only a candidate waiting for its evaluation is told to get one; a published one is not."""
+    queue, _ = _queue(workspace)
+    published = _submit(queue)
+    queue.approve(published)
+    with pytest.raises(SkillsmithError) as refused:
+        queue.approve(published)
+    assert "is published; only pending_approval" in str(refused.value)
+    assert "evaluate" not in str(refused.value)
+    waiting = _submit(queue, V1 + "3. one more\n", status="pending_eval", parent_version="v1")
+    with pytest.raises(SkillsmithError, match=r"evaluate it first: skillsmith queue eval"):
+        queue.approve(waiting)

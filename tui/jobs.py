@@ -182,7 +182,8 @@ class JobBar(Horizontal):
         elif isinstance(typed, Progress) and typed.total > 0:
             known = self._own_counter if own else self._inner
             if known is None or known.total != typed.total:
-                known = Counter(typed.total, typed.done, now, typed.done)
+                # counted from the job's start: these units were done since then
+                known = Counter(typed.total, typed.done, self._began, 0)
                 if own:
                     self._own_counter = known
                 else:
@@ -192,8 +193,8 @@ class JobBar(Horizontal):
                 self._phase = typed.label
         elif not own and isinstance(typed, Finished):
             self._inner = None  # the evaluation is over: the loop's own count shows again
-        elif own and not isinstance(typed, ItemFinished):
-            self._phase = status_of(typed)
+        elif own and not isinstance(typed, ItemFinished) and not getattr(typed, "source", ""):
+            self._phase = status_of(typed)  # a library's raw log line is no phase
         shown = self.counter
         if shown is not None:
             self.query_one(ProgressBar).update(total=shown.total, progress=shown.done)

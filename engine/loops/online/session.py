@@ -151,6 +151,9 @@ def run(
                     status=result.status,
                     text=render_result(result),
                 )
+                if watch_dir is None:  # the given transcripts are the plan; a watch has none
+                    total = len(files)
+                    log.emit("progress", done=len(review.results), total=total, label="reviewing")
 
         workers: BoundedWorkers[Path, ReviewResult] = BoundedWorkers(
             lambda path: learner.review(path, outcome),
