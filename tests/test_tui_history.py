@@ -132,3 +132,25 @@ def test_the_timeline_names_a_branch_version_by_its_branch(tmp_path: Path) -> No
     text = render_details(skill, history).plain
     assert "publish exp1/v1→exp1/v2  try it" in text  # not "v1→v2": main's v2 is another text
     assert "publish v0→v1  tighten the pitfalls" in text
+
+
+async def test_b_offers_the_version_before_the_new_one_after_a_publish(tmp_path: Path) -> None:
+    """A job publishes while the skills pane is open: the cursor starts again on the version
+    before the new current one (not where it stood for the old one), so b offers v2 → v1."""
+    ws = build_workspace(tmp_path / "ws")
+    store = SkillStore(ws, SKILL)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        pane = app.query_one(SkillsPane)
+        assert pane.selected_version == "v0"
+        store.publish(store.read("v1") + "\nOne more line.\n", why="a job kept a round")
+        app.reload_areas({"skills"})
+        await settle(pilot)
+        assert pane.selected_version == "v1"
+        await pilot.press("l", "b")
+        await settle(pilot)
+        title = str(app.screen.query_one(".dialog-title").render())
+        assert title == f"Roll {SKILL} back from v2 to v1?"
