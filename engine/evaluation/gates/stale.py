@@ -23,11 +23,17 @@ if TYPE_CHECKING:
 OPEN = ("proposed", "pending_eval", "pending_approval")
 
 
-def stale_against(ws: Workspace, cand: Candidate) -> str | None:
-    """The version an open update candidate is behind (None: it is not stale)."""
+def stale_against(
+    ws: Workspace, cand: Candidate, currents: dict[str, str | None] | None = None
+) -> str | None:
+    """The version an open update candidate is behind (None: it is not stale). ``currents``
+    keeps each skill's current version across calls, for a listing of many candidates."""
     if cand.operation != "update" or cand.status not in OPEN:
         return None
-    current = SkillStore(ws, cand.skill).current()
+    known = {} if currents is None else currents
+    if cand.skill not in known:
+        known[cand.skill] = SkillStore(ws, cand.skill).current()
+    current = known[cand.skill]
     return current if current != cand.parent_version else None
 
 
