@@ -16,9 +16,12 @@ PenguinHarness' agent-optimization, round by round:
    that does nothing about half the time. An inconclusive verdict reruns the cases that can
    still decide it (engine.evaluation.verdict.can_improve: those whose runs disagree and those
    both states failed on every run, where a fix that slipped on its one run hides), on both
-   states with shared seeds, within ``gates.max_extra_runs``. Kept: the skill is published or
-   the workspace version bumped to N+1, and the record is written to the scoreboard and checked
-   against its run at once. Otherwise the snapshot is **restored** (and a
+   states with shared seeds, within ``gates.max_extra_runs``. Kept: the change goes through the
+   **human gate** — a skill edit is queued through the door every loop uses (an AGENTS.md or
+   settings edit is kept as a patch file), the live file is put back and the session stops
+   awaiting approval, as evolve's does; with ``--auto-approve`` (or ``gates.human: none``) the
+   skill is published or the workspace version bumped to N+1, and the record is written to the
+   scoreboard and checked against its run at once. Otherwise the snapshot is **restored** (and a
    skill diff goes on the skill's taboo list). The verdict's figures go into the state file, the
    session events and the record's summary.
 6. Whether the **hypothesis held** on the cases it targeted is reported apart from the verdict,
