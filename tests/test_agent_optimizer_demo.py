@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from engine.core.queue import CandidateQueue
 from engine.core.scoreboard import read_records
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
@@ -44,10 +45,22 @@ def test_optimize_agent_keeps_a_round_on_the_shipped_demo(tmp_path: Path) -> Non
     # Default settings throughout, noise included: the kept round's candidate fixes cases the
     # baseline misses on every run, a far larger change than the demo agent's slips.
     built = _cli("build", BENCH, "--from", "vuln-detect", "-w", str(root))
-    _cli("optimize-agent", "--bench", BENCH, "-w", str(root))
-
     ws = Workspace.at(root)
-    (folder,) = sorted(ws.experiments_dir.iterdir())
+    shipped = ws.skill_path(SKILL).read_text(encoding="utf-8")
+
+    # No publish past the human: the kept round waits in the queue, the skill stays at v0.
+    held = _cli("optimize-agent", "--bench", BENCH, "-w", str(root))
+    assert held["stop_reason"] == "awaiting_approval" and held["version"] == 0
+    (waiting,) = [a for a in held["attempts"] if a["decision"] == "queued"]
+    queued = CandidateQueue(ws).get(waiting["candidate_id"])
+    assert queued.status == "pending_approval" and queued.source == "optimize-agent"
+    assert queued.skill_text() == waiting["candidate"]["after"]
+    assert SkillStore(ws, SKILL).current() == "v0" and ws.version() == 0
+    assert ws.skill_path(SKILL).read_text(encoding="utf-8") == shipped
+
+    # With --auto-approve the kept rounds are published as they are kept.
+    _cli("optimize-agent", "--bench", BENCH, "-w", str(root), "--auto-approve")
+    folder = sorted(ws.experiments_dir.iterdir())[-1]
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     assert state["status"] == "finished" and state["valid_rounds"] >= 1
     kept = [a for a in state["attempts"] if a["decision"] == "accepted"]
@@ -72,7 +85,7 @@ def test_optimize_agent_keeps_a_round_on_the_shipped_demo(tmp_path: Path) -> Non
     assert record.kind == "accepted" and record.run_id == first["run_id"]
     assert record.score == first["score"]
     assert verdict["line"] in record.summary
-    assert ws.load_config().version >= 1
+    assert ws.version() >= 1
     if first["candidate"]["target"] == f"skills/{SKILL}/SKILL.md":
         store = SkillStore(ws, SKILL)
         assert first["candidate"]["after"] in {store.read(v.version) for v in store.versions()}

@@ -68,7 +68,9 @@ def test_a_malformed_judge_reply_is_rerequested_and_the_agent_is_not_rerun(
     messages_server.respond_with(judge)
     cfg.gates.max_extra_runs = 0  # the test counts every unit and judge request of the round
     ws.save_config(cfg)
-    result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
+    result = run_optimizer(
+        ws, AgentOptimizerOptions(BENCH, auto_approve=True, rounds=1, runs=1, jobs=2)
+    )
 
     (attempt,) = result.attempts
     rows = [

@@ -54,7 +54,18 @@ def test_a_killed_round_resumes_with_the_same_candidate_and_runs_only_missing_un
     env = {**os.environ, COUNT_ENV: str(count), DELAY_ENV: "0.3"}
     monkeypatch.setenv(COUNT_ENV, str(count))
     cli = [sys.executable, "-m", "engine.cli", "optimize-agent", "-w", str(ws.root)]
-    cli += ["--bench", BENCH, "--rounds", "1", "--runs", str(RUNS), "-j", "1", "--json"]
+    cli += [
+        "--bench",
+        BENCH,
+        "--rounds",
+        "1",
+        "--runs",
+        str(RUNS),
+        "-j",
+        "1",
+        "--json",
+        "--auto-approve",
+    ]
     proc = subprocess.Popen(
         cli, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True,

@@ -58,7 +58,9 @@ def test_a_turn_budget_raise_is_tried_and_kept_by_the_paired_verdict(
 ) -> None:
     shutil.copytree(tight, tmp_path / "ws", symlinks=True)
     ws = Workspace.at(tmp_path / "ws")
-    result = run_optimizer(ws, AgentOptimizerOptions(BENCH, rounds=1, runs=1, jobs=2))
+    result = run_optimizer(
+        ws, AgentOptimizerOptions(BENCH, auto_approve=True, rounds=1, runs=1, jobs=2)
+    )
 
     (attempt,) = result.attempts
     assert attempt["candidate"]["target"] == "skillsmith.yaml"
@@ -77,8 +79,7 @@ def test_a_turn_budget_raise_is_tried_and_kept_by_the_paired_verdict(
             12,
             18,
         )
-    cfg = ws.load_config()
-    assert (cfg.agent.max_turns, cfg.version) == (18, 1)
+    assert (ws.load_config().agent.max_turns, ws.version()) == (18, 1)
 
     # the kept record says which verdict kept it
     record = read_records(ws.benchmarks_dir / BENCH)[-1]

@@ -52,6 +52,15 @@ def test_a_rejected_candidate_is_not_counted_as_queued() -> None:
     assert "1 ran in this process (the worker queue was full or stopping)" in busy
 
 
+def test_a_candidate_held_for_evaluation_is_not_called_queued_for_approval() -> None:
+    """`review --outcome fail` holds its change as pending_eval: it needs `queue eval` first."""
+    line = review_line(1, [{"id": "c1", "status": "pending_eval"}], {"inline": 0}, 0, "l")
+    assert line == (
+        "1 review job: 0 candidates queued for approval, 1 waiting for an evaluation "
+        "(skillsmith queue eval ID); log l"
+    )
+
+
 def test_optimize_without_an_improvement_gives_advice() -> None:
     # the reason quotes a skill section: rich must print "[evidence]", not take it for a style
     reason = "no accepted candidate improved validation ([evidence] section unchanged)"

@@ -36,7 +36,7 @@ def test_approving_a_merge_and_its_archive_carries_both_out(
     merge, archive = _merge_proposed(workspace)
     live = workspace.skills_dir / "weather-report"
     before = tree(live)
-    version = workspace.load_config().version
+    version = workspace.version()
     assert run(workspace, capsys, "queue", "approve", merge).returncode == 0
     assert "Format the report" in workspace.skill_path("weather-multi-city").read_text()
 
@@ -47,7 +47,7 @@ def test_approving_a_merge_and_its_archive_carries_both_out(
     assert not live.exists() and "weather-report" not in workspace.skill_names()
     assert tree(store.archive_dir) == before  # moved whole, scripts and all
     assert (store.archive_dir / "scripts" / "fetch.sh").stat().st_mode & 0o111
-    assert workspace.load_config().version == version + 2  # the merge, then the archive
+    assert workspace.version() == version + 2  # the merge, then the archive
     # the snapshot was taken before the folder moved: it still holds the skill
     (snap,) = [s for s in list_snapshots(workspace) if "before archiving" in s.note]
     assert "skills/weather-report/SKILL.md" in tar_members(snap.path)

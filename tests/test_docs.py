@@ -87,3 +87,29 @@ def test_no_help_text_or_message_points_outside_the_repository(
             texts[str(path.relative_to(REPO))] = path.read_text(encoding="utf-8")
     for where, text in texts.items():
         assert "../shared" not in text and "DESIGN.md" not in text, where
+
+
+def test_every_argument_of_every_command_has_a_help_line() -> None:
+    """``SKILL``, ``BRANCH``, ``PATH``, ``--queries``: a user reading ``--help`` learns what
+    each one is, not only its name."""
+    import argparse
+
+    from engine.cli import build_parser
+
+    def silent(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += silent(sub, f"{path} {name}")
+            elif not action.help and not isinstance(action, argparse._HelpAction):
+                found.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+        return found
+
+    missing = []
+    for name in COMMANDS:
+        commands = next(
+            a for a in build_parser([name])._actions if isinstance(a, argparse._SubParsersAction)
+        )
+        missing += silent(commands.choices[name], name)
+    assert not missing

@@ -245,3 +245,29 @@ def test_build_and_review_in_a_real_terminal(tmp_path: Path, tmux_session: str) 
         "both sessions in the Sessions pane",
         show=tmux_session,
     )
+
+
+def test_s_down_enter_restores_the_second_newest_snapshot(
+    tmp_path: Path, tmux_session: str
+) -> None:
+    """The snapshots list is moved by keyboard: S opens it on the newest, Down goes one older,
+    Enter asks (No focused) and y restores that snapshot."""
+    from engine.core.snapshots import create_snapshot
+
+    ws = build_workspace(tmp_path / "ws", candidates=0)
+    made = []
+    for version in (1, 2, 3):
+        ws.set_version(version)
+        made.append(create_snapshot(ws, note=f"state {version}"))
+    ws.set_version(4)
+    screen, keys = open_terminal(tmux_session, ws.root, tmp_path / "xdg", (140, 40))
+    wait_for(lambda: "press" in screen(), "the first screen", timeout=120, show=tmux_session)
+    keys("S")
+    wait_for(lambda: made[1].name in screen(), "the snapshots list", show=tmux_session)
+    keys("Down", "Enter")
+    wait_for(lambda: "Restore snapshot v2?" in screen(), "the confirmation", show=tmux_session)
+    keys("y")
+    log = ws.snapshots_dir / "restores.jsonl"  # appended once the restore is done
+    wait_for(log.is_file, "the restore to finish", show=tmux_session)
+    restored = json.loads(log.read_text().splitlines()[-1])
+    assert restored["source"] == str(made[1]) and ws.version() == 2

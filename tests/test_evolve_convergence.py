@@ -102,3 +102,33 @@ def test_standings_read_every_version_record_and_prefer_the_session_figures(
     tie = [VersionHoldout("v1", 0.5, "a"), VersionHoldout("v3", 0.5, "b")]
     assert best_standing(tie, "v9") == VersionHoldout("v1", 0.5, "a")  # the older one
     assert best_standing([VersionHoldout("v1", 0.5, "a")], "v1") is None
+
+
+def test_v0_takes_what_earlier_sessions_measured_of_its_text(tmp_path: Path) -> None:
+    """v0 is adopted with no figures; two earlier evolve sessions measured its text (their
+    summary.json): rollback to best sees their mean and can go back to v0."""
+    import hashlib
+    import json
+
+    ws = Workspace.init(tmp_path / "ws")
+    add_skill(ws, "audit", skill_text("audit"))
+    store = SkillStore(ws, "audit")
+    store.ensure_adopted()
+    store.publish(skill_text("audit", when_to_use="- Worse."), why="t", metrics={})
+    v0_sha = hashlib.sha256(store.read("v0").encode("utf-8")).hexdigest()
+    for n, value in enumerate((0.6, 0.58)):
+        folder = ws.experiments_dir / f"evolve-{n}"
+        folder.mkdir(parents=True)
+        versions = [{"version": "v0", "sha": v0_sha, "holdout_f1": value}]
+        summary = {"skill": "audit", "versions": versions}
+        (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    other = ws.experiments_dir / "evolve-other" / "summary.json"  # another skill's session
+    other.parent.mkdir()
+    versions = [{"version": "v0", "sha": v0_sha, "holdout_f1": 0.99}]
+    other.write_text(json.dumps({"skill": "other", "versions": versions}), encoding="utf-8")
+
+    found = standings(store, {"v1": 0.3})
+
+    assert found[0].version == "v0" and found[0].source == "2 earlier session(s)"
+    assert abs(found[0].holdout - 0.59) < 1e-9
+    assert best_standing(found, "v1") == found[0]

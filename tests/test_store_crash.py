@@ -76,7 +76,7 @@ def _check_store(ws: Workspace) -> str:
     assert len(audit) == len(versions)  # adoption + one move per publish, no lost or double line
     publishes = [t for t in store.timeline() if t["op"] == "publish"]
     assert len(publishes) == len(versions)
-    assert ws.load_config().version == int(current[1:])  # bumped exactly once per publish
+    assert ws.version() == int(current[1:])  # bumped exactly once per publish
     return current
 
 

@@ -54,7 +54,7 @@ def test_publish_rollback_fork_taboo_leave_exact_layout(
         for i, text in enumerate(TEXTS, start=1)
     ]
     assert published == ["v1", "v2", "v3"]
-    assert ws.load_config().version == 3
+    assert ws.version() == 3
     store.rollback("v1", why="v3 regressed the guardrail")
     branch = store.fork("exp")
     assert branch.publish(BRANCH_TEXT, why="experiment") == "v2"
@@ -116,7 +116,7 @@ def test_publish_rollback_fork_taboo_leave_exact_layout(
     assert (root / "branches/exp/v2/SKILL.md").read_bytes() == BRANCH_TEXT.encode()
     # the active skill follows main only; rollbacks and branch publishes do not bump the version
     assert ws.skill_path("demo").read_bytes() == TEXTS[0].encode()
-    assert ws.load_config().version == 3
+    assert ws.version() == 3
 
     # one shared taboo list; the same edit in git's spelling is recognised, not added twice
     assert again == first
@@ -213,4 +213,4 @@ def test_first_publish_of_a_new_skill_creates_it(workspace: Workspace) -> None:
     assert store.publish("---\nname: fresh\n---\n", why="created") == "v0"
     assert workspace.skill_path("fresh").read_text() == "---\nname: fresh\n---\n"
     assert store.versions()[0].parent is None
-    assert workspace.load_config().version == 1
+    assert workspace.version() == 1

@@ -60,7 +60,7 @@ def test_publishers_readers_and_snapshots_in_threads(workspace: Workspace) -> No
         t.join(timeout=120)
     assert errors == []
     store = SkillStore(workspace, "t")
-    assert store.current() == "v15" and workspace.load_config().version == 15
+    assert store.current() == "v15" and workspace.version() == 15
     assert len(store.audit()) == 16 and leftovers(workspace) == []
     assert workspace.skill_path("t").read_text() == base + "round 14\n"
     assert list_snapshots(workspace)

@@ -96,7 +96,7 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
     ]
     assert (result.chosen, result.best, result.improved) == (2, generalises, True)
     assert result.reason == (
-        "held-out trigger accuracy 0.50 → 1.00: +90.0 pts [+74.4, +90.0] p=<0.001 better "
+        "held-out trigger accuracy 0.50 → 1.00: +90.0 pts [+74.4, +90.0] p(better?)=<0.001 better "
         "(4 paired cases, 3 runs, +48 extra)"
     )  # Clopper–Pearson for 54 of 54 at the second look's 0.025·((60/108)² − (12/108)²) =
     # 0.00741: 0.00741^(1/54) = 0.9132, a change of (2·0.9132 − 1)·54/60

@@ -13,7 +13,7 @@ from engine.core.snapshots import list_snapshots
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from tests.tui_pilot import SIZE, settle, toasts, user_config_home
-from tests.tui_workspace import SKILL, build_workspace
+from tests.tui_workspace import BENCH, SKILL, build_workspace
 from tui.app import SkillsmithApp, make_app
 from tui.dialogs import ConfirmScreen, ReasonScreen
 
@@ -254,3 +254,47 @@ async def test_x_dismisses_without_taboo_and_z_brings_it_back(tmp_path: Path) ->
         assert status_on_disk(ws, target) == "pending_approval"
         await press_on(pilot, target, "x", "x")
         assert any(f"{target} is dismissed; z undoes" in t for t in toasts(pilot))
+
+
+async def test_a_stale_candidate_is_marked_in_the_queue(tmp_path: Path) -> None:
+    """The skill moved on (a version published elsewhere): its open candidates, made against
+    the old version, say they are stale and that p re-proposes them."""
+    from tui.queue_pane import QueueTable
+
+    ws = build_workspace(tmp_path / "ws")
+    open_ids = [c.id for c in CandidateQueue(ws).list() if c.status == "pending_approval"]
+    store = SkillStore(ws, SKILL)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.query_one(QueueTable)
+        assert not any("stale" in str(table.get_row(i)[-1]) for i in open_ids)
+        store.publish(store.read("v1") + "\nPublished by hand.\n", why="elsewhere")
+        app.reload_areas({"queue"})
+        await settle(pilot)
+        for cid in open_ids:
+            assert str(table.get_row(cid)[-1]).startswith("stale: skill at v2, p re-proposes · ")
+
+
+async def test_forms_offer_the_benchmark_used_last_and_o_only_a_built_one(tmp_path: Path) -> None:
+    """Not the alphabetically first benchmark: the one the last run was of; the agent
+    optimizer's form never offers one without a Formal Baseline (its job would only fail)."""
+    import shutil
+
+    from textual.widgets import Input
+
+    ws = build_workspace(tmp_path / "ws")
+    shutil.copytree(ws.benchmarks_dir / BENCH, ws.benchmarks_dir / "aaa-first")
+    (ws.benchmarks_dir / "aaa-first" / "scoreboard.yaml").unlink(missing_ok=True)
+    run = ws.runs_dir / "run-20261201-120000-abcdef"  # a run of BENCH, the newest
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"benchmark": BENCH, "run_id": run.name}))
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key, wanted in (("v", BENCH), ("O", "")):
+            await pilot.press(key)
+            await settle(pilot)
+            assert app.screen.query_one("#f-bench", Input).value == wanted, key
+            await pilot.press("escape")
+            await settle(pilot)

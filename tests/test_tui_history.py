@@ -34,7 +34,7 @@ async def test_S_restores_an_older_snapshot_only_after_confirming(tmp_path: Path
     create_snapshot(ws, note="at v1")  # workspace version 1, skill at v1
     store = SkillStore(ws, SKILL)
     store.publish(ws.skill_path(SKILL).read_text() + "\nextra line\n", why="later edit")
-    assert ws.load_config().version == 2
+    assert ws.version() == 2
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -57,7 +57,7 @@ async def test_S_restores_an_older_snapshot_only_after_confirming(tmp_path: Path
         await pilot.press("enter", "y")
         await settle(pilot)
         assert store.current() == "v1"
-        assert ws.load_config().version == 1
+        assert ws.version() == 1
         notes = [s.note for s in list_snapshots(ws)]
         assert len(notes) == 2  # the pre-restore snapshot makes the restore undoable
         assert any(t.startswith("Restored v1-20") for t in toasts(pilot))
@@ -132,3 +132,25 @@ def test_the_timeline_names_a_branch_version_by_its_branch(tmp_path: Path) -> No
     text = render_details(skill, history).plain
     assert "publish exp1/v1→exp1/v2  try it" in text  # not "v1→v2": main's v2 is another text
     assert "publish v0→v1  tighten the pitfalls" in text
+
+
+async def test_b_offers_the_version_before_the_new_one_after_a_publish(tmp_path: Path) -> None:
+    """A job publishes while the skills pane is open: the cursor starts again on the version
+    before the new current one (not where it stood for the old one), so b offers v2 → v1."""
+    ws = build_workspace(tmp_path / "ws")
+    store = SkillStore(ws, SKILL)
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        pane = app.query_one(SkillsPane)
+        assert pane.selected_version == "v0"
+        store.publish(store.read("v1") + "\nOne more line.\n", why="a job kept a round")
+        app.reload_areas({"skills"})
+        await settle(pilot)
+        assert pane.selected_version == "v1"
+        await pilot.press("l", "b")
+        await settle(pilot)
+        title = str(app.screen.query_one(".dialog-title").render())
+        assert title == f"Roll {SKILL} back from v2 to v1?"

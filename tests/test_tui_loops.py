@@ -13,6 +13,7 @@ from typing import Any
 
 from textual.message import Message
 from textual.pilot import Pilot
+from textual.widgets import Label, ProgressBar
 
 from engine.core.events import (
     AnyLoopEvent,
@@ -30,7 +31,7 @@ from tests.builder_helpers import PICK
 from tests.online_helpers import CLAUDE, add_weather_skill, copy_session
 from tests.tui_pilot import SIZE, confirm, settle, user_config_home
 from tests.tui_workspace import BENCH, SKILL, build_workspace, demo_cases
-from tui.app import make_app
+from tui.app import SkillsmithApp, make_app
 from tui.jobs import JobBar, JobEvent
 from tui.loop_form import LoopForm
 from tui.navigation import VimTable
@@ -48,14 +49,35 @@ def quiet_demo(ws: Workspace) -> Workspace:
 
 
 class Watch:
-    """Every job event the app handles, typed."""
+    """Every job event the app handles, typed, and what the job bar showed as each arrived."""
 
     def __init__(self) -> None:
         self.events: list[AnyLoopEvent] = []
+        self.bars: list[tuple[float, str]] = []  # (units done, status) before each event
+        self.app: SkillsmithApp | None = None
 
     def __call__(self, message: Message) -> None:
         if isinstance(message, JobEvent):
             self.events.append(read_event(message.event))
+            if self.app is not None:
+                bar = self.app.query_one(JobBar)
+                status = str(bar.query_one("#job-status", Label).render())
+                self.bars.append((bar.query_one(ProgressBar).progress, status))
+
+    def check_bar(self, mark: int) -> None:
+        """Since the job started (event ``mark``): the bar moved with the first units done (not
+        only at the loop's own steps, minutes apart) and showed an ETA once a tenth of them
+        were done."""
+        events, bars = self.events[mark:], self.bars[mark:]
+        units = [
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, ItemFinished) or (isinstance(e, Progress) and e.done > 0)
+        ]
+        assert units, [type(e).__name__ for e in events]
+        first = units[0]
+        assert any(done > 0 for done, _ in bars[first + 1 : first + 3]), bars[:6]
+        assert any(" · ETA " in status for _, status in bars), bars[-3:]
 
     def of(self, kind: str) -> list[AnyLoopEvent]:
         """The events of the job's own session (the first that started with this kind)."""
@@ -109,16 +131,21 @@ def is_progress(event: Any) -> bool:
 async def test_evaluate_then_curate(tmp_path: Path) -> None:
     ws = build_workspace(tmp_path / "ws")
     watch = Watch()
-    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+    app = watch.app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE, message_hook=watch) as pilot:
         await settle(pilot)
+        mark = len(watch.events)
         await start(pilot, "e", 120)
+        watch.check_bar(mark)
         (run,) = [p.name for p in run_folders(ws.runs_dir)]
         row = await session_row(pilot, run)
         headline = check_session(watch, "eval", row, "finished", is_progress)
         assert headline.startswith(f"run {run}: pass rate")
         assert f"Evaluated {BENCH}: {headline}" in outcomes(pilot)
 
+        mark = len(watch.events)
         await start(pilot, "C", 60, propose="no")  # curate: reads the run's transcripts
+        watch.check_bar(mark)
         (curate,) = [p.stem for p in ws.sessions_dir.glob("curate-*.jsonl")]
         row = await session_row(pilot, curate)
         headline = check_session(watch, "curate", row, "finished", lambda e: True)
@@ -129,9 +156,12 @@ async def test_evaluate_then_curate(tmp_path: Path) -> None:
 async def test_evolve_one_round(tmp_path: Path) -> None:
     ws = quiet_demo(build_workspace(tmp_path / "ws", candidates=0, cases=demo_cases(16)))
     watch = Watch()
-    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+    app = watch.app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE, message_hook=watch) as pilot:
         await settle(pilot)
+        mark = len(watch.events)
         await start(pilot, "v", 300, rounds="1")
+        watch.check_bar(mark)
         (session,) = [p.stem for p in ws.sessions_dir.glob("evolve-*.jsonl")]
         row = await session_row(pilot, session)
         stages = [e for e in watch.of("evolve") if isinstance(e, Progress)]
@@ -144,10 +174,13 @@ async def test_evolve_one_round(tmp_path: Path) -> None:
 async def test_gepa_with_a_small_budget(tmp_path: Path) -> None:
     ws = quiet_demo(build_workspace(tmp_path / "ws", candidates=0, cases=demo_cases(16)))
     watch = Watch()
-    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+    app = watch.app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE, message_hook=watch) as pilot:
         await settle(pilot)
         fields = {"iterations": "1", "max_metric_calls": "40", "submit": "no"}
+        mark = len(watch.events)
         await start(pilot, "o", 300, **fields)
+        watch.check_bar(mark)
         (experiment,) = [p.name for p in ws.experiments_dir.iterdir()]
         row = await session_row(pilot, experiment)
         calls = [e for e in watch.of("gepa") if isinstance(e, Progress)]
@@ -163,17 +196,22 @@ async def test_gepa_with_a_small_budget(tmp_path: Path) -> None:
 async def test_build_then_optimize_the_agent(tmp_path: Path) -> None:
     ws = quiet_demo(Workspace.at(copy_demo(tmp_path / "demo")))
     watch = Watch()
-    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+    app = watch.app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE, message_hook=watch) as pilot:
         await settle(pilot)
         build = {"bench": "mini", "source": "vuln-detect", "pick": ",".join(PICK)}
+        mark = len(watch.events)
         await start(pilot, "B", 600, **build, cases="6", pilot_iterations="1")
+        watch.check_bar(mark)
         (session,) = [p.stem for p in ws.sessions_dir.glob("build-*.jsonl")]
         row = await session_row(pilot, session)
         headline = check_session(watch, "build", row, "frozen", is_progress)
         assert headline.startswith("mini frozen at pilot 1: Formal Baseline")
         assert f"Build: {headline}" in outcomes(pilot)
 
+        mark = len(watch.events)
         await start(pilot, "O", 600, bench="mini", rounds="1")
+        watch.check_bar(mark)
         (session,) = [p.stem for p in ws.sessions_dir.glob("agent-optimizer-*.jsonl")]
         row = await session_row(pilot, session)
         evaluations = [e for e in watch.events if isinstance(e, Started) and e.total]
@@ -189,7 +227,8 @@ async def test_review_a_transcript(tmp_path: Path) -> None:
     folder = tmp_path / "exports"
     copy_session(CLAUDE, folder)
     watch = Watch()
-    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+    app = watch.app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE, message_hook=watch) as pilot:
         await settle(pilot)
         await pilot.press("W")
         await settle(pilot)
@@ -203,7 +242,9 @@ async def test_review_a_transcript(tmp_path: Path) -> None:
         await pilot.press("tab")  # a dialog's tab moves between its fields, not the panes
         assert pilot.app.focused is not None and pilot.app.focused.id == "f-watch"
         await pilot.press("escape")
+        mark = len(watch.events)
         await start(pilot, "W", 120, sessions=str(folder))
+        watch.check_bar(mark)
         (session,) = [p.stem for p in ws.sessions_dir.glob("review-*.jsonl")]
         row = await session_row(pilot, session)
         own = watch.of("review")
@@ -227,10 +268,13 @@ async def test_tune_a_description(tmp_path: Path) -> None:
     ]
     queries.write_text(json.dumps([{"query": q, "should_trigger": t} for q, t in rows]))
     watch = Watch()
-    async with make_app(ws, watch=False).run_test(size=SIZE, message_hook=watch) as pilot:
+    app = watch.app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE, message_hook=watch) as pilot:
         await settle(pilot)
         fields = {"skill": "weather-multi-city", "queries": str(queries), "iterations": "2"}
+        mark = len(watch.events)
         await start(pilot, "T", 240, **fields)
+        watch.check_bar(mark)
         (session,) = [p.stem for p in ws.sessions_dir.glob("triggers-*.jsonl")]
         row = await session_row(pilot, session)
         headline = check_session(watch, "triggers", row, "finished", is_progress)

@@ -179,6 +179,8 @@ async def test_question_mark_lists_every_key_with_the_user_keymap(tmp_path: Path
             assert line in text
         for extra in ("Command palette", "Down", "Chart metric", "Restore", "Next list"):
             assert extra in text
+        for keys in ("down, j", "up, k", "home, g", "end, G"):  # how to move in a list
+            assert keys in text, keys
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)

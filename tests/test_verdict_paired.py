@@ -84,6 +84,12 @@ def test_clear_improvement_on_targeted_runs() -> None:
     assert v.ci_high == pytest.approx(12 / 20)
     assert v.line().startswith("+60.0 pts [")
     assert "better (10 paired cases, 2 runs)" in v.line()
+    # the line names the question its p answers: a guardrail's p is for a loss, so a clear gain
+    # reads p(worse?)=1, not "p=1 better"
+    assert "p(better?)=<0.001 better" in v.line()
+    guard = compare_paired(before, after, test="runs", alternative="less")
+    assert "p(worse?)=1 " in guard.line()
+    assert "p(changed?)=" in compare_paired(before, after, test="runs").line()
 
 
 def test_clear_regression_across_cases_matches_a_paired_t_test() -> None:

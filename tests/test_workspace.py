@@ -16,7 +16,7 @@ def test_init_creates_layout_and_valid_config(tmp_path: Path) -> None:
     ws = Workspace.init(tmp_path / "w")
     for name in LAYOUT_DIRS:
         assert (ws.root / name).is_dir()
-    assert ws.load_config().version == 0
+    assert ws.version() == 0
     assert (ws.vault_dir.stat().st_mode & 0o777) == 0o700
     with pytest.raises(SkillsmithError, match="already exists"):
         Workspace.init(ws.root)

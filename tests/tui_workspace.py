@@ -183,9 +183,7 @@ def build_fixed_workspace(root: Path) -> Workspace:
     """Workspace version 2, three candidates (two pending approval, one held, newest first in
     that order) and a snapshot of version 1, all with fixed ids, times and bytes."""
     ws = Workspace.init(root)
-    config = ws.load_config()
-    config.version = 2
-    ws.save_config(config)
+    ws.set_version(2)
     base = skill_text()
     atomic_write_text(ws.skill_path(SKILL), base)
     _copy_benchmark(ws, CASES)

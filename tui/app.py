@@ -147,14 +147,17 @@ def load_queue(
     """Every candidate with its gates (a bad gates.json shows as a failed pseudo-gate), whether
     any decision was taken, and one line per unreadable candidate."""
     from engine.core.queue import CandidateQueue
+    from engine.evaluation.gates.stale import stale_against
 
     views, errors = cache.load(incremental=incremental)
     entries = []
+    currents: dict[str, str | None] = {}
     for view in views:
         gates = view.gates
         if view.gates_error is not None:
             gates = [{"gate": "gates.json", "verdict": "fail", "reasons": [view.gates_error]}]
-        entries.append(QueueEntry(view.candidate, gates))
+        behind = stale_against(cache.ws, view.candidate, currents)
+        entries.append(QueueEntry(view.candidate, gates, behind))
     # Whether the log holds any decision, without parsing a log that grows with every one.
     log = CandidateQueue(cache.ws).decisions_path
     return entries, log.is_file() and log.stat().st_size > 0, errors
@@ -418,7 +421,7 @@ class SkillsmithApp(App[None]):
         from engine.views.rows import current_versions
 
         try:
-            version: int | None = self.workspace.load_config().version
+            version: int | None = self.workspace.version()
         except SkillsmithError:
             version = None
         skills = self.workspace.skill_names()
@@ -982,12 +985,22 @@ class SkillsmithApp(App[None]):
         )
 
     # -- jobs ----------------------------------------------------------------------------------
-    def _job_bench(self) -> str | None:
-        """The benchmark a job runs on: the one the scoreboard shows, else the first."""
+    def _job_bench(self, *, built: bool = False) -> str | None:
+        """The benchmark a job runs on: the one used (run or built) last, else the one the
+        scoreboard shows, else the first; ``built``: only one with a Formal Baseline (the agent
+        optimizer starts from it)."""
+        from engine.core.runs import benchmarks_by_use
+
+        choices = list(self.facts.benchmarks)
+        if built:
+            from engine.loops.builder.baseline import has_formal_baseline
+
+            choices = [b for b in choices if has_formal_baseline(self.workspace, b)]
+        used = [b for b in benchmarks_by_use(self.workspace.runs_dir) if b in choices]
         scoreboard = self.scoreboard_pane
-        if scoreboard is not None and scoreboard.bench in self.facts.benchmarks:
+        if not used and scoreboard is not None and scoreboard.bench in choices:
             return scoreboard.bench
-        return self.facts.benchmarks[0] if self.facts.benchmarks else None
+        return next(iter(used or choices), None)
 
     def _job_skill(self) -> str | None:
         """The skill a job works on: the highlighted candidate's, the highlighted skill's, or
@@ -1073,7 +1086,8 @@ class SkillsmithApp(App[None]):
         from tui.loops import Context as LoopContext
 
         launcher = LAUNCHERS[action]
-        ctx = LoopContext(self.workspace, self._job_bench(), self._job_skill())
+        bench = self._job_bench(built=action == "optimize_agent")
+        ctx = LoopContext(self.workspace, bench, self._job_skill())
 
         def chosen(job: Job | None) -> None:
             if job is not None:

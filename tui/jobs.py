@@ -10,6 +10,7 @@ crashing job never takes the workbench down with it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -104,8 +105,35 @@ class JobEnded(Message):
         self.crashed = crashed
 
 
+def clock(seconds: float) -> str:
+    """``m:ss`` (``h:mm:ss`` past an hour), as the job bar shows elapsed time and ETA."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+@dataclass
+class Counter:
+    """The units the bar counts: the loop's own when it reports them, else the evaluation it
+    is running (a loop such as evolve reports its own steps only between evaluations, so its bar
+    would sit still for minutes). ``eta`` once a tenth of the units are done, from their rate."""
+
+    total: int
+    done: int
+    started: float
+    first: int  # units already done when counting began (a resumed run)
+
+    def eta(self, now: float) -> float | None:
+        counted = self.done - self.first
+        if self.total <= 0 or counted <= 0 or counted * 10 < self.total - self.first:
+            return None
+        return (now - self.started) * (self.total - self.done) / counted
+
+
 class JobBar(Horizontal):
-    """One line above the footer while a job runs: title, bar, latest event, how to cancel."""
+    """One line above the footer while a job runs: title, bar, then the phase, the units done of
+    planned, the elapsed time and the ETA, and how to cancel."""
 
     DEFAULT_CSS = """
     JobBar { height: 1; display: none; background: $panel; padding: 0 1; }
@@ -126,29 +154,67 @@ class JobBar(Horizontal):
 
     def start(self, title: str) -> None:
         self._session: str | None = None  # the job's own session: the first that starts
+        self._own_counter: Counter | None = None  # the loop's own units, when it reports them
+        self._inner: Counter | None = None  # the evaluation it is running
+        self._phase = "starting…"
+        self._began = time.monotonic()
         self.query_one("#job-title", Label).update(title)
         self.query_one(ProgressBar).update(total=None, progress=0)
         self.query_one("#job-status", Label).update("starting… (c cancels)")
         self.add_class("-running")
 
     def show_event(self, event: Event) -> None:
-        """The job's own progress moves the bar; an evaluation it runs shows in the status."""
-        from engine.core.events import Progress, Started, read_event
+        """The bar counts the units of the evaluation the job is running, else the loop's own
+        units; the status names the phase, the units, the elapsed time and the ETA."""
+        from engine.core.events import Finished, ItemFinished, Progress, Started, read_event
 
         typed = read_event(event)
+        now = time.monotonic()
         if self._session is None and isinstance(typed, Started):
             self._session = typed.session_id
-            if typed.total:
-                self.query_one(ProgressBar).update(total=typed.total, progress=typed.done or 0)
         own = typed.session_id == self._session
-        if own and isinstance(typed, Progress) and typed.total > 0:
-            self.query_one(ProgressBar).update(total=typed.total, progress=typed.done)
-        status = status_of(typed)
-        if not own:
-            status = f"run {typed.session_id}: " + (
-                f"{typed.done}/{typed.total}" if isinstance(typed, Progress) else status
-            )
-        self.query_one("#job-status", Label).update(f"{status} (c cancels)")
+        if isinstance(typed, Started) and typed.total:
+            done = typed.done or 0
+            if own:
+                self._own_counter = Counter(typed.total, done, now, done)
+            else:
+                self._inner = Counter(typed.total, done, now, done)
+        elif isinstance(typed, Progress) and typed.total > 0:
+            known = self._own_counter if own else self._inner
+            if known is None or known.total != typed.total:
+                # counted from the job's start: these units were done since then
+                known = Counter(typed.total, typed.done, self._began, 0)
+                if own:
+                    self._own_counter = known
+                else:
+                    self._inner = known
+            known.done = typed.done
+            if own and typed.label:
+                self._phase = typed.label
+        elif not own and isinstance(typed, Finished):
+            self._inner = None  # the evaluation is over: the loop's own count shows again
+        elif own and not isinstance(typed, ItemFinished) and not getattr(typed, "source", ""):
+            self._phase = status_of(typed)  # a library's raw log line is no phase
+        shown = self.counter
+        if shown is not None:
+            self.query_one(ProgressBar).update(total=shown.total, progress=shown.done)
+        self.query_one("#job-status", Label).update(self.status(now))
+
+    @property
+    def counter(self) -> Counter | None:
+        return self._inner or self._own_counter
+
+    def status(self, now: float) -> str:
+        """``phase · done/total units · elapsed · ETA`` and how to cancel."""
+        parts = [self._phase]
+        counter = self.counter
+        if counter is not None:
+            parts.append(f"{counter.done}/{counter.total}")
+        parts.append(clock(now - self._began))
+        eta = None if counter is None else counter.eta(now)
+        if eta is not None:
+            parts.append(f"ETA {clock(eta)}")
+        return " · ".join(parts) + " (c cancels)"
 
     def cancelling(self) -> None:
         self.query_one("#job-status", Label).update("cancelling… finished units are kept")

@@ -11,17 +11,19 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist, RowKey
 
 # Binding ids shared by every list and pane, so one keymap entry remaps them all.
+# The arrows and home/end do what the widgets already do; they are named here so that `?`
+# says how to move in a list, not only the vim keys.
 TABLE_BINDINGS: list[BindingType] = [
-    Binding("j", "cursor_down", "Down", show=False, id="down"),
-    Binding("k", "cursor_up", "Up", show=False, id="up"),
-    Binding("g", "scroll_top", "First", show=False, id="top"),
-    Binding("G", "scroll_bottom", "Last", show=False, id="bottom"),
+    Binding("down,j", "cursor_down", "Down", show=False, id="down"),
+    Binding("up,k", "cursor_up", "Up", show=False, id="up"),
+    Binding("home,g", "scroll_top", "First", show=False, id="top"),
+    Binding("end,G", "scroll_bottom", "Last", show=False, id="bottom"),
 ]
 SCROLL_BINDINGS: list[BindingType] = [
-    Binding("j", "scroll_down", "Down", show=False, id="down"),
-    Binding("k", "scroll_up", "Up", show=False, id="up"),
-    Binding("g", "scroll_home", "First", show=False, id="top"),
-    Binding("G", "scroll_end", "Last", show=False, id="bottom"),
+    Binding("down,j", "scroll_down", "Down", show=False, id="down"),
+    Binding("up,k", "scroll_up", "Up", show=False, id="up"),
+    Binding("home,g", "scroll_home", "First", show=False, id="top"),
+    Binding("end,G", "scroll_end", "Last", show=False, id="bottom"),
 ]
 
 

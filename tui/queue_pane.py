@@ -52,6 +52,7 @@ class QueueEntry:
 
     candidate: Any
     gates: list[dict[str, Any]]
+    behind: str | None = None  # stale: the version the skill has moved on to
     # Asked several times per row on every reload of a thousand rows: worked out once.
     id: str = field(init=False, compare=False, repr=False)
     is_open: bool = field(init=False, compare=False, repr=False)
@@ -62,7 +63,8 @@ class QueueEntry:
 
     def haystack(self) -> str:
         c = self.candidate
-        fields = (c.id, c.skill, c.source, c.operation, c.status, c.summary or "")
+        stale = "stale" if self.behind else ""
+        fields = (c.id, c.skill, c.source, c.operation, c.status, stale, c.summary or "")
         return " ".join(str(f) for f in fields).lower()
 
 
@@ -321,7 +323,11 @@ class QueuePane(Vertical):
             if known is None:
                 table.add_row(*self._cells(entry), key=entry.id)
                 order.append(entry.id)
-            elif known.candidate is entry.candidate and known.gates is entry.gates:
+            elif (
+                known.candidate is entry.candidate
+                and known.gates is entry.gates
+                and known.behind == entry.behind
+            ):
                 continue  # the cache's own objects: an unchanged candidate costs no comparison
             elif known != entry:
                 for column, value in zip(COLUMNS, self._cells(entry), strict=True):
@@ -348,8 +354,17 @@ class QueuePane(Vertical):
             Content.styled(str(c.status), STATUS_STYLE.get(str(c.status), "")),
             gate_summary(entry.gates),
             _delta(c),
-            _plain(c.summary or ""),
+            self._summary(entry),
         )
+
+    @staticmethod
+    def _summary(entry: QueueEntry) -> Content | Text:
+        """A stale candidate says so first, with what to do about it (approval is refused)."""
+        summary = entry.candidate.summary or ""
+        if entry.behind is None:
+            return _plain(summary)
+        stale = Content.styled(f"stale: skill at {entry.behind}, p re-proposes · ", "$text-warning")
+        return stale + Content(summary)
 
     def _mark_cell(self, candidate_id: str) -> Content:
         return Content.styled("●", "bold $mark") if candidate_id in self.marked else Content(" ")

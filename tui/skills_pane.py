@@ -74,7 +74,7 @@ def load_history(ws: Workspace) -> HistorySnapshot:
     except SkillsmithError as exc:
         snapshots, snapshot_error = [], str(exc)
     try:
-        version: int | None = ws.load_config().version
+        version: int | None = ws.version()
     except SkillsmithError:
         version = None
     return HistorySnapshot(skills, snapshots, snapshot_error, version)
@@ -167,6 +167,7 @@ class SkillsPane(ListsPane, Horizontal):
         self.workspace = workspace
         self.history: HistorySnapshot | None = None
         self._shown_skill: str | None = None
+        self._shown_current: str | None = None
         self.loaded = False
 
     def compose(self) -> ComposeResult:
@@ -246,9 +247,12 @@ class SkillsPane(ListsPane, Horizontal):
                     info.why,
                     key=info.version,
                 )
-            same_skill = skill.name == self._shown_skill
-            versions.move_to_key(previous if same_skill and previous else rollback_default(skill))
+            # the cursor stays where the user put it until the skill moves to another version
+            # (a job published one): then it starts again on the version before the new one
+            same = skill.name == self._shown_skill and skill.current == self._shown_current
+            versions.move_to_key(previous if same and previous else rollback_default(skill))
         self._shown_skill = skill.name if skill is not None else None
+        self._shown_current = skill.current if skill is not None else None
         self.query_one("#skill-detail-body", Static).update(render_details(skill, self.history))
 
     @on(DataTable.RowHighlighted, "#skill-list")

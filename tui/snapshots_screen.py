@@ -92,6 +92,8 @@ class SnapshotsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # the list takes the keys at once: up/down (j/k) choose the snapshot enter restores
+        self.query_one(VimTable).focus()
         self.reload()
 
     def reload(self) -> None:
@@ -103,7 +105,7 @@ class SnapshotsScreen(Screen[None]):
             from engine.core.snapshots import list_snapshots  # tarfile, zlib: when first shown
 
             snapshots, error = list_snapshots(self.workspace), None
-            current: int | None = self.workspace.load_config().version
+            current: int | None = self.workspace.version()
         except SkillsmithError as exc:
             snapshots, current, error = [], None, str(exc)
         if not get_current_worker().is_cancelled:

@@ -106,6 +106,17 @@ def common_parser() -> argparse.ArgumentParser:
     return common
 
 
+def verbose_option(p: argparse.ArgumentParser) -> None:
+    """``-v`` for a loop whose library logs (GEPA's, the builder's steps) are kept in the session
+    log: quiet by default, like uv and cargo, on the terminal only when asked."""
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print the loop's raw log lines (always kept in its session log)",
+    )
+
+
 def executor_options(p: argparse.ArgumentParser) -> None:
     """``--executor/--address`` for a command that evaluates: they outrank skillsmith.yaml for
     every evaluation the command makes (engine.evaluation.executors)."""

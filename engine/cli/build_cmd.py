@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from engine.cli import executor_options, print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, verbose_option, wants_json, workspace_of
 from engine.cli.progress import LoopProgress, interrupted
 from engine.core.events import Cancelled
 
@@ -39,6 +39,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--target-score", type=float, help="freeze early at or below this pilot score")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    verbose_option(p)
     executor_options(p)
     p.set_defaults(func=_build)
 
@@ -49,7 +50,9 @@ def _build(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     pick = [c.strip() for group in args.pick for c in group.split(",") if c.strip()]
     try:
-        with LoopProgress(f"build {args.bench}", quiet=wants_json(args)) as progress:
+        with LoopProgress(
+            f"build {args.bench}", quiet=wants_json(args), verbose=args.verbose
+        ) as progress:
             options = BuildOptions(
                 bench=args.bench,
                 goal=args.goal,

@@ -30,7 +30,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "kind", choices=("run", "evals", "cases"), metavar="KIND", help="run|evals|cases"
     )
-    p.add_argument("path", type=Path, metavar="PATH")
+    p.add_argument(
+        "path", type=Path, metavar="PATH", help="the file or run folder to import (see KIND)"
+    )
     p.add_argument("--bench", metavar="ID", help="benchmark id (required for evals and cases)")
     p.add_argument("--run-id", help="run id for an imported run (default: a new one)")
     p.add_argument(

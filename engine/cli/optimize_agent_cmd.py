@@ -30,6 +30,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, help="runs per case of each candidate (default: bench's)")
     p.add_argument("--target-score", type=float, help="stop once the score reaches this")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    p.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="apply a kept round at once (default: it waits in the queue for a person)",
+    )
     executor_options(p)
     p.set_defaults(func=_optimize)
 
@@ -46,6 +51,7 @@ def _optimize(args: argparse.Namespace) -> int:
                 runs=args.runs,
                 target_score=args.target_score,
                 jobs=args.jobs,
+                auto_approve=args.auto_approve,
             )
             result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
@@ -74,4 +80,9 @@ def _optimize(args: argparse.Namespace) -> int:
         f"{result.baseline_score:.2f} (Formal Baseline) → {result.final_score:.2f}, "
         f"agent state v{result.version}" + (" (resumed)" if result.resumed else "")
     )
+    for attempt in result.attempts:
+        if attempt["decision"] in ("queued", "held"):
+            console.print(Text(str(attempt["reason"])))
+        if attempt["candidate_id"] and attempt["decision"] == "queued":
+            console.print(f"approve it with: skillsmith queue approve {attempt['candidate_id']}")
     return 0

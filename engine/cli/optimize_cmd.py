@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import executor_options, print_json, wants_json, workspace_of
+from engine.cli import executor_options, print_json, verbose_option, wants_json, workspace_of
 from engine.cli.progress import LoopProgress
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="feedback,validation,holdout ratios (default: the benchmark's, else 0.4,0.3,0.3)",
     )
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    verbose_option(p)
     p.add_argument(
         "--no-submit",
         action="store_true",
@@ -85,7 +86,7 @@ def _optimize(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         submit=not args.no_submit,
     )
-    progress = LoopProgress(f"optimize {args.skill}", quiet=wants_json(args))
+    progress = LoopProgress(f"optimize {args.skill}", quiet=wants_json(args), verbose=args.verbose)
     try:
         with progress:
             result = run(ws, GepaOptions(args.skill, args.bench, options), reporter=progress)

@@ -21,6 +21,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from engine.core.events import (
@@ -50,7 +51,14 @@ class LoopProgress:
     output.
     """
 
-    def __init__(self, title: str, *, quiet: bool = False, items: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        *,
+        quiet: bool = False,
+        items: TextIO | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.console = Console(stderr=True)
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -58,12 +66,15 @@ class LoopProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=self.console,
             transient=True,
             disable=not self.console.is_terminal,
         )
         self.title = title
         self.quiet = quiet
+        self.verbose = verbose  # -v: a library's raw log lines too (always in the session log)
         self.items = items
         self.session_id: str | None = None
         self.started: dict[str, Any] = {}  # the loop's own ``started`` fields
@@ -106,7 +117,7 @@ class LoopProgress:
         elif isinstance(typed, ItemFinished) and self._own is not None:
             mark = _MARK.get(typed.status, "[yellow]invalid[/]")
             self.progress.update(self._own, status=f"{escape(typed.item)} {mark}")
-        elif isinstance(typed, Stage) and typed.text and not typed.text.startswith("evaluating"):
+        elif isinstance(typed, Stage) and self._shown(typed):
             self.line(escape(typed.text))
         elif isinstance(typed, VerdictReached):
             colour = _VERDICT.get(typed.verdict, "yellow")
@@ -115,6 +126,13 @@ class LoopProgress:
             self.line(escape(typed.text))
         elif isinstance(typed, Failed):
             self.line(f"[red]{escape(typed.message)}[/]")
+
+    def _shown(self, stage: Stage) -> bool:
+        """A stage's line is printed when it says something: not a bare step name, not the
+        evaluation the second bar already shows, and a library's log only with ``-v``."""
+        if not stage.text or stage.text == stage.name or stage.text.startswith("evaluating"):
+            return False
+        return self.verbose or not stage.source
 
     def _evaluation(self, typed: Any) -> None:
         if isinstance(typed, Started):

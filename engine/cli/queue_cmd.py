@@ -28,17 +28,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="queue_action", metavar="ACTION")
 
     a = actions.add_parser("show", parents=[common], help="a candidate's fields, gates and patch")
-    a.add_argument("id")
+    a.add_argument("id", metavar="ID", help="the candidate (cand-…; `skillsmith queue` lists them)")
     a.set_defaults(func=_show)
 
     a = actions.add_parser("approve", parents=[common], help="publish a candidate (+ snapshot)")
-    a.add_argument("id")
+    a.add_argument("id", metavar="ID", help="the candidate (cand-…; `skillsmith queue` lists them)")
     a.add_argument("--why", default="approved", help="reason, kept in the audit log")
     a.add_argument("--expect", metavar="HASH", help="refuse unless the content hash starts so")
     a.set_defaults(func=_approve)
 
     a = actions.add_parser("reject", parents=[common], help="reject a candidate (→ taboo list)")
-    a.add_argument("id")
+    a.add_argument("id", metavar="ID", help="the candidate (cand-…; `skillsmith queue` lists them)")
     a.add_argument("--why", required=True, help="reason, kept with the taboo entry")
     a.add_argument("--expect", metavar="HASH", help="refuse unless the content hash starts so")
     a.set_defaults(func=_reject)
@@ -46,7 +46,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     a = actions.add_parser(
         "eval", parents=[common], help="paired evaluation of a pending_eval candidate vs its parent"
     )
-    a.add_argument("id")
+    a.add_argument("id", metavar="ID", help="the candidate (cand-…; `skillsmith queue` lists them)")
     a.add_argument("--bench", metavar="B", help="benchmark id (default: the candidate's own)")
     a.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
     a.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
@@ -58,13 +58,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="a stale candidate's patch on the current version, gated as a new candidate",
     )
-    a.add_argument("id")
+    a.add_argument("id", metavar="ID", help="the candidate (cand-…; `skillsmith queue` lists them)")
     a.set_defaults(func=_repropose)
 
     a = actions.add_parser(
         "dismiss", parents=[common], help="set an open candidate aside (no taboo entry)"
     )
-    a.add_argument("id")
+    a.add_argument("id", metavar="ID", help="the candidate (cand-…; `skillsmith queue` lists them)")
     a.add_argument("--why", help="reason, kept in its history (default: why it is stale)")
     a.set_defaults(func=_dismiss)
 

@@ -38,7 +38,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "export", parents=[common], help="a run in skill-creator's eval-N/with_skill/run-K layout"
     )
     e.add_argument("run", metavar="RUN", help="run id under runs/, or a run folder")
-    e.add_argument("--format", choices=("skill-creator",), required=True)
+    e.add_argument(
+        "--format",
+        choices=("skill-creator",),
+        required=True,
+        help="skill-creator: the layout its aggregate_benchmark.py and review page read",
+    )
     e.add_argument("dest", metavar="DIR", type=Path, help="a new (or empty) folder")
     e.set_defaults(func=_export)
 

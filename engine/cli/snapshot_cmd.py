@@ -95,7 +95,7 @@ def _restore(args: argparse.Namespace) -> int:
     ws = _open(args)
     before = restore(ws, args.source, yes=args.yes, trust_agent_config=args.trust_agent_config)
     finish_pending_in_background(ws)  # the prompt comes back while the replaced state is archived
-    version = ws.load_config().version
+    version = ws.version()
     if wants_json(args):
         print_json({"version": version, "pre_restore": str(before)})
     else:

@@ -21,14 +21,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "history", parents=[common], help="versions, current pointer and timeline of a skill"
     )
-    p.add_argument("skill")
+    p.add_argument("skill", metavar="SKILL", help="the skill (its folder name under skills/)")
     p.add_argument("--branch", help="show a branch instead of the main line")
     p.set_defaults(func=_history)
 
     p = sub.add_parser(
         "publish", parents=[common], help="make a folder (or a SKILL.md text) the next version"
     )
-    p.add_argument("skill")
+    p.add_argument("skill", metavar="SKILL", help="the skill (its folder name under skills/)")
     p.add_argument(
         "file",
         type=Path,
@@ -40,15 +40,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_publish)
 
     p = sub.add_parser("rollback", parents=[common], help="point current at vK; nothing is deleted")
-    p.add_argument("skill")
+    p.add_argument("skill", metavar="SKILL", help="the skill (its folder name under skills/)")
     p.add_argument("version", help="vK, or BRANCH/vK for a branch's version")
     p.add_argument("--why", required=True, help="reason, kept in the audit log")
     p.add_argument("--branch", help="move a branch's pointer instead")
     p.set_defaults(func=_rollback)
 
     p = sub.add_parser("fork", parents=[common], help="start a branch sharing the taboo list")
-    p.add_argument("skill")
-    p.add_argument("branch")
+    p.add_argument("skill", metavar="SKILL", help="the skill (its folder name under skills/)")
+    p.add_argument(
+        "branch", metavar="BRANCH", help="the new branch's name (its versions are kept apart)"
+    )
     p.add_argument("--from", dest="source", help="fork a branch instead of the main line")
     p.set_defaults(func=_fork)
 

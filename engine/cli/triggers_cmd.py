@@ -23,8 +23,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="tune a skill's description on should / should-not trigger queries",
     )
-    p.add_argument("skill")
-    p.add_argument("--queries", required=True, type=Path, metavar="FILE")
+    p.add_argument("skill", metavar="SKILL", help="the skill whose description is tuned")
+    p.add_argument(
+        "--queries",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help='a JSON list of {"query": …, "should_trigger": true|false} (docs/formats.md)',
+    )
     p.add_argument(
         "--candidate",
         action="append",
@@ -54,7 +60,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--threshold", type=float, default=0.5, help="load rate that counts (0.5)")
     p.add_argument("--holdout", type=float, default=0.4, help="held-out share (0.4)")
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=42,
+        help="seed of the held-out split and of every query run (default 42)",
+    )
     p.add_argument("-j", "--jobs", type=int, default=2, help="agent runs at once (2)")
     p.add_argument("--no-submit", action="store_true", help="measure only; queue nothing")
     p.set_defaults(func=_tune)

@@ -244,7 +244,8 @@ class PathsConfig:
 
 @dataclass
 class Config:
-    """``skillsmith.yaml``; ``version`` is the workspace (agent-state) version."""
+    """``skillsmith.yaml``, the user's file. ``version`` is only the legacy place of the agent-state
+    version (``Workspace.version`` reads history/workspace.json first)."""
 
     version: int = 0
     paths: PathsConfig = field(default_factory=PathsConfig)

@@ -163,10 +163,13 @@ class Progress(LoopEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class Stage(LoopEvent):
-    """The loop reached a named step; ``text`` is its one readable line."""
+    """The loop reached a named step; ``text`` is its one readable line (empty for a step that
+    has none). ``source`` names the library a raw log line came from (GEPA's): those lines are
+    the session log's, shown on the terminal only when asked for (``-v``)."""
 
     name: str
     text: str
+    source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -334,4 +337,5 @@ def read_event(event: Event) -> AnyLoopEvent:
     if kind == "error":
         return Failed(**base, message=_text(data, "message", "reason", "error") or "failed")
     name = _text(data, "stage", "label")
-    return Stage(**base, name=name, text=_text(data, "text", "message") or _stage_text(name, data))
+    text = _text(data, "text", "message") or _stage_text(name, data)
+    return Stage(**base, name=name, text=text, source=_text(data, "source"))

@@ -54,7 +54,7 @@ Status = Literal[
     "dismissed",
     "superseded",
 ]
-Source = Literal["evolve", "optimize", "review", "manual", "curate"]
+Source = Literal["evolve", "optimize", "optimize-agent", "review", "manual", "curate"]
 Operation = Literal["update", "create", "delete"]
 
 Records = list[dict[str, Any]]
@@ -321,9 +321,13 @@ class CandidateQueue:
             self.recover()
             cand = self._decidable(candidate_id, expected_hash, "approve")
             if cand.status != "pending_approval":
+                # only a candidate waiting for its evaluation is helped by one
+                hint = " (evaluate it first: skillsmith queue eval)" * (
+                    cand.status == "pending_eval"
+                )
                 raise SkillsmithError(
                     f"{cand.dir}: is {cand.status}; only pending_approval candidates can be "
-                    "approved (evaluate it first)"
+                    f"approved{hint}"
                 )
             store = SkillStore(self.ws, cand.skill)
             if cand.operation == "delete":  # curate's archive: the folder moves into the store

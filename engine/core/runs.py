@@ -306,6 +306,20 @@ def unfinished_runs(runs_dir: Path) -> list[RunFolder]:
     return [RunFolder(runs_dir / name) for name in names if _RUN_ID.match(name)]
 
 
+def benchmarks_by_use(runs_dir: Path) -> list[str]:
+    """Benchmark ids, the one run most recently first (a build's pilots count as runs): what a
+    form offers by default is what the user worked on last, not the alphabetically first."""
+    order: list[str] = []
+    for folder in reversed(run_folders(runs_dir)):
+        try:
+            bench = RunFolder(folder).read_manifest().get("benchmark")
+        except (FormatError, OSError):
+            continue  # a broken run says nothing about what was used
+        if isinstance(bench, str) and bench not in order:
+            order.append(bench)
+    return order
+
+
 def run_folders(runs_dir: Path) -> list[Path]:
     """The run folders in ``runs/``, by name: not its hidden entries (the index of unfinished
     runs, an import being staged)."""

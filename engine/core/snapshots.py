@@ -56,7 +56,15 @@ from engine.core.skill import SkillDoc
 from engine.core.stamps import utc_now
 from engine.core.store import stores_of
 from engine.core.vault import secret_values
-from engine.core.workspace import CONFIG_NAME, INTENT_JOURNAL, LOCK_NAME, RESTORE_JOURNAL, Workspace
+from engine.core.workspace import (
+    CONFIG_NAME,
+    INTENT_JOURNAL,
+    LOCK_NAME,
+    RESTORE_JOURNAL,
+    VERSION_FILE,
+    Workspace,
+    parse_version,
+)
 
 MANIFEST = ".skillsmith-snapshot.json"
 STATE_ITEMS = (CONFIG_NAME, "AGENTS.md", "skills", "history")
@@ -144,12 +152,12 @@ def create_snapshot(ws: Workspace, note: str = "") -> Path:
 
 
 def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
-    cfg = ws.load_config()
+    version = ws.version()
     created_at = utc_now()
-    dest = _free_name(ws, cfg.version, created_at)
-    manifest = {"format": 1, "version": cfg.version, "created_at": created_at, "note": note}
+    dest = _free_name(ws, version, created_at)
+    manifest = {"format": 1, "version": version, "created_at": created_at, "note": note}
     _write_archive(dest, manifest, partial(live_item, ws), secret_values(ws), _COMPRESSLEVEL)
-    return dest, cfg.version
+    return dest, version
 
 
 def _write_archive(
@@ -361,6 +369,9 @@ def _read_archive(
     pointers: dict[str, str] = {}
     total = 0
     config: Config | None = None
+    state_version: int | None = (
+        None  # history/workspace.json's; older snapshots keep it in the config
+    )
     made: set[Path] = set()
     if dest is not None:
         dest.mkdir(parents=True)
@@ -409,6 +420,9 @@ def _read_archive(
                     if name == CONFIG_NAME:
                         data = _member_bytes(tar, member)
                         config = _parse_config(data, f"{path}:{CONFIG_NAME}")
+                    elif name == VERSION_FILE:
+                        data = _member_bytes(tar, member)
+                        state_version = parse_version(data, f"{path}:{VERSION_FILE}")
                     elif _POINTER.match(name):
                         data = _member_bytes(tar, member)
                         pointers[name] = _utf8(data, path, name).strip()
@@ -440,7 +454,7 @@ def _read_archive(
         raise SkillsmithError(
             f"{path}: refused: no {CONFIG_NAME} inside, not a Skillsmith snapshot"
         )
-    archive.version = config.version
+    archive.version = config.version if state_version is None else state_version
     archive.agent_change = _agent_change(live, config)
     archive.top = {name.split("/", 1)[0] for name in kinds}
     return archive
@@ -567,7 +581,7 @@ def restore(
         recover(ws)
         path = _resolve_source(ws, source)
         live = ws.load_config()
-        current = live.version
+        current = ws.version()
         stage = ws.root / f".tmp-restore-{secrets.token_hex(4)}"
         _busy.add(ws.root)
         try:

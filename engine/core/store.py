@@ -331,7 +331,7 @@ class SkillStore:
         with self.ws.lock(f"archive {self.name}"):
             self._settle()
             cur = self.archivable()
-            version = self.ws.load_config().version + 1
+            version = self.ws.version() + 1
             self._commit({"op": "archive", "to": cur, "why": why, "workspace_version": version})
             return cur
 
@@ -359,7 +359,7 @@ class SkillStore:
                 raise SkillsmithError(
                     f"{self.skill_file.parent}: is in the way of the archived skill; move it first"
                 )
-            version = self.ws.load_config().version + 1
+            version = self.ws.version() + 1
             self._commit({"op": "unarchive", "to": cur, "why": why, "workspace_version": version})
             return cur
 
@@ -489,7 +489,7 @@ class SkillStore:
         if provenance.get("source") == "adopt":
             intent["adopted"] = True
         if bump:
-            intent["workspace_version"] = self.ws.load_config().version + 1
+            intent["workspace_version"] = self.ws.version() + 1
         self._commit(intent)
         return version
 
@@ -548,11 +548,8 @@ class SkillStore:
                 os.rename(frm, to)
                 fsync_dir(frm.parent)
                 fsync_dir(to.parent)
-        if "workspace_version" in intent:
-            cfg = self.ws.load_config()
-            if cfg.version < intent["workspace_version"]:
-                cfg.version = intent["workspace_version"]
-                self.ws.save_config(cfg)
+        if "workspace_version" in intent and self.ws.version() < intent["workspace_version"]:
+            self.ws.set_version(intent["workspace_version"])
         if op in ("publish", "rollback", "fork"):
             self._set_pointer(vdir, intent["to"])
             if branch is None:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.core.errors import LockError, SkillsmithError
-from engine.core.fsutil import atomic_write_text
+from engine.core.errors import FormatError, LockError, SkillsmithError
+from engine.core.fsutil import atomic_write_json, atomic_write_text
 from engine.core.journal import is_leftover
 
 # The config's dataclasses and the typed loader are imported where a config is read or written:
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from engine.core.config import Config, PathsConfig
 
 CONFIG_NAME = "skillsmith.yaml"
+# The agent-state version is the tool's, not the user's: it lives beside the skills' histories
+# (so every snapshot carries it) and skillsmith.yaml changes only where its user edits it.
+VERSION_FILE = "history/workspace.json"
 LOCK_NAME = ".skillsmith.lock"
 # The intent journals (engine.core.journal): a restore's at the top; the queue's and each store's.
 RESTORE_JOURNAL = ".restore.json"
@@ -289,12 +292,31 @@ class Workspace:
                 )
         return cfg
 
+    def version(self) -> int:
+        """The agent-state version (raised by every publish on the main line).
+
+        A workspace written before the version had its own file keeps it as the legacy
+        ``version`` key of skillsmith.yaml, which is read until the first publish writes the file.
+        """
+        path = self.root / VERSION_FILE
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return self.load_config().version
+        return parse_version(raw, path)
+
+    def set_version(self, version: int) -> None:
+        atomic_write_json(self.root / VERSION_FILE, {"version": version})
+
     def save_config(self, config: Config) -> None:
+        """Write a new workspace's skillsmith.yaml (``init``); nothing rewrites it afterwards."""
         import yaml
 
         from engine.core.schema import to_mapping
 
-        body = yaml.safe_dump(to_mapping(config), sort_keys=False, allow_unicode=True)
+        mapping = to_mapping(config)
+        mapping.pop("version", None)  # the tool's own: history/workspace.json
+        body = yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True)
         atomic_write_text(self.config_path, _CONFIG_HEADER + body)
 
     # -- the writer lock -------------------------------------------------------------------------
@@ -355,6 +377,17 @@ class Workspace:
             f"{lock_path}: workspace is locked by {_read_holder(lock_path)}; "
             "try again when it finishes"
         )
+
+
+def parse_version(raw: bytes, label: Path | str) -> int:
+    """The ``version`` of a history/workspace.json, or one line naming the file and the field."""
+    try:
+        value = json.loads(raw).get("version")
+    except (ValueError, AttributeError):
+        raise FormatError(label, None, "expected a JSON object") from None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise FormatError(label, "version", f"expected a whole number ≥ 0, got {value!r}")
+    return value
 
 
 def _needs_recovery(root: Path) -> bool:

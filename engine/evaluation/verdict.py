@@ -50,6 +50,8 @@ Measure = Literal["pass_rate", "score"]
 POWER = 0.8  # the power ``more`` plans for
 MAX_MORE = 1000  # beyond this many extra runs a case, "more runs" is no plan
 BOOTSTRAP_RESAMPLES = 2000
+# The question each alternative's p answers, as a verdict line names it.
+_QUESTION: dict[str, str] = {"greater": "better?", "less": "worse?", "two-sided": "changed?"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,10 @@ class Verdict:
         return self.decision == "worse"
 
     def line(self) -> str:
-        """What a person reads: ``+8.3 pts [+2.1, +14.5] p=0.01 better (23 paired cases, …)``."""
+        """What a person reads: ``+8.3 pts [+2.1, +14.5] p(better?)=0.01 better (23 paired
+        cases, …)``. The p names the question it answers — "better?" for a one-sided test of a
+        gain, "worse?" for one of a loss (a guardrail), "changed?" for a two-sided one — so
+        ``p(worse?)=1 better`` reads as no sign of a loss, not as a contradiction."""
         label = "" if self.measure == "pass_rate" else f"{self.measure} "
         decision: str = self.decision
         if self.threshold and decision != "inconclusive":
@@ -102,7 +107,8 @@ class Verdict:
         extra = f", +{self.extra_runs} extra" if self.extra_runs else ""
         return (
             f"{label}{_pts(self.delta)} pts [{_pts(self.ci_low)}, {_pts(self.ci_high)}] "
-            f"p={_p(self.p_value)} {decision} ({self.n_cases} {cases}, {self.n_runs} {runs}{extra})"
+            f"p({_QUESTION[self.alternative]})={_p(self.p_value)} {decision} "
+            f"({self.n_cases} {cases}, {self.n_runs} {runs}{extra})"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -309,11 +309,13 @@ def curate(
     paths = list(transcripts) if transcripts is not None else default_transcripts(ws)
     traces: list[tuple[Trace, float]] = []
     unreadable: list[str] = []
-    for path in paths:
+    for done, path in enumerate(paths, start=1):
         try:
             traces.append((load_trace(path), path.stat().st_mtime))
         except (FormatError, OSError) as exc:
             unreadable.append(str(exc))
+        if log is not None:  # the transcripts are its units: the job bar counts them
+            log.emit("progress", done=done, total=len(paths), label="reading transcripts")
     usage = _usage(ws, skills, traces, clock, cfg.stale_after_days)
     by_skill = {u.skill: u for u in usage}
     texts = {s.folder: s.text for s in skills}

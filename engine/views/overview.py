@@ -163,7 +163,7 @@ def load_overview(ws: Workspace, queue: CandidateCache | None = None) -> Overvie
     """
     errors: list[str] = []
     try:
-        version: int | None = ws.load_config().version
+        version: int | None = ws.version()
     except SkillsmithError as exc:
         version = None
         errors.append(str(exc))

@@ -16,9 +16,12 @@ PenguinHarness' agent-optimization, round by round:
    that does nothing about half the time. An inconclusive verdict reruns the cases that can
    still decide it (engine.evaluation.verdict.can_improve: those whose runs disagree and those
    both states failed on every run, where a fix that slipped on its one run hides), on both
-   states with shared seeds, within ``gates.max_extra_runs``. Kept: the skill is published or
-   the workspace version bumped to N+1, and the record is written to the scoreboard and checked
-   against its run at once. Otherwise the snapshot is **restored** (and a
+   states with shared seeds, within ``gates.max_extra_runs``. Kept: the change goes through the
+   **human gate** — a skill edit is queued through the door every loop uses (an AGENTS.md or
+   settings edit is kept as a patch file), the live file is put back and the session stops
+   awaiting approval, as evolve's does; with ``--auto-approve`` (or ``gates.human: none``) the
+   skill is published or the workspace version bumped to N+1, and the record is written to the
+   scoreboard and checked against its run at once. Otherwise the snapshot is **restored** (and a
    skill diff goes on the skill's taboo list). The verdict's figures go into the state file, the
    session events and the record's summary.
 6. Whether the **hypothesis held** on the cases it targeted is reported apart from the verdict,
@@ -43,6 +46,7 @@ from engine.core.benchmark import load_benchmark
 from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_text
+from engine.core.queue import CandidateQueue
 from engine.core.runs import RunFolder
 from engine.core.scoreboard import (
     ScoreRecord,
@@ -59,7 +63,9 @@ from engine.core.store import SkillStore, read_text
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
 from engine.evaluation.diagnosis.run import diagnose_run, load_run
+from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.outcome import Sampling
+from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.patches import taboo_rule
@@ -122,6 +128,7 @@ class AgentOptimizerOptions:
     runs: int | None = None  # runs per case of every candidate evaluation
     target_score: float | None = None
     jobs: int | None = None
+    auto_approve: bool = False  # apply a kept round without a person (else it waits in the queue)
     model: LLM | None = None
     judge: ProtocolJudge | None = None
 
@@ -441,7 +448,8 @@ class _Optimizer:
 
     def decide(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         if attempt.decision == "accepted":
-            self.accept(attempt, candidate)
+            if not self.held_for_a_person(attempt, candidate):
+                self.accept(attempt, candidate)
         else:
             verdict = Verdict.from_dict(attempt.verdict or {})
             why = (
@@ -449,6 +457,76 @@ class _Optimizer:
                 f"p<{verdict.alpha:g} wanted"
             )
             self.roll_back(attempt, candidate, "rolled_back", why)
+
+    def held_for_a_person(self, attempt: Attempt, candidate: AgentCandidate) -> bool:
+        """Send a kept round through the human gate; True when it now waits for a person.
+
+        A skill edit enters the queue through the door every loop uses (Spec, Safety, Human):
+        ``gates.human: none`` publishes it there, ``--auto-approve`` approves it here, otherwise it
+        waits as ``pending_approval``. The queue holds skill versions only, so a kept AGENTS.md or
+        settings edit waits as a patch file in the experiment folder. Either way the live file is
+        put back to the state before the round and the session stops, as evolve's does: later
+        rounds would build on a change nobody accepted.
+        """
+        verdict = Verdict.from_dict(attempt.verdict or {})
+        why = f"optimize-agent {self.state.session_id} round {attempt.round}: {candidate.summary}"
+        if candidate.skill is None:
+            policy = self.ws.load_config().gates.human
+            if self.state.auto_approve or policy == "none":
+                return False
+            patch = self.folder / f"round-{attempt.round}.diff"
+            atomic_write_text(patch, candidate.diff)
+            where = patch.relative_to(self.ws.root).as_posix()
+            reason = (
+                f"kept ({verdict.line()}); the queue holds skill edits only, so {where} waits "
+                "for a person: apply it by hand, or rerun with --auto-approve"
+            )
+            return self._hold(attempt, candidate, "held", reason)
+        queue = CandidateQueue(self.ws)
+        if attempt.candidate_id is None:
+            store = SkillStore(self.ws, candidate.skill)
+            queued, _ = submit_candidate(
+                self.ws,
+                candidate.skill,
+                candidate.after,
+                source="optimize-agent",
+                operation="update",
+                parent_version=store.current(),
+                summary=candidate.summary,
+                patch=candidate.diff,
+                outcome=TaskOutcome(
+                    status="success",
+                    notes=f"against a fresh evaluation of the parent: {verdict.line()}",
+                    evaluator=f"optimize-agent:{self.state.session_id} round {attempt.round}",
+                ),
+                delta_score=attempt.delta,
+                root_causes=[candidate.rule],
+                metrics={"score": attempt.score, "run_id": attempt.run_id},
+                provenance={"source": "optimize-agent", "session": self.state.session_id},
+            )
+            attempt.candidate_id = queued.id
+            self.save()
+        queued = queue.get(attempt.candidate_id)
+        if queued.status == "rejected":
+            self.roll_back(attempt, candidate, "rolled_back", f"gate rejected: {queued.reason}")
+            return True
+        if queued.status == "pending_approval" and self.state.auto_approve:
+            queue.approve(queued.id, why=f"{why} (--auto-approve)")
+            return False
+        if queued.status != "pending_approval":
+            return False  # published by the door (gates.human: none) or approved meanwhile
+        reason = f"kept ({verdict.line()}); candidate {queued.id} awaits approval"
+        return self._hold(attempt, candidate, "queued", reason)
+
+    def _hold(self, attempt: Attempt, candidate: AgentCandidate, decision: str, why: str) -> bool:
+        self._put(attempt, candidate, candidate.before)
+        attempt.decision = decision
+        attempt.stage = decision
+        attempt.reason = why
+        self.state.valid_rounds += 1
+        self.save()
+        self.log.emit("candidate_queued", **self._outcome(attempt, candidate))
+        return True
 
     def accept(self, attempt: Attempt, candidate: AgentCandidate) -> None:
         assert attempt.run_id is not None and attempt.score is not None
@@ -466,11 +544,9 @@ class _Optimizer:
                         patch=candidate.diff,
                         provenance={"source": "optimize-agent", "session": self.state.session_id},
                     )
-            cfg = self.ws.load_config()
-            if cfg.version < attempt.version_before + 1:
-                cfg.version = attempt.version_before + 1
-                self.ws.save_config(cfg)
-            attempt.version_after = self.ws.load_config().version
+            if self.ws.version() < attempt.version_before + 1:
+                self.ws.set_version(attempt.version_before + 1)
+            attempt.version_after = self.ws.version()
         done = [
             i
             for i, r in enumerate(read_heads(bench_root))
@@ -543,9 +619,7 @@ class _Optimizer:
         assert attempt.snapshot is not None
         path = target_path(self.ws, candidate.target)
         live = read_text(path) if path.is_file() else ""
-        changed = (
-            live != candidate.before or self.ws.load_config().version != attempt.version_before
-        )
+        changed = live != candidate.before or self.ws.version() != attempt.version_before
         if changed:
             # its own snapshot of the state before its own edit: the agent settings in it are
             # the ones the user had, so they need no second confirmation
@@ -578,7 +652,7 @@ class _Optimizer:
             "verdict": attempt.verdict,
             "hypothesis_held": hypothesis.get("held"),
             "targeted_cases": list(candidate.targeted_cases),
-            "version": self.ws.load_config().version,
+            "version": self.ws.version(),
             "snapshot": attempt.snapshot,
             "reason": attempt.reason,
             "launched": attempt.launched,
@@ -600,6 +674,8 @@ class _Optimizer:
     # -- the loop --------------------------------------------------------------------------------
     def _stop(self) -> str | None:
         state = self.state
+        if state.awaiting() is not None:
+            return "awaiting_approval"
         if state.target_score is not None and state.reference.score >= state.target_score:
             return "target"
         if state.valid_rounds >= state.rounds:
@@ -628,7 +704,7 @@ class _Optimizer:
                     round=self.state.valid_rounds + 1,
                     candidate=proposal.to_dict(),
                     stage="proposed",
-                    version_before=self.ws.load_config().version,
+                    version_before=self.ws.version(),
                     reference_score=self.state.reference.score,
                 )
                 self.state.attempts.append(attempt)
@@ -700,7 +776,7 @@ def run(
         log = start_session(ws, "agent-optimizer", forward=reporter, session_id=state.session_id)
     else:
         log = start_session(ws, "agent-optimizer", forward=reporter)
-        start = _start_reference(ws, baseline, cfg.version)
+        start = _start_reference(ws, baseline, ws.version())
         state = OptimizerState(
             session_id=log.session_id,
             benchmark=bench_id,
@@ -708,10 +784,11 @@ def run(
             rounds=rounds,
             target_score=target_score,
             jobs=jobs,
+            auto_approve=options.auto_approve,
             baseline=_reference(
                 baseline.record,
                 baseline.index,
-                baseline.record.version if baseline.record.version is not None else cfg.version,
+                baseline.record.version if baseline.record.version is not None else ws.version(),
                 "formal_baseline",
             ),
             reference=start,
@@ -747,7 +824,7 @@ def run(
             reason = optimizer.run()
         state.status, state.stop_reason = "finished", reason
         optimizer.save()
-    version = ws.load_config().version
+    version = ws.version()
     result = AgentOptimizerResult(
         session_id=state.session_id,
         benchmark=bench_id,

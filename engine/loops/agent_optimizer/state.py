@@ -23,6 +23,7 @@ from engine.core.workspace import Workspace
 
 STATE_FILE = "state.json"
 OPEN_STAGES = ("proposed", "snapshotted", "applied", "deciding")
+HELD_FOR_A_PERSON = ("queued", "held")
 
 
 @dataclass
@@ -46,11 +47,12 @@ class Attempt:
     launched: int = 0
     score: float | None = None
     delta: float | None = None
-    decision: str | None = None  # accepted | rolled_back | invalid
+    decision: str | None = None  # accepted | queued | held | rolled_back | invalid
     hypothesis: dict[str, Any] | None = None
     version_after: int | None = None
     record_index: int | None = None
     reason: str | None = None
+    candidate_id: str | None = None  # the queued candidate of a kept skill edit
 
     @property
     def open(self) -> bool:
@@ -86,6 +88,11 @@ class OptimizerState:
     stop_reason: str | None = None
     valid_rounds: int = 0
     attempts: list[Attempt] = field(default_factory=list)
+    auto_approve: bool = False  # a kept round is applied without a person's approval
+
+    def awaiting(self) -> Attempt | None:
+        """The kept round that waits for a person (the session stops there, as evolve does)."""
+        return next((a for a in self.attempts if a.decision in HELD_FOR_A_PERSON), None)
 
     def open_attempt(self) -> Attempt | None:
         return next((a for a in self.attempts if a.open), None)

@@ -539,7 +539,7 @@ class _Build:
                 skills=skills_of_run(manifest),
                 kind=FORMAL_BASELINE,
                 session_id=self.log.session_id,
-                version=cfg.version,
+                version=self.ws.version(),
             )
             append_record(self.root, record)
         mismatches = verify_record(self.ws, record)

@@ -9,7 +9,8 @@ the 5.0 limit. An accepted patch is progress and resets the count: the limit is 
 
 Rollback to best looks past the session: every version on the skill's branch whose version record
 (``metrics.json``) or this session's checkpoint holds a holdout figure is a candidate, so a
-session that stagnated at v3 can go back to a v7 published by an earlier session.
+session that stagnated at v3 can go back to a v7 published by an earlier session; a version with
+no figure of its own (v0, adopted) takes the mean of what earlier sessions measured of its text.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from engine.core.config import LimitsConfig
 from engine.core.store import SkillStore, version_number
 from engine.evaluation.gates.result import GateResult
+from engine.loops.evolve.checkpoint import text_sha
 
 TARGET_WEIGHT = 0.3
 GUARDRAIL_WEIGHT = 1.0
@@ -132,6 +134,7 @@ def standings(store: SkillStore, session: Mapping[str, float]) -> list[VersionHo
     figure to compare and is left out.
     """
     found: list[VersionHoldout] = []
+    measured: dict[str, list[float]] | None = None
     for info in store.versions():
         if info.version in session:
             found.append(VersionHoldout(info.version, session[info.version], "this session"))
@@ -141,6 +144,35 @@ def standings(store: SkillStore, session: Mapping[str, float]) -> list[VersionHo
             value, session_id = recorded
             where = f"session {session_id}" if session_id else "its version record"
             found.append(VersionHoldout(info.version, value, where))
+            continue
+        # no record of its own (v0 is adopted with none): what earlier sessions measured of
+        # this very text, averaged — a version that four sessions measured is not unmeasured
+        if measured is None:
+            measured = _session_holdouts(store)
+        figures = measured.get(text_sha(store.read(info.version)), [])
+        if figures:
+            mean = sum(figures) / len(figures)
+            found.append(VersionHoldout(info.version, mean, f"{len(figures)} earlier session(s)"))
+    return found
+
+
+def _session_holdouts(store: SkillStore) -> dict[str, list[float]]:
+    """Holdout F1 of every text earlier evolve sessions of this skill measured, by its sha256
+    (the summary.json each session leaves in its experiment folder). An unreadable summary is
+    skipped, as an unreadable version record is."""
+    found: dict[str, list[float]] = {}
+    for path in sorted(store.ws.experiments_dir.glob("evolve-*/summary.json")):
+        try:
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or data.get("skill") != store.name:
+            continue
+        for version in data.get("versions") or []:
+            value = version.get("holdout_f1") if isinstance(version, dict) else None
+            sha = version.get("sha") if isinstance(version, dict) else None
+            if isinstance(sha, str) and isinstance(value, int | float) and math.isfinite(value):
+                found.setdefault(sha, []).append(float(value))
     return found
 
 

@@ -86,9 +86,15 @@ def review_summary(
     def count(n: int, word: str) -> str:
         return f"{n} {word}{'' if n == 1 else 's'}"
 
-    waiting = sum(1 for c in candidates if c.get("id") and c.get("status") != "rejected")
+    def status(c: dict[str, Any]) -> str | None:
+        return c.get("status") if c.get("id") else None
+
+    waiting = sum(1 for c in candidates if status(c) == "pending_approval")
+    to_measure = sum(1 for c in candidates if status(c) == "pending_eval")
     rejected = sum(1 for c in candidates if c.get("status") == "rejected")
     parts = [f"{count(waiting, 'candidate')} queued for approval"]
+    if to_measure:  # a failed task's change is measured first: `queue eval` (E), then approval
+        parts.append(f"{to_measure} waiting for an evaluation (skillsmith queue eval ID)")
     if rejected:
         parts.append(f"{rejected} rejected by the gates")
     if failed:
@@ -145,6 +151,9 @@ def run(
                     status=result.status,
                     text=render_result(result),
                 )
+                if watch_dir is None:  # the given transcripts are the plan; a watch has none
+                    total = len(files)
+                    log.emit("progress", done=len(review.results), total=total, label="reviewing")
 
         workers: BoundedWorkers[Path, ReviewResult] = BoundedWorkers(
             lambda path: learner.review(path, outcome),
