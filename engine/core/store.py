@@ -19,10 +19,12 @@ leaves the old state (intent not yet written) or, after recovery, the new one â€
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,7 @@ from engine.core.skill import SKILL_FILE
 from engine.core.skill_folder import (
     Resource,
     Resources,
+    check_tree,
     copy_resources,
     file_diff,
     folder_diff,
@@ -128,6 +131,10 @@ def _read_json(path: Path) -> Any:
         raise FormatError(path, None, "file is missing") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FormatError(path, None, f"expected JSON ({exc})") from None
+
+
+class LiveWriteFailed(SkillsmithError):
+    """A publish or rollback whose live folder could not be written, undone whole."""
 
 
 class SkillStore:
@@ -458,6 +465,7 @@ class SkillStore:
         provenance: dict[str, Any],
         bump: bool,
     ) -> str:
+        check_tree(resources, where=self.skill_file.parent)
         names = self._version_names(self.dir)
         version = f"v{version_number(names[-1]) + 1}" if names else "v0"
         now = utc_now()
@@ -556,7 +564,10 @@ class SkillStore:
         if op in ("publish", "rollback", "fork"):
             self._set_pointer(vdir, intent["to"])
             if branch is None:
-                self._mirror(vdir / intent["to"])
+                try:
+                    self._mirror(vdir / intent["to"])
+                except OSError as exc:
+                    self._undo_move(intent, exc)
             audit = {
                 k: intent.get(k) for k in ("when", "from", "to", "why", "branch", "op", "op_id")
             }
@@ -574,6 +585,33 @@ class SkillStore:
                 atomic_write_json(self.taboo_path, taboo_records(kept))
         line = {k: v for k, v in intent.items() if k not in ("stage", "target", "entry")}
         self._append_once(self.timeline_path, {**line, **intent.get("entry", {})})
+
+    def _undo_move(self, intent: Intent, exc: OSError) -> None:
+        """The live folder could not be made into the new version (a full disk, a file in the
+        way): put ``current`` and the live folder back where they were and drop the new version,
+        so the workspace opens and the skill is as it was; the change is over, so is its journal."""
+        live = self.skill_file.parent
+        previous = intent.get("from")
+        pointer = self.dir / "current"
+        if previous is None:
+            pointer.unlink(missing_ok=True)
+        else:
+            self._set_pointer(self.dir, previous)
+            with contextlib.suppress(OSError):
+                self._mirror(self.dir / previous)
+        if intent["op"] == "publish":
+            target = self.root / intent["target"]
+            if target.is_dir():
+                dropped = target.with_name(f".tmp-publish-{secrets.token_hex(4)}")
+                os.rename(target, dropped)
+                shutil.rmtree(dropped, ignore_errors=True)
+        fsync_dir(self.dir)
+        self._journal.close()
+        back = f"left at {previous}" if previous is not None else "left unpublished"
+        raise LiveWriteFailed(
+            f"{live}: cannot write the skill folder ({exc.strerror or exc}); "
+            f"{intent['op']} of {intent['to']} undone, {self.name} {back}"
+        ) from None
 
     def _mirror(self, version_dir: Path) -> None:
         """Make the live skill folder equal to one version (resources first, SKILL.md last)."""
@@ -642,7 +680,8 @@ class SkillStore:
         appeared died before its stage was complete, and is dropped."""
         staged = "stage" not in intent or (self.root / intent["target"]).exists()
         if staged or (self.root / intent["stage"]).exists():
-            self._apply(intent)
+            with contextlib.suppress(LiveWriteFailed):  # undone: the workspace opens as it was
+                self._apply(intent)
 
 
 _STAGE = re.compile(
