@@ -83,7 +83,7 @@ def plant(ws: Workspace, cand_id: str, patch: str) -> None:
     (cand.dir / "patch.diff").write_text(patch, encoding="utf-8")
     record = yaml.safe_load((cand.dir / "candidate.yaml").read_text(encoding="utf-8"))
     record["content_hash"] = content_hash(
-        (cand.dir / "SKILL.md").read_bytes(), patch.encode("utf-8")
+        (cand.dir / "SKILL.md").read_bytes(), patch.encode("utf-8"), record["operation"]
     )
     (cand.dir / "candidate.yaml").write_text(yaml.safe_dump(record), encoding="utf-8")
     assert CandidateQueue(ws).get(cand_id).disk_hash() == record["content_hash"]
@@ -173,3 +173,22 @@ def test_a_file_replaced_by_a_folder_of_the_same_name_publishes(
     assert store.publish(text, why="a reference folder", resources=nested) == "v2"
 
     assert (live / "reference" / "columns.md").read_bytes() == b"# Columns\n"
+
+
+def test_an_operation_edited_in_candidate_yaml_breaks_its_content_hash(
+    workspace: Workspace, live: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a person approves includes what approving does: an update turned into a delete (an
+    archive of the whole skill) on disk is refused like an edited patch."""
+    cand_id = queue_edit(workspace, live, reference_edit(live))
+    cand = CandidateQueue(workspace).get(cand_id)
+    shown = cand.content_hash
+    record = yaml.safe_load((cand.dir / "candidate.yaml").read_text(encoding="utf-8"))
+    record["operation"] = "delete"
+    (cand.dir / "candidate.yaml").write_text(yaml.safe_dump(record), encoding="utf-8")
+
+    code = main(["-w", str(workspace.root), "queue", "approve", cand_id, "--expect", shown])
+
+    assert code == 1
+    assert "changed on disk" in capsys.readouterr().err
+    assert live.is_dir() and SkillStore(workspace, SKILL).current() == "v0"
