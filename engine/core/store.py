@@ -84,7 +84,7 @@ class VersionInfo:
 
 def check_name(kind: str, name: str) -> str:
     """Skill and branch names become folder names, so they may not climb out of history/."""
-    if not _NAME.match(name) or ".." in name:
+    if not _NAME.fullmatch(name) or ".." in name:  # fullmatch: `$` alone lets "x\n" through
         raise SkillsmithError(
             f"{kind} name {name!r}: expected letters, digits, '.', '_' or '-' (no '..', no '/')"
         )
