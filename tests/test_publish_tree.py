@@ -192,3 +192,32 @@ def test_an_operation_edited_in_candidate_yaml_breaks_its_content_hash(
     assert code == 1
     assert "changed on disk" in capsys.readouterr().err
     assert live.is_dir() and SkillStore(workspace, SKILL).current() == "v0"
+
+
+def test_a_skill_folder_that_is_a_link_is_never_written_through(
+    workspace: Workspace, live: Path, tmp_path: Path
+) -> None:
+    """Adopting, publishing and rolling back write the live folder; through a link they would
+    write outside the project, so each is refused and the folder behind the link is untouched."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "SKILL.md").write_text(skill_text("linked"), encoding="utf-8")
+    linked = workspace.skills_dir / "linked"
+    linked.symlink_to(outside, target_is_directory=True)
+    before = tree(outside)
+    with pytest.raises(SkillsmithError, match="a link to .*replace the link"):
+        SkillStore(workspace, "linked").ensure_adopted()
+    assert not (workspace.history_dir / "linked").exists()
+
+    store = SkillStore(workspace, SKILL)
+    text = (live / "SKILL.md").read_text(encoding="utf-8")
+    store.publish(text + "\nOne more line.\n", why="v1 before the swap")
+    moved = tmp_path / "moved"
+    live.rename(moved)
+    live.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(SkillsmithError, match="replace the link"):
+        store.publish(text + "\nv2\n", why="through a link")
+    with pytest.raises(SkillsmithError, match="replace the link"):
+        store.rollback("v0", why="through a link")
+    assert tree(outside) == before
+    assert store.current() == "v1"

@@ -270,6 +270,7 @@ class SkillStore:
             found = self.current()
             if found is not None or not self.skill_file.is_file():
                 return found
+            self._refuse_linked_folder()
             text = read_text(self.skill_file)
             return self._stage_version(
                 text,
@@ -311,6 +312,8 @@ class SkillStore:
                 raise SkillsmithError(
                     f"{self.dir / parent}: nothing to publish, the folder is identical to {parent}"
                 )
+            if self.branch is None:
+                self._refuse_linked_folder()
             self._refuse_drift(parent, text, new_files)
             return self._stage_version(
                 text,
@@ -378,6 +381,8 @@ class SkillStore:
             self.read(version)
             if version == cur:
                 raise SkillsmithError(f"{self.dir / 'current'}: already at {version}")
+            if self.branch is None:
+                self._refuse_linked_folder()
             self._refuse_drift(cur, None, None)
             self._commit(
                 {"op": "rollback", "branch": self.branch, "from": cur, "to": version, "why": why}
@@ -442,6 +447,18 @@ class SkillStore:
             raise SkillsmithError(
                 f"{edited}: edited by hand since {cur}; publish it first "
                 f"(skillsmith publish {self.name} {folder} --why …) so it is not lost"
+            )
+
+    def _refuse_linked_folder(self) -> None:
+        """The live folder is written on every publish and rollback, so it must be a folder of
+        the skills folder, not a link to one elsewhere: writing through it would change files
+        outside the project (a link a user made, or one an agent planted)."""
+        live = self.skill_file.parent
+        skills = self.ws.skills_dir.resolve()
+        if live.is_symlink() or live.resolve().parent != skills:
+            raise SkillsmithError(
+                f"{live}: a link to {os.path.realpath(live)}; Skillsmith writes published "
+                "versions into the skill folder, so replace the link with the folder itself"
             )
 
     @staticmethod
