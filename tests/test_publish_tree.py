@@ -205,7 +205,7 @@ def test_a_skill_folder_that_is_a_link_is_never_written_through(
     linked = workspace.skills_dir / "linked"
     linked.symlink_to(outside, target_is_directory=True)
     before = tree(outside)
-    with pytest.raises(SkillsmithError, match="a link to .*replace the link"):
+    with pytest.raises(SkillsmithError, match=r"a link to .*replace the link"):
         SkillStore(workspace, "linked").ensure_adopted()
     assert not (workspace.history_dir / "linked").exists()
 

@@ -252,3 +252,26 @@ def test_a_stale_intent_for_a_replaced_file_is_dropped(tmp_path: Path) -> None:
 
 def _tail(data: bytes) -> str:
     return hashlib.blake2b(data[-65536:], digest_size=16).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "- timestamp: '2026-03-01T09:",  # a record torn mid-line
+        "- {unclosed: [\n",  # a half-written flow item
+        "- \x00\x01 binary junk\n",  # bytes a bad copy left
+    ],
+    ids=["torn-record", "half-item", "junk"],
+)
+def test_a_garbage_tail_is_not_appended_to(tmp_path: Path, garbage: str) -> None:
+    append_record(tmp_path, _record())
+    path = tmp_path / "scoreboard.yaml"
+    path.write_bytes(path.read_bytes() + garbage.encode())
+    before = path.read_bytes()
+
+    with pytest.raises(
+        FormatError, match=r"the last record \(from line \d+\) is not a YAML mapping"
+    ):
+        append_record(tmp_path, _record(summary_title="next"))
+
+    assert path.read_bytes() == before
