@@ -422,8 +422,17 @@ def _read_archive(
                 if kinds[name] != "dir" and name in implied:
                     raise refuse(implied[name], f"lies under {name!r}, which is not a folder")
                 if dest is not None and name != MANIFEST:
-                    _write_member(tar, member, dest / name, data, made)
+                    try:
+                        _write_member(tar, member, dest / name, data, made)
+                    except OSError as exc:
+                        raise _WriteFailed(dest, exc) from None
             _read_to_end(path, gz)
+    except _WriteFailed as failed:  # the disk, not the archive: say so
+        raise SkillsmithError(
+            f"{failed.dest.parent}: cannot write the restored files "
+            f"({failed.error.strerror or failed.error}); nothing was changed — free some space "
+            "and restore again"
+        ) from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         reason = _clip(str(exc) or type(exc).__name__, 160)
         raise SkillsmithError(f"{path}: not a readable tar.gz snapshot ({reason})") from None
@@ -444,6 +453,15 @@ def _read_archive(
     archive.agent_change = _agent_change(live, config)
     archive.top = {name.split("/", 1)[0] for name in kinds}
     return archive
+
+
+class _WriteFailed(Exception):
+    """Writing an extracted member failed (a full disk, a quota): not the archive's fault."""
+
+    def __init__(self, dest: Path, error: OSError) -> None:
+        super().__init__(str(error))
+        self.dest = dest
+        self.error = error
 
 
 def _write_member(
