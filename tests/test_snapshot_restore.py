@@ -393,3 +393,37 @@ def test_restore_on_a_full_disk_says_so_and_changes_nothing(
     assert "restore-rc=1" in proc.stdout and "open-rc=0" in proc.stdout, proc.stdout + proc.stderr
     assert "cannot write the restored files (No space left on device)" in proc.stderr
     assert "not a readable" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("skill_md", "problem"),
+    [
+        (b"---\nname: latin\ndescription: caf\xe9\n---\n# Latin-1\n", "is not UTF-8 text"),
+        (
+            b"---\nname: deep\ndescription: " + b"[" * 3000 + b"]" * 3000 + b"\n---\n# Deep\n",
+            "does not parse",
+        ),
+    ],
+    ids=["not-utf8", "deeply-nested"],
+)
+def test_snapshot_refuses_what_restore_would_refuse(
+    workspace: Workspace, tmp_path: Path, skill_md: bytes, problem: str
+) -> None:
+    """A snapshot that restore refuses looks like a way back and is not: snapshot refuses it
+    first, with the same judgement restore applies to the same archive."""
+    path = workspace.skill_path("odd")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(skill_md)
+
+    made = cli(workspace, "snapshot")
+
+    assert made.returncode == 1 and len(made.stderr.strip().splitlines()) == 1, made.stderr
+    assert f"{path}: {problem}" in made.stderr and "none was written" in made.stderr
+    assert [p.name for p in workspace.snapshots_dir.glob("*")] == []
+    # the same state packed by hand: restore refuses it too
+    archive = tmp_path / "by-hand.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(workspace.config_path, "skillsmith.yaml")
+        tar.add(path, "skills/odd/SKILL.md")
+    refused = cli(workspace, "restore", str(archive), "--yes")
+    assert refused.returncode == 1 and "refused" in refused.stderr
