@@ -20,7 +20,7 @@ from engine.core.queue import CandidateQueue
 from engine.core.skill_folder import file_diff
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import TaskOutcome, run_candidate_gates
+from tests.candidate_helpers import safety_of
 
 SHAPES = {
     "pipe-into-interpreter": (
@@ -85,16 +85,7 @@ def lint(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple
 
 
 def safety_gate(ws: Workspace, text: str) -> tuple[bool, list[str]]:
-    parent = SkillStore(ws, "pdf-forms").ensure_adopted()
-    decision = run_candidate_gates(
-        ws,
-        "pdf-forms",
-        text,
-        operation="update",
-        parent_version=parent,
-        outcome=TaskOutcome(status="success", score=1.0),
-    )
-    verdict = next(r for r in decision.results if r.gate == "safety")
+    _decision, verdict = safety_of(ws, "pdf-forms", text)
     return verdict.verdict == "pass", list(verdict.figures.get("rules", []))
 
 

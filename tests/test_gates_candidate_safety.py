@@ -9,10 +9,8 @@ from __future__ import annotations
 import pytest
 
 from engine.core.safety import RULES_BY_ID
-from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.gates.candidate import TaskOutcome, run_candidate_gates
-from tests.candidate_helpers import skill_text
+from tests.candidate_helpers import safety_of, skill_text
 
 # Key-shaped strings are assembled at run time so the repository holds none verbatim.
 _R = "Qm3ZpX7vB1nR4tY6uW0eS5cH2gFa8Kd92jdL"
@@ -99,18 +97,8 @@ WARNING_ONLY = {"path.system_config"}
 
 
 def _judge(ws: Workspace, line: str):  # type: ignore[no-untyped-def]
-    parent = SkillStore(ws, "audit").ensure_adopted()
     text = skill_text("audit", steps=["List the files: `ls`.", line, "Write the verdict."])
-    decision = run_candidate_gates(
-        ws,
-        "audit",
-        text,
-        operation="update",
-        parent_version=parent,
-        outcome=TaskOutcome(status="success", score=1.0),
-    )
-    safety = next(r for r in decision.results if r.gate == "safety")
-    return decision, safety
+    return safety_of(ws, "audit", text)
 
 
 @pytest.fixture
