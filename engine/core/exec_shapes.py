@@ -86,7 +86,8 @@ def logical_lines(lines: list[str]) -> list[LogicalLine]:
 
 
 def _args(text: str) -> list[str]:
-    end = re.search(rf"[{_TOKEN_END[2:]}\n]", text)  # up to the next ; & | quote ) < >
+    # up to the next ; & | quote ( ) < > — or the prose after a command in a sentence
+    end = re.search(rf"[{_TOKEN_END[2:]}(\n]", text)
     return text[: end.start() if end else len(text)].split()
 
 
@@ -111,7 +112,7 @@ def _reads_program_from_stdin(program: str, args: list[str]) -> bool:
             if any(flag in arg[1:] for flag in given):
                 return False
             continue
-        if arg.startswith("--"):
+        if arg.startswith("--") or not arg.strip(".,:;!?"):  # an option, or a sentence's end
             continue
         return False  # a script file: what comes down the pipe is its data
     return True
@@ -141,7 +142,7 @@ PIPE_TO_SHELL = Rule(
             + _SHELLS
             + "|"
             + _INTERPRETERS
-            + r"|iex|Invoke-Expression)(?![\w.-])(?P<args>[^|;&`\n]*)"
+            + r"|iex|Invoke-Expression)(?![\w-]|\.\w)(?P<args>[^|;&`\n]*)"
         ),
         re.compile(
             r"(?<![\w.-])(?:" + _SHELLS + "|" + _INTERPRETERS + r"|eval|source|exec|(?<!\S)\.)"
