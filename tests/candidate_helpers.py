@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+from engine.evaluation.gates.candidate import GateDecision, TaskOutcome, run_candidate_gates
+from engine.evaluation.gates.result import GateResult
 
 DEFAULT_STEPS = ("Read the input: `read <file>`.", "Write the verdict line.")
 
@@ -33,3 +36,18 @@ def add_skill(ws: Workspace, folder: str, text: str) -> None:
     path = ws.skill_path(folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def safety_of(ws: Workspace, skill: str, text: str) -> tuple[GateDecision, GateResult]:
+    """The gates' decision on ``text`` as an update of ``skill`` (adopted first) that worked,
+    and the Safety gate's verdict in it."""
+    parent = SkillStore(ws, skill).ensure_adopted()
+    decision = run_candidate_gates(
+        ws,
+        skill,
+        text,
+        operation="update",
+        parent_version=parent,
+        outcome=TaskOutcome(status="success", score=1.0),
+    )
+    return decision, next(r for r in decision.results if r.gate == "safety")

@@ -85,7 +85,7 @@ def _hand_edited(ws: Workspace, skill_md: bytes, patch: bytes) -> str:
     (cand.dir / "SKILL.md").write_bytes(skill_md)
     (cand.dir / "patch.diff").write_bytes(patch)
     record = yaml.safe_load((cand.dir / "candidate.yaml").read_text())
-    record["content_hash"] = content_hash(skill_md, patch)
+    record["content_hash"] = content_hash(skill_md, patch, record["operation"])
     (cand.dir / "candidate.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
     return cand.id
 

@@ -509,3 +509,22 @@ def test_a_path_too_long_is_one_short_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err) < 300 and "File name too long" in err
     assert tree_state(workspace.root) == before
+
+
+def test_a_killed_imports_stage_is_removed_when_the_workspace_next_opens(
+    workspace: Workspace,
+) -> None:
+    """An import fills ``benchmarks/.import-*/<id>`` under the workspace lock; a kill leaves the
+    stage behind, and the next opening (which takes that lock) removes it and nothing else."""
+    for folder in (workspace.benchmarks_dir, workspace.runs_dir):
+        stage = folder / ".import-0badf00d" / "half-done"
+        stage.mkdir(parents=True)
+        (stage / "cases.jsonl").write_text('{"id": "a"}\n')
+    kept = workspace.benchmarks_dir / ".notes"
+    kept.mkdir()
+
+    Workspace.at(workspace.root)
+
+    assert not (workspace.benchmarks_dir / ".import-0badf00d").exists()
+    assert not (workspace.runs_dir / ".import-0badf00d").exists()
+    assert kept.is_dir()

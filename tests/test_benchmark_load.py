@@ -99,7 +99,11 @@ def test_label_normalisation() -> None:
         ("labels: [a, b\n", None, "benchmark.yaml:2: invalid YAML"),
         ("labels: [a, b]\nrunz: 2\n", None, "benchmark.yaml: field 'runz': unknown key"),
         ("runs_per_case: two\n", None, "field 'runs_per_case': expected an integer"),
-        ("runs_per_case: 0\n", None, "field 'runs_per_case': expected ≥ 1"),
+        (
+            "runs_per_case: 0\n",
+            None,
+            "field 'runs_per_case': expected a number in [1, 1000], got 0",
+        ),
         ("id: other\n", None, "field 'id': expected the folder name 'b'"),
         ("label_pattern: 'VERDICT: \\S+'\n", None, "field 'label_pattern': expected a regex"),
         ("label_pattern: '(unclosed'\n", None, "field 'label_pattern': invalid regex"),

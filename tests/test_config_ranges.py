@@ -43,6 +43,23 @@ from tests.bench_helpers import write_benchmark, write_case
         ("agent:\n  max_processes: 0\n", "field 'agent.max_processes': expected a whole number"),
         ("agent:\n  disk_mb: 1e9\n", "field 'agent.disk_mb': expected"),
         ("agent:\n  allow_hosts: ['a b']\n", "field 'agent.allow_hosts[0]': expected 'host'"),
+        ("gates:\n  alpha: -0.5\n", "field 'gates.alpha': expected a rate in (0, 0.5), got -0.5"),
+        ("gates:\n  alpha: 0.5\n", "field 'gates.alpha': expected a rate in (0, 0.5)"),
+        ("gates:\n  alpha: .nan\n", "field 'gates.alpha'"),
+        ("gates:\n  looks: 0\n", "field 'gates.looks': expected a number in [1, 20], got 0"),
+        ("gates:\n  max_extra_runs: -1\n", "field 'gates.max_extra_runs': expected a number in"),
+        ("limits:\n  max_rounds: 0\n", "field 'limits.max_rounds': expected a number in [1,"),
+        ("version: -3\n", "field 'version': expected a number in [0,"),
+        ("limits:\n  workers: -2\n", "field 'limits.workers': expected a number in [0, 1024]"),
+        ("online:\n  workers: 0\n", "field 'online.workers': expected a number in [1, 1024]"),
+        (
+            "limits:\n  snapshot_max_member_bytes: 0\n",
+            "field 'limits.snapshot_max_member_bytes': expected a number > 0",
+        ),
+        (
+            "limits: {snapshot_max_member_bytes: 100, snapshot_max_total_bytes: 10}\n",
+            "field 'limits.snapshot_max_total_bytes': expected a number in [100,",
+        ),
     ],
 )
 def test_out_of_range_value_names_file_and_field(
@@ -85,3 +102,19 @@ def test_a_missing_agent_command_binary_is_refused_before_any_run(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no-such-agent-on-path-4711" in err
     assert not ws.runs_dir.exists() or list(ws.runs_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("runs", [0, 1_000_000_000])
+def test_runs_per_case_out_of_range_names_the_benchmark_file(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str], runs: int
+) -> None:
+    root = write_benchmark(
+        workspace.benchmarks_dir / "b", {}, config={"labels": ["safe"], "runs_per_case": runs}
+    )
+    write_case(root, "one", {"expected": "safe"})
+
+    assert main(["eval", "b", "-w", str(workspace.root)]) == 1
+
+    [error] = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("warning:")]
+    assert error.endswith(f"field 'runs_per_case': expected a number in [1, 1000], got {runs}")
+    assert "benchmarks/b/benchmark.yaml" in error

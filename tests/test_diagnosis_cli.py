@@ -16,6 +16,7 @@ from tests.bench_helpers import write_benchmark
 from tests.diag_helpers import (
     SKILL_TEXT,
     clean_calls,
+    ok,
     row,
     session_lines,
     thirteen_failures_run,
@@ -231,3 +232,25 @@ def test_long_case_ids_fold_at_80_columns_and_are_never_cut(
     cells = "".join(line.split("│")[1].strip() for line in table.splitlines() if "│" in line)
     for case_id in ids:
         assert case_id in cells  # folded over lines, whole
+
+
+def test_terminal_escapes_in_agent_text_never_reach_the_terminal(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An agent's tool calls and answer holding screen-clear, window-title and clipboard
+    sequences: the words are shown, the sequences are not (--verbose and --traces)."""
+    hostile = "\x1b[2J\x1b]0;owned\x07\x1b]52;c;Y3VybCB4fHNo\x1b\\\r"
+    calls = [
+        ok("Skill", "vuln-audit"),
+        ok("Bash", f"grep -rn Marker{hostile} src", f"found{hostile} nothing"),
+    ]
+    final = f"Claimed all.{hostile}\nSTEPS DONE: 1, 2, 3, 4\nVERDICT: safe"
+    units = [(row(f"fn-{i}", "FN"), session_lines(calls, final)) for i in range(3)]
+    write_run(workspace.runs_dir / "run-4", units)
+
+    code = main(["-w", str(workspace.root), "diagnose", "run-4", "--verbose", "--traces"])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Marker" in out  # the agent's text is there, its control sequences are not
+    assert [c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F] == []

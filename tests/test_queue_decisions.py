@@ -67,7 +67,10 @@ def test_submit_writes_the_candidate_folder(workspace: Workspace) -> None:
     ]
     record = yaml.safe_load((folder / "candidate.yaml").read_text())
     assert record["status"] == "pending_approval" and record["parent_version"] == "v0"
-    assert record["content_hash"] == hashlib.sha256((V1 + PATCH).encode()).hexdigest()
+    assert (
+        record["content_hash"]
+        == hashlib.sha256((V1 + PATCH + "\0operation=update").encode()).hexdigest()
+    )
     assert [h["status"] for h in record["history"]] == ["pending_approval"]
     assert json.loads((folder / "gates.json").read_text()) == GATES
     cand = queue.get(cid)

@@ -284,3 +284,26 @@ def test_heads_are_read_from_an_index_kept_with_the_history(tmp_path: Path) -> N
     assert json.loads(index.read_text())["heads"][1]["summary_title"] == "r1-edited"
     # the index is the history's, not the benchmark's: fingerprints skip it like the log
     assert yaml_log.is_log_file(index.name, path.name)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "- timestamp: '2026-03-01T09:",  # a record torn mid-line
+        "- {unclosed: [\n",  # a half-written flow item
+        "- \x00\x01 binary junk\n",  # bytes a bad copy left
+    ],
+    ids=["torn-record", "half-item", "junk"],
+)
+def test_a_garbage_tail_is_not_appended_to(tmp_path: Path, garbage: str) -> None:
+    append_record(tmp_path, _record())
+    path = tmp_path / "scoreboard.yaml"
+    path.write_bytes(path.read_bytes() + garbage.encode())
+    before = path.read_bytes()
+
+    with pytest.raises(
+        FormatError, match=r"the last record \(from line \d+\) is not a YAML mapping"
+    ):
+        append_record(tmp_path, _record(summary_title="next"))
+
+    assert path.read_bytes() == before

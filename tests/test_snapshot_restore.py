@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +27,16 @@ from engine.core.snapshots import (
 )
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from tests.store_helpers import cli, leftovers, make_skill, state, tar_members, tree, untar
+from tests.store_helpers import (
+    REPO,
+    cli,
+    leftovers,
+    make_skill,
+    state,
+    tar_members,
+    tree,
+    untar,
+)
 
 SECRET = "sk-vault-value-0123456789abcdef"
 NAME = re.compile(r"v\d+-\d{8}T\d{6}Z(-\d+)?\.tar\.gz")
@@ -333,3 +346,84 @@ def test_unreadable_and_foreign_archives_are_refused(workspace: Workspace, tmp_p
     with pytest.raises(SkillsmithError, match="no snapshot of v4"):
         restore(workspace, "v4")
     assert tree(workspace.root) == before
+
+
+def test_restore_on_a_full_disk_says_so_and_changes_nothing(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """The workspace on a small tmpfs (bubblewrap): the snapshot is readable, the disk is not big
+    enough to unpack it. The error names the disk, not the archive, and the workspace opens."""
+    folder = make_skill(
+        workspace, "bulky", "---\nname: bulky\ndescription: x\n---\n# Bulky\n"
+    ).parent
+    (folder / "assets").mkdir()
+    (folder / "assets" / "blob.bin").write_bytes(os.urandom(2 * 1024 * 1024))  # incompressible
+    assert cli(workspace, "snapshot").returncode == 0
+    shutil.rmtree(folder)
+    used = sum(p.stat().st_size for p in workspace.root.rglob("*") if p.is_file())
+    small = tmp_path / "small"
+    small.mkdir()
+    inner = small / "ws"
+    script = (
+        f"cp -a {workspace.root} {inner} && cd {REPO} && "
+        f"{sys.executable} -m engine.cli -w {inner} restore v0 --yes; echo restore-rc=$?; "
+        f"{sys.executable} -m engine.cli -w {inner} snapshot --list >/dev/null; echo open-rc=$?"
+    )
+    tmpfs = ["--size", str(used + 1024 * 1024), "--tmpfs", str(small)]
+    proc = subprocess.run(
+        [
+            "bwrap",
+            "--bind",
+            "/",
+            "/",
+            *tmpfs,
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "sh",
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert "restore-rc=1" in proc.stdout and "open-rc=0" in proc.stdout, proc.stdout + proc.stderr
+    assert "cannot write the restored files (No space left on device)" in proc.stderr
+    assert "not a readable" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("skill_md", "problem"),
+    [
+        (b"---\nname: latin\ndescription: caf\xe9\n---\n# Latin-1\n", "is not UTF-8 text"),
+        (
+            b"---\nname: deep\ndescription: " + b"[" * 3000 + b"]" * 3000 + b"\n---\n# Deep\n",
+            "does not parse",
+        ),
+    ],
+    ids=["not-utf8", "deeply-nested"],
+)
+def test_snapshot_refuses_what_restore_would_refuse(
+    workspace: Workspace, tmp_path: Path, skill_md: bytes, problem: str
+) -> None:
+    """A snapshot that restore refuses looks like a way back and is not: snapshot refuses it
+    first, with the same judgement restore applies to the same archive."""
+    path = workspace.skill_path("odd")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(skill_md)
+
+    made = cli(workspace, "snapshot")
+
+    assert made.returncode == 1 and len(made.stderr.strip().splitlines()) == 1, made.stderr
+    assert f"{path}: {problem}" in made.stderr and "none was written" in made.stderr
+    assert [p.name for p in workspace.snapshots_dir.glob("*")] == []
+    # the same state packed by hand: restore refuses it too
+    archive = tmp_path / "by-hand.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(workspace.config_path, "skillsmith.yaml")
+        tar.add(path, "skills/odd/SKILL.md")
+    refused = cli(workspace, "restore", str(archive), "--yes")
+    assert refused.returncode == 1 and "refused" in refused.stderr

@@ -155,7 +155,9 @@ def _write_candidate(ws: Workspace, record: dict[str, Any], text: str, patch: st
     atomic_write_text(folder / "SKILL.md", text)
     atomic_write_text(folder / "patch.diff", patch)
     atomic_write_json(folder / "gates.json", record.pop("gates"))
-    record["content_hash"] = content_hash(text.encode("utf-8"), patch.encode("utf-8"))
+    record["content_hash"] = content_hash(
+        text.encode("utf-8"), patch.encode("utf-8"), record["operation"]
+    )
     atomic_write_yaml(folder / "candidate.yaml", record)
 
 

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from engine.cli import print_json, wants_json, workspace_if_any
 from engine.core.config import Config
+from engine.core.printable import printable
 from engine.evaluation.diagnosis import Diagnosis, Registry
 from engine.evaluation.diagnosis.run import benchmark_of, diagnose_run, load_run
 from engine.evaluation.gt_audit import GtAudit, audit_runs
@@ -105,7 +106,7 @@ def _render(
     if traces:
         for case in diagnosis.cases:
             if case.summary is not None:
-                console.print(case.summary.render_text(), markup=False, soft_wrap=True)
+                console.print(printable(case.summary.render_text()), markup=False, soft_wrap=True)
 
 
 def summary_line(diagnosis: Diagnosis) -> str:
@@ -124,7 +125,8 @@ def _render_rows(console: Console, diagnosis: Diagnosis) -> None:
     for case in diagnosis.cases:
         s = case.summary
         if s is None:
-            cases.add_row(case.key, case.outcome, "-", "-", "-", "-", "-", Text(case.note or ""))
+            note = Text(printable(case.note or ""))
+            cases.add_row(case.key, case.outcome, "-", "-", "-", "-", "-", note)
             continue
         cases.add_row(
             case.key,
@@ -158,9 +160,10 @@ def _render_causes(console: Console, diagnosis: Diagnosis) -> None:
             )
         console.print(causes)
         for rc in diagnosis.root_causes:
-            console.print(f"[bold]{escape(rc.id)}[/]: {escape(rc.explanation)}", soft_wrap=True)
-            for line in rc.evidence:
-                console.print(f"    {line}", markup=False, soft_wrap=True)
+            explanation = escape(printable(rc.explanation))
+            console.print(f"[bold]{escape(rc.id)}[/]: {explanation}", soft_wrap=True)
+            for line in rc.evidence:  # quotes the agent's calls and claims
+                console.print(f"    {printable(line)}", markup=False, soft_wrap=True)
     else:
         console.print("no root cause: no failing case shows a flow anomaly")
     if diagnosis.undiagnosed_case_ids:
@@ -185,7 +188,7 @@ def _render_gt(console: Console, gt: GtAudit, *, verbose: bool) -> None:
                 Text(s.case_id),
                 f"{s.score:.2f}",
                 "[yellow]GT suspect[/]" if s.flagged else "-",
-                Text("; ".join(s.reasons) or "-"),
+                Text(printable("; ".join(s.reasons)) or "-"),
             )
         console.print(table)
     weaker = len(signalled) - len(shown)

@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.cli import print_json, wants_json
 from engine.core.config import Config
-from engine.core.errors import SkillsmithError
+from engine.core.errors import SkillsmithError, UsageError
 from engine.core.skill import SKILL_FILE
 from engine.core.store import SkillStore
 from engine.core.workspace import PROJECT_MARKERS, Workspace
@@ -31,9 +31,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "dir",
         nargs="?",
-        default=".",
-        help="the project folder (default: the current one); a new or empty folder becomes a "
-        "standalone workspace",
+        help="the project folder (default: -w DIR, else the current one); a new or empty "
+        "folder becomes a standalone workspace",
     )
     layout = p.add_mutually_exclusive_group()
     layout.add_argument(
@@ -70,7 +69,10 @@ def _is_project(folder: Path) -> bool:
 
 
 def _init(args: argparse.Namespace) -> int:
-    folder = Path(args.dir).expanduser().resolve()
+    named = getattr(args, "workspace", None)
+    if args.dir is not None and named is not None and Path(args.dir) != Path(named):
+        raise UsageError(f"init: two folders named ({args.dir} and -w {named}); give one")
+    folder = Path(args.dir or named or ".").expanduser().resolve()
     if folder.exists() and not folder.is_dir():
         raise SkillsmithError(f"{folder}: not a folder")
     project = args.project or args.user_skills or (not args.standalone and _is_project(folder))
@@ -114,8 +116,8 @@ def _init(args: argparse.Namespace) -> int:
     for name, version in adopted.items():
         files = len(list((ws.skills_dir / name).rglob("*")))
         print(f"  adopted {name} as {version} ({files} files and folders)")
-    for name, error in refused.items():
-        print(f"  not adopted {name}: {error}")
+    for name, error in refused.items():  # a name with control characters is shown escaped
+        print(f"  not adopted {name if name.isprintable() else repr(name)}: {error}")
     for name in strays:
         print(f"  skipped {ws.skills_dir / name}: no {SKILL_FILE}")
     if ws.agents_md.is_file():

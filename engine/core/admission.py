@@ -66,7 +66,8 @@ def check_added_lines(before: Resources, after: Resources, *, folder: Path) -> N
         text = resource.data.decode("utf-8", "replace")
         lines = text.splitlines()
         for finding in scan(text):
-            if finding.severity == "error" and lines[finding.line - 1] not in had:
+            covered = lines[finding.line - 1 : finding.line - 1 + finding.span]
+            if finding.severity == "error" and any(line not in had for line in covered):
                 raise SkillsmithError(
                     f"{folder / rel}:{finding.line}: {finding.message} [{finding.rule_id}]; "
                     "a proposed change may not add it"

@@ -40,6 +40,7 @@ SPLIT_FAMILIES: tuple[tuple[str, ...], ...] = (
 )
 DEFAULT_SPLITS = {"selection": 0.60, "holdout": 0.25, "golden": 0.15}
 DEFAULT_LABEL_PATTERN = r"VERDICT:\s*(\S+)"
+MAX_RUNS_PER_CASE = 1000  # per case and variant; more is a typo (1e9 once sat silent), not a plan
 
 CheckKind = Literal[
     "label", "exact", "regex", "contains", "json_field", "script", "llm_judge", "file"
@@ -265,8 +266,12 @@ def _validate_config(config: BenchmarkConfig, source: Path, root: Path) -> None:
         raise FormatError(
             source, "id", f"expected the folder name {root.name!r}, got {config.id!r}"
         )
-    if config.runs_per_case < 1:
-        raise FormatError(source, "runs_per_case", f"expected ≥ 1, got {config.runs_per_case}")
+    if not 1 <= config.runs_per_case <= MAX_RUNS_PER_CASE:
+        raise FormatError(
+            source,
+            "runs_per_case",
+            f"expected a number in [1, {MAX_RUNS_PER_CASE}], got {config.runs_per_case}",
+        )
     if not 0.0 <= config.pass_threshold <= 1.0:
         raise FormatError(
             source, "pass_threshold", f"expected a number in [0, 1], got {config.pass_threshold}"

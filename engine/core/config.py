@@ -269,6 +269,12 @@ _AGENT_LIMITS = (
     ("disk_mb", 1, 1_048_576),
 )
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:[0-9]{1,5})?")
+# Upper bounds past which a value is a typo, not a setting (``runs_per_case: 1e9`` once sat
+# silent for hours): an evaluation or a loop that large is started by hand, not by configuration.
+MAX_LOOKS = 20
+MAX_EXTRA_RUNS = 10_000
+MAX_ROUNDS = 10_000
+MAX_WORKERS = 1024
 
 
 def check_config(cfg: Config, path: Path) -> Config:
@@ -280,6 +286,29 @@ def check_config(cfg: Config, path: Path) -> Config:
         if value is None or not math.isfinite(value) or value <= 0:
             raise FormatError(path, name, f"expected a number > 0, got {value!r}")
 
+    def within(name: str, value: float, low: float, high: float) -> None:
+        if not low <= value <= high:  # also refuses nan
+            raise FormatError(
+                path, name, f"expected a number in [{low:g}, {high:g}], got {value!r}"
+            )
+
+    if not 0.0 < cfg.gates.alpha < 0.5:  # a false-accept rate: 0 accepts nothing, 0.5 a coin
+        raise FormatError(
+            path, "gates.alpha", f"expected a rate in (0, 0.5), got {cfg.gates.alpha!r}"
+        )
+    within("gates.looks", cfg.gates.looks, 1, MAX_LOOKS)
+    within("gates.max_extra_runs", cfg.gates.max_extra_runs, 0, MAX_EXTRA_RUNS)
+    within("limits.max_rounds", cfg.limits.max_rounds, 1, MAX_ROUNDS)
+    within("version", cfg.version, 0, 2**53)
+    within("limits.workers", cfg.limits.workers, 0, MAX_WORKERS)
+    within("online.workers", cfg.online.workers, 1, MAX_WORKERS)
+    positive("limits.snapshot_max_member_bytes", cfg.limits.snapshot_max_member_bytes)
+    within(
+        "limits.snapshot_max_total_bytes",
+        cfg.limits.snapshot_max_total_bytes,
+        cfg.limits.snapshot_max_member_bytes,
+        2**62,
+    )
     agent = cfg.agent
     positive("agent.timeout_s", agent.timeout_s)
     positive("agent.max_output_bytes", agent.max_output_bytes)

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.fsutil import append_jsonl, append_jsonl_many
+from engine.core.printable import printable
 from engine.core.stamps import new_id, utc_now
+from engine.core.vault import redact, redact_tree
 
 EventKind = Literal[
     "started",
@@ -86,6 +88,10 @@ class CancelToken:
             raise Cancelled()
 
 
+def _shown(text: str) -> str:
+    return printable(redact(text))
+
+
 class SessionLog:
     """An append-only event log under ``sessions/`` that also forwards to a live reporter."""
 
@@ -106,9 +112,18 @@ class SessionLog:
         return self.emit_many([(kind, data)])[0]
 
     def emit_many(self, items: list[tuple[EventKind, dict[str, Any]]]) -> list[Event]:
-        """Log several events with one append (one fsync), then forward them in order."""
+        """Log several events with one append (one fsync), then forward them in order.
+
+        Every string is redacted first (vault values, key shapes) and stripped of terminal
+        control sequences: events quote transcripts, agent output and model replies, and
+        neither the log nor a live view may show a secret or let agent text drive a terminal.
+        """
         events = [
-            Event(kind=kind, session_id=self.session_id, data={"session_kind": self.kind, **data})
+            Event(
+                kind=kind,
+                session_id=self.session_id,
+                data=redact_tree({"session_kind": self.kind, **data}, _shown),
+            )
             for kind, data in items
         ]
         with self._lock:
@@ -120,7 +135,7 @@ class SessionLog:
     def __call__(self, event: Event) -> None:
         """Let a SessionLog itself serve as a Reporter for nested jobs."""
         with self._lock:
-            append_jsonl(self.path, {**event.to_record(), "session_kind": self.kind})
+            append_jsonl(self.path, redact_tree({**event.to_record(), "session_kind": self.kind}))
         self._forward(event)
 
 

@@ -24,6 +24,7 @@ class Finding:
     severity: Severity
     line: int
     message: str
+    span: int = 1  # the lines it covers from ``line`` (a command continued over several)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -8,7 +8,8 @@ with the other sections applied; its SKILL.md is the candidate's own full text, 
 
 What a patch may do is deliberately narrow, because an approved candidate becomes the folder the
 next ``claude`` session loads: edit a text file the parent version has, or create a new text
-file. A path that leaves the folder, a file under ``evals/`` (the skill's private eval set, never
+file. A path that leaves the folder, a file under another file of the tree (``SKILL.md/x``), a
+file under ``evals/`` (the skill's private eval set, never
 shown to an agent), a binary file, a deletion or a rename is refused with one line naming it, so
 a candidate either is a reviewable text change or never reaches the queue.
 """
@@ -24,7 +25,7 @@ from unidiff.patch import PatchSet
 from engine.core.errors import SkillsmithError
 from engine.core.patch_apply import PatchError, apply_patch
 from engine.core.skill import SKILL_FILE
-from engine.core.skill_folder import Resource, Resources
+from engine.core.skill_folder import Resource, Resources, check_tree
 
 PRIVATE_DIR = "evals"  # the skill's own eval set: expected answers, never edited by a patch
 NEW_FILE_MODE = 0o644
@@ -126,6 +127,7 @@ def apply_folder_patch(diff: str, parent: Resources, *, where: Path) -> dict[str
             raise SkillsmithError(f"{where}: {section.path}: {exc}") from None
         mode = NEW_FILE_MODE if have is None else have.mode
         files[section.path] = Resource(new.encode("utf-8"), mode)
+    check_tree(files, where=where)
     return files
 
 

@@ -34,7 +34,7 @@ from engine.core.fsutil import atomic_write_bytes, atomic_write_json, atomic_wri
 from engine.core.results import read_results
 from engine.core.schema import from_mapping
 from engine.core.stamps import new_id, utc_now
-from engine.core.workspace import Workspace
+from engine.core.workspace import IMPORT_STAGE, Workspace
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -67,12 +67,14 @@ def _check_id(value: str, what: str) -> str:
 
 @contextlib.contextmanager
 def _staged(parent: Path, name: str) -> Iterator[Path]:
-    """Yield ``parent/.import-*/name`` to fill; on success it becomes ``parent/name``."""
+    """Yield ``parent/.import-*/name`` to fill; on success it becomes ``parent/name``. Callers
+    hold the workspace lock, so a stage found under the lock is a killed import's: opening the
+    workspace removes it (engine.core.recovery)."""
     target = parent / name
     if target.exists():
         raise SkillsmithError(f"{target}: already exists; choose another id")
     parent.mkdir(parents=True, exist_ok=True)
-    staging = parent / f".import-{secrets.token_hex(4)}"
+    staging = parent / f"{IMPORT_STAGE}{secrets.token_hex(4)}"
     staging.mkdir()
     try:
         yield staging / name

@@ -138,9 +138,12 @@ class Candidate(CandidateRecord):
         return data
 
     def disk_hash(self) -> str:
-        """sha256 of SKILL.md + patch.diff as they are on disk now."""
+        """sha256 of SKILL.md + patch.diff as they are on disk now, and of the operation
+        candidate.yaml names (an update edited into a delete is a different decision)."""
         return content_hash(
-            (self.dir / "SKILL.md").read_bytes(), (self.dir / "patch.diff").read_bytes()
+            (self.dir / "SKILL.md").read_bytes(),
+            (self.dir / "patch.diff").read_bytes(),
+            self.operation,
         )
 
     def record(self) -> dict[str, Any]:
@@ -159,8 +162,9 @@ def _from_index(record: Any, path: Path) -> Candidate | None:
         return None
 
 
-def content_hash(skill: bytes, patch: bytes) -> str:
-    return hashlib.sha256(skill + patch).hexdigest()
+def content_hash(skill: bytes, patch: bytes, operation: str) -> str:
+    """What a person approves: the text, the patch and what approving does with them."""
+    return hashlib.sha256(skill + patch + b"\0operation=" + operation.encode("utf-8")).hexdigest()
 
 
 class CandidateQueue:
@@ -290,7 +294,7 @@ class CandidateQueue:
             "rule_id": rule_id,
             "created_at": now,
             "history": [{"status": st, "at": now, "why": why} for st, why in steps],
-            "content_hash": content_hash(text.encode("utf-8"), patch.encode("utf-8")),
+            "content_hash": content_hash(text.encode("utf-8"), patch.encode("utf-8"), operation),
         }
         from_mapping(CandidateRecord, mapping, target / "candidate.yaml")  # one-line errors
         if operation != "delete":

@@ -13,10 +13,11 @@ store or queue opened to be read changes nothing on disk.
 from __future__ import annotations
 
 from engine.core.errors import FormatError, LockError, SkillsmithError
+from engine.core.journal import remove_leftovers
 from engine.core.queue import CandidateQueue
 from engine.core.snapshots import recover
 from engine.core.store import stores_of
-from engine.core.workspace import CONFIG_NAME, Workspace
+from engine.core.workspace import CONFIG_NAME, IMPORT_STAGE, Workspace
 
 
 def recover_workspace(ws: Workspace) -> None:
@@ -37,6 +38,14 @@ def recover_workspace(ws: Workspace) -> None:
                 return  # not a workspace after all; Workspace.at says so
             for store in stores_of(ws):
                 store.recover()
+            # an import stages under the lock we hold: any stage left is a killed one's
+            remove_leftovers(
+                stage
+                for folder in (ws.benchmarks_dir, ws.runs_dir)
+                if folder.is_dir()
+                for stage in folder.iterdir()
+                if stage.name.startswith(IMPORT_STAGE)
+            )
             try:
                 CandidateQueue(ws).recover()
             except FormatError:

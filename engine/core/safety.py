@@ -1,4 +1,5 @@
-"""Safety rules for skill text: leaked credentials, destructive commands, path traversal.
+"""Safety rules for skill text: leaked credentials, destructive commands, path traversal, and
+code that runs what it fetched or decoded (by shape: ``engine.core.exec_shapes``).
 
 A skill is instructions an agent will follow with real tools, and every candidate an LLM proposes
 passes through here before a human sees it (the Safety gate), as do the files `skill lint` checks.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from engine.core.exec_shapes import SHAPE_RULES, check_shapes
 from engine.core.findings import Finding, Rule, Severity, any_hint
 from engine.core.secret_scan import SECRET_RULES, find_secrets
 from engine.core.skill import split_lines
@@ -172,19 +174,6 @@ _COMMAND_RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        "destructive.pipe_to_shell",
-        ("curl", "wget"),
-        "destructive",
-        "pipes a download straight into a shell",
-        (
-            _re(
-                r"\b(?:curl|wget)\b[^\n|;&`]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?"
-                r"(?:(?:ba|z|k|da|fi)?sh|python3?|perl|ruby)\b"
-            ),
-            _re(r"\b(?:ba|z)?sh\s+(?:-c\s+)?[\"']?(?:\$\(|<\(|`)\s*(?:curl|wget)\b"),
-        ),
-    ),
-    Rule(
         "destructive.fork_bomb",
         ("{",),
         "destructive",
@@ -225,7 +214,7 @@ _COMMAND_RULES: tuple[Rule, ...] = (
     ),
 )
 
-RULES: tuple[Rule, ...] = SECRET_RULES + _COMMAND_RULES
+RULES: tuple[Rule, ...] = SECRET_RULES + _COMMAND_RULES + SHAPE_RULES
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 _HINTS = any_hint(_COMMAND_RULES)
 
@@ -250,6 +239,9 @@ def scan(text: str, known: Iterable[str] = ()) -> list[Finding]:
                 severity, matched = hit
                 message = f"{rule.message}: `{_clip(matched)}`"
                 findings.append(Finding(rule.id, severity, number, message))
+    for rule, logical, severity, matched in check_shapes(lines):
+        message = f"{rule.message}: `{_clip(matched)}`"
+        findings.append(Finding(rule.id, severity, logical.first, message, logical.span))
     return sorted(findings, key=lambda f: f.line)
 
 

@@ -496,6 +496,28 @@ def prepare_record(bench_dir: Path, record: ScoreRecord | dict[str, Any]) -> Pre
     return PreparedRecord(record, piece)
 
 
+def _check_last(path: Path) -> None:
+    """Refuse to append after a last item that is not YAML of a record's shape (garbage a
+    crash, a bad merge or a hand edit left at the end): the new record would be glued to it
+    and no reader could tell them apart. One item is parsed, not the file; a record whose
+    values break a rule is for the readers to name, as anywhere in the history."""
+    listing = yaml_log.read(path)
+    if listing is None or not listing.plain or not listing.items:
+        return
+    last = listing.items[-1]
+    try:
+        mapping = _item_mapping(path, last.text, last.first_line)
+    except _Cut:
+        mapping = None
+    if not isinstance(mapping, dict):
+        raise FormatError(
+            path,
+            None,
+            f"the last record (from line {last.first_line}) is not a YAML mapping; "
+            "repair or remove it, nothing was appended",
+        )
+
+
 def append_record(
     bench_dir: Path, record: ScoreRecord | dict[str, Any] | PreparedRecord
 ) -> ScoreRecord:
@@ -511,6 +533,7 @@ def append_record(
                 None,
                 "cannot append without rewriting earlier records (expected a block list)",
             )
+        _check_last(path)
         if not isinstance(record, PreparedRecord):
             record = prepare_record(bench_dir, record)
         before = _log_key(path)

@@ -25,6 +25,7 @@ from engine.core.events import Cancelled, Reporter, SessionLog, null_reporter
 from engine.core.runs import RunFolder, UnitKey
 from engine.core.scoreboard import ScoreRecord, count_records, read_record, record_from_rows
 from engine.core.session_logs import list_session_logs, read_tail
+from engine.core.vault import remember_vault
 from engine.core.workspace import Workspace
 
 KINDS = {
@@ -51,6 +52,7 @@ def start_session(
     if session_id is not None:
         _check_id(session_id)
     ws.sessions_dir.mkdir(exist_ok=True)
+    remember_vault(ws)  # the loop's prompts and this log mask every vault value from the start
     return SessionLog(ws.sessions_dir, kind, session_id=session_id, forward=forward)
 
 

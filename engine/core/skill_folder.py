@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -93,6 +93,23 @@ def check_resource_path(rel: str) -> str:
     return rel
 
 
+def check_tree(paths: Iterable[str], *, where: Path) -> None:
+    """Refuse a set of resource paths no folder can hold: a file under another file
+    (``SKILL.md/x``, ``scripts/run.sh/x``) or a file where a folder of others is.
+
+    Checked before anything is written: a publish that found out only while writing the live
+    folder would leave ``current`` pointing at a version the skill folder cannot be made into.
+    """
+    files = {SKILL_FILE, *paths}
+    for rel in sorted(files):
+        for parent in PurePosixPath(rel).parents:
+            if parent.as_posix() in files:
+                raise SkillsmithError(
+                    f"{where}: {rel}: under the file {parent.as_posix()}; a skill folder "
+                    "cannot hold a file inside a file"
+                )
+
+
 def write_resources(folder: Path, resources: Resources) -> None:
     """Make ``folder``'s resources exactly ``resources``; SKILL.md and ignored files stay.
 
@@ -100,6 +117,10 @@ def write_resources(folder: Path, resources: Resources) -> None:
     a crash finishes the job and an unchanged script keeps its timestamp.
     """
     live = read_resources(folder)
+    # the files that go first: a file ``notes`` replaced by ``notes/x.md`` must be out of the way
+    for rel in sorted(set(live) - set(resources)):
+        (folder / rel).unlink(missing_ok=True)
+    _prune_empty(folder)
     for rel, res in sorted(resources.items()):
         target = folder / check_resource_path(rel)
         have = live.get(rel)
@@ -108,8 +129,6 @@ def write_resources(folder: Path, resources: Resources) -> None:
         if target.is_symlink() or target.is_dir():
             _remove(target)
         atomic_write_bytes(target, res.data, mode=res.mode)
-    for rel in sorted(set(live) - set(resources)):
-        (folder / rel).unlink(missing_ok=True)
     _prune_empty(folder)
     fsync_dir(folder)
 

@@ -156,7 +156,14 @@ def _write_snapshot(ws: Workspace, note: str) -> tuple[Path, int]:
     created_at = utc_now()
     dest = _free_name(ws, version, created_at)
     manifest = {"format": 1, "version": version, "created_at": created_at, "note": note}
-    _write_archive(dest, manifest, partial(live_item, ws), secret_values(ws), _COMPRESSLEVEL)
+    _write_archive(
+        dest,
+        manifest,
+        partial(live_item, ws),
+        secret_values(ws),
+        _COMPRESSLEVEL,
+        restorable=_Restorable(*_caps(ws)),
+    )
     return dest, version
 
 
@@ -166,8 +173,10 @@ def _write_archive(
     locate: Callable[[str], Path],
     known: list[str],
     compresslevel: int,
+    restorable: _Restorable | None = None,
 ) -> None:
-    """Archive the state items found at ``locate(item)`` into ``dest``, refusing any secret."""
+    """Archive the state items found at ``locate(item)`` into ``dest``, refusing any secret
+    (and, given ``restorable``, any member a restore would refuse)."""
     with (
         atomic_open(dest) as fh,
         gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=compresslevel, mtime=0) as gz,
@@ -181,12 +190,48 @@ def _write_archive(
             info = tar.gettarinfo(str(path), arcname)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
-            if info.isreg():
-                data = path.read_bytes()
+            data = path.read_bytes() if info.isreg() else None
+            if restorable is not None:
+                restorable.check(arcname, path, data)
+            if data is not None:
                 refuse_secrets(path, data, known)
                 tar.addfile(info, io.BytesIO(data))
             else:
                 tar.addfile(info)
+
+
+class _Restorable:
+    """The checks a restore runs on each member, run while the snapshot is written: an archive
+    that restore would refuse is worse than none (it looks like a way back and is not)."""
+
+    def __init__(self, member_cap: int, total_cap: int) -> None:
+        self.member_cap, self.total_cap = member_cap, total_cap
+        self.members = self.total = 0
+
+    def check(self, arcname: str, path: Path, data: bytes | None) -> None:
+        def refuse(_name: str, problem: str) -> _Refused:
+            return _Refused(
+                f"{path}: {problem}; a restore would refuse the snapshot, so none was written"
+            )
+
+        _check_name_length(arcname, refuse)
+        self.members += 1
+        if self.members > MAX_MEMBERS:
+            raise refuse(arcname, f"is past the limit of {MAX_MEMBERS} files and folders")
+        if data is None:
+            return
+        self.total += len(data)
+        if len(data) > self.member_cap:
+            raise refuse(arcname, f"is {len(data)} bytes, over limits.snapshot_max_member_bytes")
+        if self.total > self.total_cap:
+            raise refuse(arcname, "takes the snapshot over limits.snapshot_max_total_bytes")
+        if _SKILL_FILE.match(arcname):
+            try:
+                _check_skill(data.decode("utf-8"), path, arcname)
+            except UnicodeDecodeError:
+                raise refuse(arcname, "is not UTF-8 text") from None
+            except _Refused as exc:
+                raise refuse(arcname, f"does not parse ({_clip(str(exc), 200)})") from None
 
 
 def _state_members(locate: Callable[[str], Path]) -> Iterator[tuple[str, Path]]:
@@ -436,8 +481,17 @@ def _read_archive(
                 if kinds[name] != "dir" and name in implied:
                     raise refuse(implied[name], f"lies under {name!r}, which is not a folder")
                 if dest is not None and name != MANIFEST:
-                    _write_member(tar, member, dest / name, data, made)
+                    try:
+                        _write_member(tar, member, dest / name, data, made)
+                    except OSError as exc:
+                        raise _WriteFailed(dest, exc) from None
             _read_to_end(path, gz)
+    except _WriteFailed as failed:  # the disk, not the archive: say so
+        raise SkillsmithError(
+            f"{failed.dest.parent}: cannot write the restored files "
+            f"({failed.error.strerror or failed.error}); nothing was changed — free some space "
+            "and restore again"
+        ) from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         reason = _clip(str(exc) or type(exc).__name__, 160)
         raise SkillsmithError(f"{path}: not a readable tar.gz snapshot ({reason})") from None
@@ -458,6 +512,15 @@ def _read_archive(
     archive.agent_change = _agent_change(live, config)
     archive.top = {name.split("/", 1)[0] for name in kinds}
     return archive
+
+
+class _WriteFailed(Exception):
+    """Writing an extracted member failed (a full disk, a quota): not the archive's fault."""
+
+    def __init__(self, dest: Path, error: OSError) -> None:
+        super().__init__(str(error))
+        self.dest = dest
+        self.error = error
 
 
 def _write_member(

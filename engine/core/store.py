@@ -19,10 +19,12 @@ leaves the old state (intent not yet written) or, after recovery, the new one â€
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,7 @@ from engine.core.skill import SKILL_FILE
 from engine.core.skill_folder import (
     Resource,
     Resources,
+    check_tree,
     copy_resources,
     file_diff,
     folder_diff,
@@ -81,7 +84,7 @@ class VersionInfo:
 
 def check_name(kind: str, name: str) -> str:
     """Skill and branch names become folder names, so they may not climb out of history/."""
-    if not _NAME.match(name) or ".." in name:
+    if not _NAME.fullmatch(name) or ".." in name:  # fullmatch: `$` alone lets "x\n" through
         raise SkillsmithError(
             f"{kind} name {name!r}: expected letters, digits, '.', '_' or '-' (no '..', no '/')"
         )
@@ -128,6 +131,10 @@ def _read_json(path: Path) -> Any:
         raise FormatError(path, None, "file is missing") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FormatError(path, None, f"expected JSON ({exc})") from None
+
+
+class LiveWriteFailed(SkillsmithError):
+    """A publish or rollback whose live folder could not be written, undone whole."""
 
 
 class SkillStore:
@@ -263,6 +270,7 @@ class SkillStore:
             found = self.current()
             if found is not None or not self.skill_file.is_file():
                 return found
+            self._refuse_linked_folder()
             text = read_text(self.skill_file)
             return self._stage_version(
                 text,
@@ -304,6 +312,8 @@ class SkillStore:
                 raise SkillsmithError(
                     f"{self.dir / parent}: nothing to publish, the folder is identical to {parent}"
                 )
+            if self.branch is None:
+                self._refuse_linked_folder()
             self._refuse_drift(parent, text, new_files)
             return self._stage_version(
                 text,
@@ -371,6 +381,8 @@ class SkillStore:
             self.read(version)
             if version == cur:
                 raise SkillsmithError(f"{self.dir / 'current'}: already at {version}")
+            if self.branch is None:
+                self._refuse_linked_folder()
             self._refuse_drift(cur, None, None)
             self._commit(
                 {"op": "rollback", "branch": self.branch, "from": cur, "to": version, "why": why}
@@ -437,6 +449,18 @@ class SkillStore:
                 f"(skillsmith publish {self.name} {folder} --why â€¦) so it is not lost"
             )
 
+    def _refuse_linked_folder(self) -> None:
+        """The live folder is written on every publish and rollback, so it must be a folder of
+        the skills folder, not a link to one elsewhere: writing through it would change files
+        outside the project (a link a user made, or one an agent planted)."""
+        live = self.skill_file.parent
+        skills = self.ws.skills_dir.resolve()
+        if live.is_symlink() or live.resolve().parent != skills:
+            raise SkillsmithError(
+                f"{live}: a link to {os.path.realpath(live)}; Skillsmith writes published "
+                "versions into the skill folder, so replace the link with the folder itself"
+            )
+
     @staticmethod
     def _copy_version(src: Path, dst: Path) -> None:
         for fname in VERSION_FILES:
@@ -458,6 +482,7 @@ class SkillStore:
         provenance: dict[str, Any],
         bump: bool,
     ) -> str:
+        check_tree(resources, where=self.skill_file.parent)
         names = self._version_names(self.dir)
         version = f"v{version_number(names[-1]) + 1}" if names else "v0"
         now = utc_now()
@@ -553,7 +578,10 @@ class SkillStore:
         if op in ("publish", "rollback", "fork"):
             self._set_pointer(vdir, intent["to"])
             if branch is None:
-                self._mirror(vdir / intent["to"])
+                try:
+                    self._mirror(vdir / intent["to"])
+                except OSError as exc:
+                    self._undo_move(intent, exc)
             audit = {
                 k: intent.get(k) for k in ("when", "from", "to", "why", "branch", "op", "op_id")
             }
@@ -571,6 +599,33 @@ class SkillStore:
                 atomic_write_json(self.taboo_path, taboo_records(kept))
         line = {k: v for k, v in intent.items() if k not in ("stage", "target", "entry")}
         self._append_once(self.timeline_path, {**line, **intent.get("entry", {})})
+
+    def _undo_move(self, intent: Intent, exc: OSError) -> None:
+        """The live folder could not be made into the new version (a full disk, a file in the
+        way): put ``current`` and the live folder back where they were and drop the new version,
+        so the workspace opens and the skill is as it was; the change is over, so is its journal."""
+        live = self.skill_file.parent
+        previous = intent.get("from")
+        pointer = self.dir / "current"
+        if previous is None:
+            pointer.unlink(missing_ok=True)
+        else:
+            self._set_pointer(self.dir, previous)
+            with contextlib.suppress(OSError):
+                self._mirror(self.dir / previous)
+        if intent["op"] == "publish":
+            target = self.root / intent["target"]
+            if target.is_dir():
+                dropped = target.with_name(f".tmp-publish-{secrets.token_hex(4)}")
+                os.rename(target, dropped)
+                shutil.rmtree(dropped, ignore_errors=True)
+        fsync_dir(self.dir)
+        self._journal.close()
+        back = f"left at {previous}" if previous is not None else "left unpublished"
+        raise LiveWriteFailed(
+            f"{live}: cannot write the skill folder ({exc.strerror or exc}); "
+            f"{intent['op']} of {intent['to']} undone, {self.name} {back}"
+        ) from None
 
     def _mirror(self, version_dir: Path) -> None:
         """Make the live skill folder equal to one version (resources first, SKILL.md last)."""
@@ -639,7 +694,8 @@ class SkillStore:
         appeared died before its stage was complete, and is dropped."""
         staged = "stage" not in intent or (self.root / intent["target"]).exists()
         if staged or (self.root / intent["stage"]).exists():
-            self._apply(intent)
+            with contextlib.suppress(LiveWriteFailed):  # undone: the workspace opens as it was
+                self._apply(intent)
 
 
 _STAGE = re.compile(

@@ -13,9 +13,10 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.fsutil import atomic_write_bytes
@@ -158,6 +159,19 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, MASK)
     return KEY_SHAPES.sub(MASK, text)
+
+
+def redact_tree(value: Any, text: Callable[[str], str] = redact) -> Any:
+    """A copy of a JSON-like structure with every string passed through ``text`` (default
+    :func:`redact`), mappings and sequences rebuilt: how a prompt's message list, a session-log
+    event or an experiment record is cleaned as a whole, whatever a caller put into it."""
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, Mapping):
+        return {str(k): redact_tree(v, text) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_tree(v, text) for v in value]
+    return value
 
 
 def has_secret(text: str) -> bool:

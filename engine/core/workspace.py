@@ -40,6 +40,9 @@ LOCK_NAME = ".skillsmith.lock"
 # The intent journals (engine.core.journal): a restore's at the top; the queue's and each store's.
 RESTORE_JOURNAL = ".restore.json"
 INTENT_JOURNAL = ".pending.json"
+IMPORT_STAGE = (
+    ".import-"  # benchmarks/.import-*: an import being filled (recovery removes dead ones)
+)
 LAYOUT_DIRS = (
     "skills",
     "history",
@@ -392,10 +395,11 @@ def parse_version(raw: bytes, label: Path | str) -> int:
 
 def _needs_recovery(root: Path) -> bool:
     """Whether a killed writer left a journal or temp files: a handful of directory listings (the
-    top, candidates/, snapshots/, each skill's history), no file read, no import."""
+    top, candidates/, snapshots/, benchmarks/, runs/, each skill's history), no file read, no
+    import."""
     if (root / RESTORE_JOURNAL).exists() or (root / "candidates" / INTENT_JOURNAL).exists():
         return True
-    folders = [root, root / "candidates", root / "snapshots"]
+    folders = [root, root / "candidates", root / "snapshots", root / "benchmarks", root / "runs"]
     history = root / "history"
     if history.is_dir():
         skills = [p for p in history.iterdir() if p.is_dir()]
@@ -406,7 +410,10 @@ def _needs_recovery(root: Path) -> bool:
 def _holds_leftovers(folder: Path) -> bool:
     try:
         with os.scandir(folder) as entries:
-            return any(e.name == INTENT_JOURNAL or is_leftover(e.name) for e in entries)
+            return any(
+                e.name == INTENT_JOURNAL or is_leftover(e.name) or e.name.startswith(IMPORT_STAGE)
+                for e in entries
+            )
     except (FileNotFoundError, NotADirectoryError):
         return False
 

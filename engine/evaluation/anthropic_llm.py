@@ -25,7 +25,7 @@ from anthropic.types import (
 
 from engine.core.config import ModelConfig
 from engine.core.errors import SkillsmithError
-from engine.core.vault import ANTHROPIC_KEY_NAME, redact, register_secret
+from engine.core.vault import ANTHROPIC_KEY_NAME, redact, redact_tree, register_secret
 from engine.evaluation.llm import (
     STREAM_ABOVE_TOKENS,
     Completion,
@@ -111,7 +111,7 @@ class AnthropicLLM(_Accounted):
         )
         tool_params = cast("list[ToolUnionParam]", list(tools)) if tools else anthropic.omit
         choice = cast("ToolChoiceParam", tool_choice) if tool_choice else anthropic.omit
-        params = cast("list[MessageParam]", _redacted(messages))
+        params = cast("list[MessageParam]", redact_tree(messages))
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": limit,
@@ -207,21 +207,6 @@ class AnthropicLLM(_Accounted):
         else:
             line = f"{where}: {type(exc).__name__}: {exc}"
         return redact(" ".join(line.split()))
-
-
-def _redacted(value: Any) -> Any:
-    """A copy of a message structure with every string passed through :func:`redact`.
-
-    The last line of defence of "no secret in a prompt": whatever a caller assembled (traces,
-    tool output, file contents), no vault value or key-shaped string leaves the machine.
-    """
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [_redacted(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _redacted(item) for key, item in value.items()}
-    return value
 
 
 def _api_error(exc: anthropic.APIStatusError) -> dict[str, Any]:

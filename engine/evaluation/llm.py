@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from engine.core.config import ModelConfig
 from engine.core.errors import SkillsmithError
-from engine.core.vault import anthropic_api_key
+from engine.core.vault import anthropic_api_key, remember_vault
 from engine.core.workspace import Workspace
 
 Messages = list[dict[str, Any]]
@@ -269,8 +269,11 @@ def make_llm(
 
     ``offline`` is the caller's deterministic answerer for ``provider: offline``; a role without
     one cannot run offline and says so. For ``anthropic`` the key comes from the environment, else
-    the workspace vault; the base URL from ``$ANTHROPIC_BASE_URL`` when set.
+    the workspace vault; the base URL from ``$ANTHROPIC_BASE_URL`` when set. The workspace's
+    vault values are registered first, so whatever prompt the caller builds is masked.
     """
+    if ws is not None:
+        remember_vault(ws)
     if model_cfg.provider == "anthropic":
         from engine.evaluation.anthropic_llm import AnthropicLLM
 

@@ -45,7 +45,7 @@ def submit(evo: Evolution, results: list[GateResult], golden: Rows) -> Candidate
     if evo.pending.candidate_id is not None:
         return queue.get(evo.pending.candidate_id)
     text = evo.candidate_text()
-    wanted = content_hash(text.encode("utf-8"), cand.diff.encode("utf-8"))
+    wanted = content_hash(text.encode("utf-8"), cand.diff.encode("utf-8"), "update")
     for known in queue.list():
         if (
             known.content_hash == wanted

@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.core.fsutil import append_jsonl, atomic_write_json
 from engine.core.stamps import new_id, utc_now
-from engine.core.vault import redact
+from engine.core.vault import redact, redact_tree
 from engine.core.workspace import Workspace
 
 STORED_TEXT_CHARS = 16_000  # longer outputs are cut in the middle
@@ -38,13 +38,7 @@ def bounded(text: str, limit: int = STORED_TEXT_CHARS) -> str:
 
 def scrubbed(value: Any) -> Any:
     """``value`` with every string redacted and bounded, containers rebuilt."""
-    if isinstance(value, str):
-        return bounded(redact(value))
-    if isinstance(value, Mapping):
-        return {str(k): scrubbed(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [scrubbed(v) for v in value]
-    return value
+    return redact_tree(value, lambda text: bounded(redact(text)))
 
 
 class Experiment:

@@ -35,6 +35,7 @@ from engine.core.fsutil import read_jsonl
 from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore
 from engine.core.transcripts import NotATranscript, Transcript, read_transcript
+from engine.core.vault import remember_vault
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import OutcomeStatus, TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
@@ -42,7 +43,12 @@ from engine.loops.online.cursor import CursorStore
 from engine.loops.online.library import ExistingSkill, existing_skills, open_ideas
 from engine.loops.online.policy import ReviewPolicy, scan
 from engine.loops.online.reconciler import SkillChange, fold, reconcile
-from engine.loops.online.reviewer import Reviewer, ReviewRequest, make_reviewer
+from engine.loops.online.reviewer import (
+    Reviewer,
+    ReviewRequest,
+    make_reviewer,
+    redacted_message,
+)
 from engine.loops.online.spec import render_new, render_update
 
 Status = Literal["reviewed", "skipped", "waiting", "unchanged", "error"]
@@ -120,6 +126,7 @@ class OnlineLearner:
         log: SessionLog | None = None,
     ) -> None:
         cfg = ws.load_config()
+        remember_vault(ws)  # before any transcript is read: the offline reviewer has no client
         self.ws = ws
         self.cfg = cfg
         self.reviewer = reviewer or make_reviewer(ws, cfg)
@@ -156,7 +163,9 @@ class OnlineLearner:
         result = ReviewResult(source, "skipped", "", start + 1, transcript.lines)
         if rewritten:
             result.events.append({"kind": "file_rewritten", "reason": "reviewed from line 1"})
-        segment = [m for m in transcript.messages if m.line > start]
+        # everything the review writes (decision, candidate, session log) quotes this redacted
+        # form, whichever reviewer reads it
+        segment = [redacted_message(m) for m in transcript.messages if m.line > start]
         signals = scan(segment, [m for m in transcript.messages if m.line <= start])
         result.signals = signals.to_dict()
         if not signals.conversation:

@@ -5,9 +5,9 @@ the new lines of the session, the existing skills (name, description, the start 
 the task outcome when one is known, and answers with one JSON object that
 :func:`engine.loops.online.spec.parse_decision` checks strictly. Everything it is shown is redacted
 first — vault values and key-shaped strings (``engine.core.vault``) plus the assignments a
-transcript
-is full of (``API_TOKEN=…``, ``Authorization: Bearer …``, ``--password …``) — and each message is
-cut to a budget, keeping its head and tail, where the command and the error usually are.
+transcript is full of (``API_TOKEN=…``, ``Authorization: Bearer …``, ``--password …``) — and only
+then is each message cut to a budget, keeping its head and tail, where the command and the error
+usually are (cutting first would leave half a secret no pattern recognises).
 
 The offline reviewer is a deterministic stand-in for the demo: it adds the errors the agent
 recovered from and the user's corrections as pitfalls of the skill the session concerns (the one
@@ -19,6 +19,7 @@ a model's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -91,6 +92,14 @@ def redact_for_review(text: str) -> str:
     text = _ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
     text = _FLAG.sub(lambda m: m.group(1) + MASK, text)
     return redact(_JWT.sub(MASK, text))
+
+
+def redacted_message(message: Message) -> Message:
+    """``message`` with its text and every call's arguments passed through
+    :func:`redact_for_review`: the pipeline reviews (and quotes in candidates and logs) only
+    this form of a transcript."""
+    calls = tuple(dataclasses.replace(c, args=redact_for_review(c.args)) for c in message.calls)
+    return dataclasses.replace(message, text=redact_for_review(message.text), calls=calls)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -167,11 +176,18 @@ def build_prompt(request: ReviewRequest, message_max_chars: int = 4000) -> str:
         if message.is_error:
             title += " [error]"
         out.append(title)
-        out.append(truncate(message.text.strip(), message_max_chars) or "(no text)")
+        # redacted before it is cut: a secret straddling the cut would no longer match whole
+        text = truncate(redact_for_review(message.text.strip()), message_max_chars)
+        out.append(text or "(no text)")
         if message.calls:
             out.append("Tool calls:")
             out.extend(
-                f"- {c.name}" + (f" args={truncate(c.args, message_max_chars)}" if c.args else "")
+                f"- {c.name}"
+                + (
+                    f" args={truncate(redact_for_review(c.args), message_max_chars)}"
+                    if c.args
+                    else ""
+                )
                 for c in message.calls
             )
         out.append("")
