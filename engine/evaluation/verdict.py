@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
+from engine.evaluation.failures import counted, invalid_cause
 from engine.evaluation.metrics import outcome
 
 Rows = Sequence[Mapping[str, Any]]
@@ -82,6 +83,8 @@ class Verdict:
     alpha: float = 0.05
     before: float | None = None
     after: float | None = None
+    agent_failures: int = 0  # runs the agent ended badly (timeout, no answer, …): failures
+    excluded: int = 0  # runs that failed outside the agent (harness, outage, cancel): left out
 
     @property
     def better(self) -> bool:
@@ -100,6 +103,10 @@ class Verdict:
         cases = "paired case" if self.n_cases == 1 else "paired cases"
         runs = "run" if self.n_runs == 1 else "runs"
         extra = f", +{self.extra_runs} extra" if self.extra_runs else ""
+        if self.agent_failures:
+            extra += f", {self.agent_failures} ended by the agent counted failed"
+        if self.excluded:
+            extra += f", {self.excluded} failed outside the agent left out"
         return (
             f"{label}{_pts(self.delta)} pts [{_pts(self.ci_low)}, {_pts(self.ci_high)}] "
             f"p={_p(self.p_value)} {decision} ({self.n_cases} {cases}, {self.n_runs} {runs}{extra})"
@@ -143,13 +150,33 @@ def run_seed(row: Mapping[str, Any]) -> Any:
 
 
 def _by_case(rows: Rows, cases: set[str] | None) -> dict[str, list[Mapping[str, Any]]]:
+    """The runs a verdict counts, by case: a run the agent ended badly counts as a failure
+    (``engine.evaluation.failures``), one that failed outside the agent is left out."""
     grouped: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         case = str(row["case_id"])
-        if row.get("pass_fail") == "invalid" or (cases is not None and case not in cases):
+        kept = counted(row)
+        if kept is None or (cases is not None and case not in cases):
             continue
-        grouped.setdefault(case, []).append(row)
+        grouped.setdefault(case, []).append(kept)
     return grouped
+
+
+def _with_invalid(verdict: Verdict, rows: Iterable[Rows], cases: Iterable[str] | None) -> Verdict:
+    """The verdict with how many runs of its cases the agent ended (counted as failures) and
+    how many failed outside it (left out)."""
+    wanted = None if cases is None else {str(c) for c in cases}
+    causes = [
+        invalid_cause(r)
+        for side in rows
+        for r in side
+        if wanted is None or str(r["case_id"]) in wanted
+    ]
+    return replace(
+        verdict,
+        agent_failures=causes.count("agent"),
+        excluded=causes.count("external"),
+    )
 
 
 @dataclass(frozen=True)
@@ -391,13 +418,32 @@ def compare_paired(
     threshold: float = 0.0,
     measure: Measure = "pass_rate",
 ) -> Verdict:
-    """Compare two evaluations of the same cases (``cases``: only these); invalid runs are out.
+    """Compare two evaluations of the same cases (``cases``: only these). A run the agent
+    ended badly counts as a failure; one that failed outside the agent is left out (both
+    counted in the verdict, ``engine.evaluation.failures``).
 
     ``alternative`` picks the question: "greater" = is after better than ``threshold`` with
     confidence (a negative threshold asks "not worse by more than that": non-inferiority),
     "less" = is it worse, "two-sided" = either. The false-accept rate of "better" is at most
     ``alpha`` for a one-sided question and ``alpha/2`` for a two-sided one.
     """
+    chosen = None if cases is None else list(cases)
+    verdict = _compare_paired(
+        before_rows, after_rows, chosen, alpha, test, alternative, threshold, measure
+    )
+    return _with_invalid(verdict, (before_rows, after_rows), chosen)
+
+
+def _compare_paired(
+    before_rows: Rows,
+    after_rows: Rows,
+    cases: list[str] | None,
+    alpha: float,
+    test: Test,
+    alternative: Alternative,
+    threshold: float,
+    measure: Measure,
+) -> Verdict:
     paired = pair(before_rows, after_rows, cases=cases, measure=measure)
     if not paired.cases:
         return _no_data(
@@ -453,6 +499,24 @@ def compare_f1(
     loss because a resample of cases might leave them out. With a single run a case there is
     no run-to-run spread to measure, and it falls back to the bootstrap over cases.
     """
+    chosen = None if cases is None else [str(c) for c in cases]
+    verdict = _compare_f1(
+        before_rows, after_rows, positive_label, chosen, alpha, alternative, threshold, seed, test
+    )
+    return _with_invalid(verdict, (before_rows, after_rows), chosen)
+
+
+def _compare_f1(
+    before_rows: Rows,
+    after_rows: Rows,
+    positive_label: str,
+    cases: list[str] | None,
+    alpha: float,
+    alternative: Alternative,
+    threshold: float,
+    seed: int,
+    test: Test,
+) -> Verdict:
     wanted = None if cases is None else {str(c) for c in cases}
     before, after = _by_case(before_rows, wanted), _by_case(after_rows, wanted)
     common = sorted(set(before) & set(after))

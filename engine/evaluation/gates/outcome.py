@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core.config import GatesConfig
+from engine.evaluation.failures import counted
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.metrics import CaseStatus, case_status, metrics
 from engine.evaluation.verdict import (
@@ -51,11 +52,15 @@ _EPSILON = 1e-9
 
 
 def case_statuses(rows: Rows) -> dict[str, CaseStatus]:
-    """Each case's status over its runs, from the rows of the skill variant."""
+    """Each case's status over its runs, from the rows of the skill variant; a run the agent
+    ended badly is a failure, one that failed outside the agent is not counted."""
     grouped: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
+        kept = counted(row)
         if (row.get("variant") or "skill") == "skill":
-            grouped.setdefault(str(row["case_id"]), []).append(dict(row))
+            grouped.setdefault(str(row["case_id"]), [])
+            if kept is not None:
+                grouped[str(row["case_id"])].append(dict(kept))
     return {case_id: case_status(group)[0] for case_id, group in sorted(grouped.items())}
 
 
