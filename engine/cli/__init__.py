@@ -113,6 +113,16 @@ def executor_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def dry_run_option(p: argparse.ArgumentParser) -> None:
+    """``--dry-run`` for a command that runs agents: print the plan (agent runs, estimated
+    time, tokens and dollars) and run nothing (engine.evaluation.costplan)."""
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (agent runs, estimated time, tokens, dollars) and run nothing",
+    )
+
+
 def _choose_executor(args: argparse.Namespace) -> None:
     if not hasattr(args, "executor"):
         return  # the command evaluates nothing; its start-up skips the executors module

@@ -85,6 +85,7 @@ class Verdict:
     after: float | None = None
     agent_failures: int = 0  # runs the agent ended badly (timeout, no answer, …): failures
     excluded: int = 0  # runs that failed outside the agent (harness, outage, cancel): left out
+    futile: bool = False  # the reruns stopped because the data already ruled the effect out
 
     @property
     def better(self) -> bool:
@@ -107,6 +108,8 @@ class Verdict:
             extra += f", {self.agent_failures} ended by the agent counted failed"
         if self.excluded:
             extra += f", {self.excluded} failed outside the agent left out"
+        if self.futile:
+            extra += ", stopped for futility"
         return (
             f"{label}{_pts(self.delta)} pts [{_pts(self.ci_low)}, {_pts(self.ci_high)}] "
             f"p={_p(self.p_value)} {decision} ({self.n_cases} {cases}, {self.n_runs} {runs}{extra})"
@@ -803,8 +806,14 @@ def decide(
     looks: int = 3,
     cases: Iterable[str] | None = None,
     pick: Pick | None = None,
+    futile: Callable[[Verdict], bool] | None = None,
 ) -> tuple[Verdict, list[dict[str, Any]], list[dict[str, Any]]]:
     """Judge, and while ``wants_more`` and budget remain, rerun the deciding cases and judge again.
+
+    ``futile`` stops the reruns early when a look's data already rule out what the caller looks
+    for (:func:`futile_for_better`). Stopping for futility can only turn a later "better" into
+    "not shown", so it never raises the false-accept rate (a non-binding futility boundary);
+    what it costs in power ``benchmarks/bench_verdicts.py`` measures.
 
     ``pick`` chooses the cases to rerun (default :func:`deciding_cases`); any choice keeps the
     error rate as long as it does not look at which side a discordant run favoured.
@@ -827,7 +836,11 @@ def decide(
     verdict = judge(before, after, alphas[0])
     extra = 0
     done = 1
+    stopped = False
     while rerun is not None and done < planned and wants_more(verdict) and per_look > 0:
+        if futile is not None and futile(verdict):
+            stopped = True
+            break
         candidates = (pick or deciding_cases)(before, after, wanted)
         if not candidates:
             break
@@ -840,10 +853,23 @@ def decide(
         extra += len(chosen) * runs_each
         verdict = judge(before, after, alphas[done])
         done += 1
-    verdict = replace(verdict, extra_runs=extra, looks=done, alpha=alpha)
+    verdict = replace(verdict, extra_runs=extra, looks=done, alpha=alpha, futile=stopped)
     if extra:
         verdict = replace(verdict, n_runs=_first_runs(before_rows, after_rows))
     return verdict, before, after
+
+
+def futile_for_better(verdict: Verdict) -> bool:
+    """The futility boundary of a "better than threshold" question at an interim look: the
+    observed change is not on the wanted side of the threshold.
+
+    A change that really is as large as the gates look for (tens of points on the cases a
+    patch aims at) shows on the right side at the first look nearly always, so stopping there
+    rarely loses a real fix; a change that does nothing lands on the wrong side (or ties) at
+    least half the time, and its reruns were the bulk of what a decision spent. Questions of
+    another kind (is it worse?) have their own ``wants_more`` and are never futile here.
+    """
+    return verdict.alternative == "greater" and verdict.delta <= verdict.threshold
 
 
 def _first_runs(before_rows: Rows, after_rows: Rows) -> int:
@@ -867,6 +893,7 @@ __all__ = [
     "compare_paired",
     "decide",
     "deciding_cases",
+    "futile_for_better",
     "look_alphas",
     "pair",
     "reindex",

@@ -42,6 +42,7 @@ from engine.evaluation.verdict import (
     compare_f1,
     compare_paired,
     decide,
+    futile_for_better,
     reindex,
 )
 from engine.evaluation.verify import verify_score
@@ -75,11 +76,19 @@ def verdict_figures(verdict: Verdict) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Sampling:
-    """How a gate may look again: the error rate, the extra-run budget and the number of looks."""
+    """How a gate may look again: the error rate, the extra-run budget and the number of looks.
+
+    ``futility`` stops a decision's reruns as soon as they can no longer inform it: a "better"
+    question whose data sit on the wrong side of its threshold stops rerunning
+    (:func:`~engine.evaluation.verdict.futile_for_better`), and a candidate whose Target gate
+    refused it spends no reruns on its other gates (:func:`judge_aimed`). Off, it is the rule
+    before futility stopping (``benchmarks/bench_verdicts.py`` measures both).
+    """
 
     alpha: float = 0.05
     max_extra_runs: int = 0
     looks: int = 3
+    futility: bool = True
 
     def decide(
         self,
@@ -102,6 +111,7 @@ class Sampling:
             looks=self.looks,
             cases=cases,
             pick=pick,
+            futile=futile_for_better if self.futility else None,
         )
 
 
@@ -257,6 +267,26 @@ class Guardrail:
             test="runs",
             alternative="less",
         )
+
+
+def judge_aimed(
+    target: Target,
+    guardrail: Guardrail,
+    before: Rows,
+    after: Rows,
+    aimed: Sequence[str],
+    rerun: Rerun | None,
+) -> tuple[GateResult, GateResult, Rerun | None]:
+    """Target then Guardrail on the same paired rows, and the rerun the later gates may use.
+
+    A refused Target rejects the candidate whatever the other gates find, so with
+    ``futility`` on their reruns would inform no decision: they are judged on the runs
+    already made (every figure is still recorded) and spend none.
+    """
+    aimed_result = target.judge(before, after, aimed, rerun=rerun)
+    spare = rerun if aimed_result.passed or not target.sampling.futility else None
+    guarded = guardrail.judge(before, after, targeted=aimed, rerun=spare)
+    return aimed_result, guarded, spare
 
 
 def quality(rows: Rows, positive_label: str | None) -> tuple[str, float]:
@@ -463,22 +493,20 @@ class OutcomeGates:
         on both texts when its comparison is inconclusive.
         """
         aimed = sorted(set(targeted))
+        target, guardrail, spare = judge_aimed(
+            self.target, self.guardrail, selection_before, selection_after, aimed, rerun
+        )
         if holdout_before is not None and holdout_after is not None:
             holdout = self.holdout.judge(
                 holdout_before,
                 holdout_after,
                 positive_label=positive_label,
                 start=holdout_start,
-                rerun=rerun,
+                rerun=spare,
             )
         else:
             holdout = self.holdout.off_round(round_no)
-        return [
-            self.target.judge(selection_before, selection_after, aimed, rerun=rerun),
-            self.guardrail.judge(selection_before, selection_after, targeted=aimed, rerun=rerun),
-            holdout,
-            self.verify.judge(text, parent_text),
-        ]
+        return [target, guardrail, holdout, self.verify.judge(text, parent_text)]
 
 
 def verify_calibration(points: Sequence[tuple[float, float]]) -> dict[str, Any]:
@@ -507,6 +535,7 @@ __all__ = [
     "Verify",
     "case_statuses",
     "holdout_change",
+    "judge_aimed",
     "quality",
     "verdict_figures",
     "verify_calibration",

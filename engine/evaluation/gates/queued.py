@@ -47,7 +47,7 @@ from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import Effectiveness
-from engine.evaluation.gates.outcome import Guardrail, Sampling, Target
+from engine.evaluation.gates.outcome import Guardrail, Sampling, Target, judge_aimed
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.screening import Screened, screen_and_confirm
 from engine.evaluation.runner import BASELINE, SKILL, run_evaluation
@@ -153,8 +153,9 @@ def _judged(
     before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
 ) -> Judgement:
     if targets:
-        aimed = Target(sampling).judge(before, after, targets, rerun=rerun)
-        guarded = Guardrail(sampling).judge(before, after, targeted=targets, rerun=rerun)
+        aimed, guarded, _ = judge_aimed(
+            Target(sampling), Guardrail(sampling), before, after, targets, rerun
+        )
         return Judgement(
             aimed.passed and guarded.passed,
             Verdict.from_dict(aimed.figures),
