@@ -107,6 +107,7 @@ KINDS = ("no effect", "improvement", "regression")
 TARGETED = 5
 BROKEN = 6
 LIFT = 0.5
+TODAY_LOOKS = 3  # the looks a decision had before futility stopping
 FLAG_STEPS = re.compile(r"(3|4|5|6|7|10)\. ")
 
 
@@ -127,8 +128,11 @@ class Meter:
     same planted candidates and the same first evaluations.
     """
 
-    futility: bool = True
+    futility: bool = True  # False: today's rule (no futility stopping, three looks)
     spent: int = 0
+
+    def looks(self) -> int:
+        return GatesConfig().looks if self.futility else TODAY_LOOKS
 
     def start(self, seed: int, kind: str, index: int) -> random.Random:
         self.spent = 0
@@ -557,7 +561,9 @@ def trigger_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
     (``tuning_sampling``: twice the gate budget a try); the current description's reruns are
     drawn afresh for each try, where the product shares them — each comparison is the same.
     """
-    sampling = dataclasses.replace(tuning_sampling(GatesConfig()), futility=METER.futility)
+    sampling = dataclasses.replace(
+        tuning_sampling(GatesConfig()), futility=METER.futility, looks=METER.looks()
+    )
     new, old = Tally(), Tally()
     queries = [TriggerQuery(f"query {i}", i < TRIGGER_QUERIES // 2) for i in range(TRIGGER_QUERIES)]
     _train, test = split_queries(queries)
@@ -663,7 +669,7 @@ def _sampling() -> dict[str, Any]:
     return {
         "alpha": cfg.alpha,
         "max_extra_runs": cfg.max_extra_runs,
-        "looks": cfg.looks,
+        "looks": METER.looks(),
         "futility": METER.futility,
     }
 

@@ -82,7 +82,10 @@ class GatesConfig:
 
     alpha: float = 0.05
     max_extra_runs: int = 48
-    looks: int = 3
+    looks: int = 5
+    # the Cost gate refuses a candidate whose tokens or dollars per case rise with confidence by
+    # more than this share without a better pass rate (docs/cost.md says why 25 %)
+    max_cost_increase: float = 0.25
     holdout_every: int = 5
     holdout_max_f1_drop: float = 0.01
     verify_min_score: float = 75.0
@@ -275,6 +278,11 @@ def check_config(cfg: Config, path: Path) -> Config:
             path,
             "gates.holdout_max_f1_drop",
             f"expected an F1 share in [0, 1) (0.01 = 1 point), got {drop!r}",
+        )
+    rise = cfg.gates.max_cost_increase
+    if not (math.isfinite(rise) and rise >= 0):
+        raise FormatError(
+            path, "gates.max_cost_increase", f"expected a share ≥ 0 (0.25 = +25 %), got {rise!r}"
         )
     shares = {k: getattr(cfg.splits, k) for k in ("selection", "holdout", "golden")}
     for name, share in shares.items():

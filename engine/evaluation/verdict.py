@@ -806,14 +806,15 @@ def decide(
     looks: int = 3,
     cases: Iterable[str] | None = None,
     pick: Pick | None = None,
-    futile: Callable[[Verdict], bool] | None = None,
+    futile: Callable[[Verdict, float, float], bool] | None = None,
 ) -> tuple[Verdict, list[dict[str, Any]], list[dict[str, Any]]]:
     """Judge, and while ``wants_more`` and budget remain, rerun the deciding cases and judge again.
 
-    ``futile`` stops the reruns early when a look's data already rule out what the caller looks
-    for (:func:`futile_for_better`). Stopping for futility can only turn a later "better" into
-    "not shown", so it never raises the false-accept rate (a non-binding futility boundary);
-    what it costs in power ``benchmarks/bench_verdicts.py`` measures.
+    ``futile(verdict, fraction, alpha)`` stops the reruns early when a look's data (``fraction``
+    of the planned runs) already rule out what the caller looks for (:func:`futile_for_better`).
+    Stopping for futility can only turn a later "better" into "not shown", so it never raises
+    the false-accept rate (a non-binding boundary); what it costs in power
+    ``benchmarks/bench_verdicts.py`` measures.
 
     ``pick`` chooses the cases to rerun (default :func:`deciding_cases`); any choice keeps the
     error rate as long as it does not look at which side a discordant run favoured.
@@ -832,13 +833,14 @@ def decide(
     # measured so far plus the reruns scheduled up to that look
     first = sum(len(p) for p in pair(before, after, cases=wanted).runs.values())
     whole = max(1, first + per_look * (planned - 1))
-    alphas = look_alphas(alpha, [(first + per_look * k) / whole for k in range(planned)])
+    fractions = [(first + per_look * k) / whole for k in range(planned)]
+    alphas = look_alphas(alpha, fractions)
     verdict = judge(before, after, alphas[0])
     extra = 0
     done = 1
     stopped = False
     while rerun is not None and done < planned and wants_more(verdict) and per_look > 0:
-        if futile is not None and futile(verdict):
+        if futile is not None and futile(verdict, fractions[done - 1], alpha):
             stopped = True
             break
         candidates = (pick or deciding_cases)(before, after, wanted)
@@ -859,17 +861,34 @@ def decide(
     return verdict, before, after
 
 
-def futile_for_better(verdict: Verdict) -> bool:
-    """The futility boundary of a "better than threshold" question at an interim look: the
-    observed change is not on the wanted side of the threshold.
+FUTILITY_BETA = 0.1  # the most power the futility boundary may cost at the design effect
 
-    A change that really is as large as the gates look for (tens of points on the cases a
-    patch aims at) shows on the right side at the first look nearly always, so stopping there
-    rarely loses a real fix; a change that does nothing lands on the wrong side (or ties) at
-    least half the time, and its reruns were the bulk of what a decision spent. Questions of
-    another kind (is it worse?) have their own ``wants_more`` and are never futile here.
+
+def futile_for_better(
+    verdict: Verdict, fraction: float, alpha: float, beta: float = FUTILITY_BETA
+) -> bool:
+    """The futility boundary of a "better than threshold" question at an interim look that has
+    seen ``fraction`` of the planned runs: the data rule out the effect the design looks for.
+
+    The design effect is the one the whole planned budget detects with ``POWER`` at the
+    decision's one-sided ``alpha``: its z-statistic grows as θ·√t with θ = z₁₋α + z_POWER.
+    A look stops when its observed z falls below θ·√t − z₁₋β(t), where β(t) = β·t² spends the
+    chance of stopping a real effect of that size across the looks (the shape ``spent`` gives α).
+    So a real change of the design size is stopped at most ``beta`` of the time; a larger one
+    less; a change that does nothing sits at z ≈ 0 and is stopped once enough runs make the
+    boundary rise above it. Stopping only ever turns a later "better" into "not shown", so it
+    never raises the false-accept rate (a non-binding boundary). A look with no spread to
+    measure (no discordant run) carries no evidence either way and is never futile.
+    Questions of another kind (is it worse?) have their own ``wants_more``.
     """
-    return verdict.alternative == "greater" and verdict.delta <= verdict.threshold
+    if verdict.alternative != "greater" or fraction <= 0 or verdict.ci_high <= verdict.ci_low:
+        return False
+    # the look's one-sided p as a z-statistic (the exact tests give no standard error)
+    observed = float(stats.norm.isf(min(1.0, max(verdict.p_value, 1e-12))))
+    theta = float(stats.norm.isf(alpha)) + float(stats.norm.ppf(POWER))
+    allowed = spent(beta, fraction)
+    boundary = theta * math.sqrt(fraction) - float(stats.norm.ppf(1 - allowed))
+    return observed < boundary
 
 
 def _first_runs(before_rows: Rows, after_rows: Rows) -> int:

@@ -47,6 +47,7 @@ from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.candidate import Effectiveness
+from engine.evaluation.gates.cost import Cost
 from engine.evaluation.gates.outcome import Guardrail, Sampling, Target, judge_aimed
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.screening import Screened, screen_and_confirm
@@ -72,10 +73,14 @@ class QueuedEvaluation:
     screening: Screened | None = None  # how the confirmed cases were found (no targets named)
     broad: Verdict | None = None  # better on the whole benchmark? (no targets named)
     extra_runs: int = 0  # every case-run (per variant) the decision added
+    cost: GateResult | None = None  # the Cost gate on the first paired evaluation
 
     def line(self) -> str:
-        """The verdict as a person reads it, the guardrail's beside it when there is one."""
-        return _line(self.verdict, self.targets, self.guardrail, self.screening)
+        """The verdict as a person reads it, the guardrail's and the cost change beside it."""
+        line = _line(self.verdict, self.targets, self.guardrail, self.screening)
+        if self.cost is not None:
+            line += f"; cost: {self.cost.figures.get('line', 'no cost recorded')}"
+        return line
 
 
 def _line(
@@ -122,6 +127,32 @@ class Judgement:
     screening: Screened | None = None
     broad: Verdict | None = None  # better on the whole benchmark? (no targets named)
     extra_runs: int = 0  # every case-run (per variant) any gate added to the first evaluation
+    cost: GateResult | None = None  # the Cost gate (None: cost not judged)
+
+
+def with_cost(
+    found: Judgement, cost: Cost, before: Rows, after: Rows, sampling: Sampling
+) -> Judgement:
+    """The judgement with the Cost gate read beside the pass rate.
+
+    A candidate that costs more with confidence (beyond ``gates.max_cost_increase``) and is not
+    better is refused by it; one that is not better but cheaper with confidence is accepted on
+    that alone when the whole benchmark is not worse (the Guardrail gate on every case).
+    """
+    judged = cost.judge(before, after, better=found.passed)
+    reasons = list(found.reasons)
+    passed = found.passed
+    if judged.failed:
+        passed, reasons = False, [f"Cost gate: {judged.reasons[0]}", *reasons]
+    elif not passed and judged.figures.get("cheaper"):
+        whole = Guardrail(dataclasses.replace(sampling, max_extra_runs=0)).judge(before, after)
+        if whole.passed:
+            passed = True
+            reasons = [f"Cost gate: cheaper with confidence and not worse: {whole.reasons[0]}"]
+            reasons += [f"Cost gate: {judged.reasons[0]}"]
+    if judged.verdict != "held" and not judged.failed and passed == found.passed:
+        reasons.append(judged.reasons[0])
+    return dataclasses.replace(found, passed=passed, reasons=reasons, cost=judged)
 
 
 @dataclass
@@ -138,15 +169,21 @@ class _Counted:
 
 
 def judge_queued(
-    before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
+    before: Rows,
+    after: Rows,
+    targets: Sequence[str],
+    sampling: Sampling,
+    rerun: Rerun | None,
+    cost: Cost | None = None,
 ) -> Judgement:
     """The paired judgement of a queued candidate: on its targets and the rest when it names
-    targets (Target and Guardrail, as evolve judges its own), else screened and confirmed."""
-    if rerun is None:
-        return _judged(before, after, targets, sampling, None)
-    counted = _Counted(rerun)
+    targets (Target and Guardrail, as evolve judges its own), else screened and confirmed;
+    with ``cost``, the Cost gate read beside it (:func:`with_cost`)."""
+    counted = None if rerun is None else _Counted(rerun)
     found = _judged(before, after, targets, sampling, counted)
-    return dataclasses.replace(found, extra_runs=counted.runs)
+    if counted is not None:
+        found = dataclasses.replace(found, extra_runs=counted.runs)
+    return found if cost is None else with_cost(found, cost, before, after, sampling)
 
 
 def _judged(
@@ -257,7 +294,8 @@ def evaluate_queued(
     before, after = evaluate(None, runs)
     measured = {str(r["case_id"]) for r in [*before, *after]}
     targets = [c for c in recorded_targets(cand) if c in measured]
-    found = judge_queued(before, after, targets, sampling, evaluate)
+    cost = Cost(max_increase=cfg.max_cost_increase, alpha=cfg.alpha)
+    found = judge_queued(before, after, targets, sampling, evaluate, cost)
     against = f"parent {baseline}" if cand.parent_version else "no skill"
     why = f"paired evaluation on {bench_id} against {against}: " + "; ".join(found.reasons)
     if found.guardrail is not None:
@@ -278,12 +316,14 @@ def evaluate_queued(
         judged = Effectiveness().judge(None, operation=cand.operation, verdict=found.verdict)
     result = dataclasses.replace(
         judged,
+        verdict="pass" if found.passed else "fail",
         figures={
             "bench": bench_id,
             "against": baseline,
             "runs": run_ids,
             "extra_runs_total": found.extra_runs,
             **judged.figures,
+            "cost": None if found.cost is None else found.cost.to_json(),
         },
         reasons=[why],
     )
@@ -300,6 +340,7 @@ def evaluate_queued(
         found.screening,
         found.broad,
         found.extra_runs,
+        found.cost,
     )
 
 
@@ -311,4 +352,5 @@ __all__ = [
     "evaluate_queued",
     "judge_queued",
     "recorded_targets",
+    "with_cost",
 ]
