@@ -233,6 +233,15 @@ class PathsConfig:
 
 
 @dataclass
+class BudgetConfig:
+    """The default budget of every loop (``--budget-*`` outrank it): None, no limit."""
+
+    runs: int | None = None
+    usd: float | None = None
+    tokens: int | None = None
+
+
+@dataclass
 class Config:
     """``skillsmith.yaml``; ``version`` is the workspace (agent-state) version."""
 
@@ -242,6 +251,7 @@ class Config:
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     gates: GatesConfig = field(default_factory=GatesConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     splits: SplitsConfig = field(default_factory=SplitsConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     diagnosis: DiagnosisConfig = field(default_factory=DiagnosisConfig)
@@ -279,6 +289,10 @@ def check_config(cfg: Config, path: Path) -> Config:
             "gates.holdout_max_f1_drop",
             f"expected an F1 share in [0, 1) (0.01 = 1 point), got {drop!r}",
         )
+    for name in ("runs", "usd", "tokens"):
+        limit = getattr(cfg.budget, name)
+        if limit is not None and (not math.isfinite(limit) or limit < 0):
+            raise FormatError(path, f"budget.{name}", f"expected a number ≥ 0, got {limit!r}")
     rise = cfg.gates.max_cost_increase
     if not (math.isfinite(rise) and rise >= 0):
         raise FormatError(

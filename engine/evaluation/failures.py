@@ -27,6 +27,7 @@ _AGENT_REASONS = (
     "output over cap",
     "no answer",
     "no output",
+    "garbage output",
     "turn limit",
     "max turns",
     "budget limit",
