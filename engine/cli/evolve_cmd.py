@@ -17,12 +17,13 @@ from rich.text import Text
 from engine.cli import (
     budget_of,
     budget_options,
+    dry_run_option,
     executor_options,
     print_json,
     wants_json,
     workspace_of,
 )
-from engine.cli.progress import LoopProgress
+from engine.cli.progress import LoopProgress, show_plan
 from engine.core.errors import check_counts
 from engine.core.events import Cancelled
 from engine.evaluation.demo import demo_agent_notice
@@ -49,6 +50,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="proposer seed (default: the benchmark's)")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
     budget_options(p)
+    dry_run_option(p)
     executor_options(p)
     p.set_defaults(func=_evolve)
 
@@ -58,6 +60,7 @@ def _evolve(args: argparse.Namespace) -> int:
     # imported here: the model SDK behind the proposers is slow to import, and every other
     # command would pay for it at start-up
     from engine.loops.evolve import EvolveOptions, checkpoint, run
+    from engine.loops.evolve.loop import plan
 
     ws = workspace_of(args)
     notice = demo_agent_notice(ws, args.bench)
@@ -74,6 +77,8 @@ def _evolve(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         budget=budget_of(args),
     )
+    if show_plan(args, plan(ws, options)):
+        return 0
     try:
         with progress:
             result = run(ws, options, reporter=progress)

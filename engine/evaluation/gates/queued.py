@@ -41,11 +41,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.core.benchmark import benchmark_ids
+from engine.core.benchmark import benchmark_ids, load_benchmark
 from engine.core.errors import FormatError, UsageError
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.workspace import Workspace
+from engine.evaluation.agents import make_agent
+from engine.evaluation.costplan import JobPlan, per_run, workers
 from engine.evaluation.gates.candidate import Effectiveness
 from engine.evaluation.gates.cost import Cost
 from engine.evaluation.gates.outcome import Guardrail, Sampling, Target, judge_aimed
@@ -248,6 +250,36 @@ def _split(rows: Rows) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return before, after
 
 
+def plan_queued(
+    ws: Workspace,
+    candidate_id: str,
+    *,
+    bench: str | None = None,
+    runs: int | None = None,
+    jobs: int | None = None,
+) -> JobPlan:
+    """The agent runs a queued candidate's evaluation makes, and their estimated cost.
+
+    The paired evaluation runs every case on both variants; its reruns may add up to
+    ``gates.max_extra_runs`` case-runs a side three times (the whole-benchmark comparison,
+    screening, confirmation; or Target, Guardrail and the Guardrail's confirmation).
+    """
+    cand = CandidateQueue(ws).get(candidate_id)
+    bench_id = bench or default_bench(ws, cand)
+    cfg = ws.load_config()
+    loaded = load_benchmark(ws.benchmarks_dir / bench_id)
+    n = runs or loaded.runs_per_case
+    agent = make_agent(ws, cfg.agent)
+    return JobPlan(
+        job=f"queue eval {candidate_id}",
+        base=2 * len(loaded.cases) * n,
+        extra=2 * 3 * cfg.gates.max_extra_runs,
+        workers=workers(ws, jobs),
+        per_run=per_run(ws, bench_id, agent.describe()),
+        detail=f"{len(loaded.cases)} cases × {n} runs × 2 variants",
+    )
+
+
 def evaluate_queued(
     ws: Workspace,
     candidate_id: str,
@@ -351,6 +383,7 @@ __all__ = [
     "default_bench",
     "evaluate_queued",
     "judge_queued",
+    "plan_queued",
     "recorded_targets",
     "with_cost",
 ]

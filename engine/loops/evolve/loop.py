@@ -30,6 +30,8 @@ from engine.core.sessions import start_session
 from engine.core.stamps import new_id, utc_now
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+from engine.evaluation.agents import make_agent
+from engine.evaluation.costplan import JobPlan, per_run, workers
 from engine.evaluation.gates.outcome import holdout_change
 from engine.evaluation.patches import make_proposer
 from engine.evaluation.patches.proposer import PROPOSER_KINDS
@@ -170,6 +172,44 @@ def run(
             headline=result.headline,
         )
         return result
+
+
+def plan(ws: Workspace, options: EvolveOptions) -> JobPlan:
+    """The most agent runs a session may make, and their estimated cost, without running any.
+
+    A session evaluates holdout and golden once at the start; each round the parent and the
+    candidate on the selection cases (a parent that stays current is measured once, so this is
+    the most), both on holdout every ``gates.holdout_every`` rounds; the holdout once more at
+    the end. Each gate (Target, Guardrail, Holdout) may add up to ``gates.max_extra_runs``
+    case-runs per side, and the Guardrail as many again to confirm a break.
+    """
+    cfg = ws.load_config()
+    bench = load_benchmark(ws.benchmarks_dir / options.bench)
+    rounds = cfg.limits.max_rounds if options.rounds is None else options.rounds
+    check_counts(("--rounds", rounds))
+    runs = bench.runs_per_case
+
+    def units(*splits: str) -> int:
+        return sum(len(bench.cases_in(s)) for s in splits) * runs
+
+    every = cfg.gates.holdout_every
+    holdout_rounds = rounds // every if every > 0 else 0
+    base = (
+        units("holdout", "golden")
+        + rounds * 2 * units("selection")
+        + holdout_rounds * 2 * units("holdout")
+        + units("holdout")
+    )
+    extra = 2 * cfg.gates.max_extra_runs * (3 * rounds + holdout_rounds)
+    agent = make_agent(ws, cfg.agent)
+    return JobPlan(
+        job=f"evolve {options.skill}",
+        base=base,
+        extra=extra,
+        workers=workers(ws, options.jobs),
+        per_run=per_run(ws, bench.id, agent.describe()),
+        detail=f"at most, {rounds} rounds",
+    )
 
 
 def _session_budget(cfg: Config, pending: PendingRound, asked: Budget) -> Budget:
@@ -447,4 +487,4 @@ def _result(evo: Evolution, resumed: bool, stop_reason: str) -> EvolveResult:
     )
 
 
-__all__ = ["EvolveOptions", "EvolveResult", "round_seed", "run"]
+__all__ = ["EvolveOptions", "EvolveResult", "plan", "round_seed", "run"]
