@@ -12,7 +12,20 @@ Planted candidates go through each decision path and the benchmark counts what t
   *false-keep* rate.
 
 Every path runs at the product's defaults (``GatesConfig``: ``alpha`` 0.05,
-``max_extra_runs`` 48, ``looks`` 3; two runs a case as the demo benchmark sets).
+``max_extra_runs`` 48, ``looks`` 5 with futility stopping; two runs a case as the demo benchmark
+sets), and again under *today's rule* — the rule before futility stopping: three looks, a
+decision reruns until it proves the change or spends its budget, and the other gates rerun even
+after the Target gate refused. Each decision draws from its own random stream, seeded by (seed,
+kind, decision), so both rules meet the same planted candidates and the same first evaluations.
+Beside the error rates each path prints the agent runs a decision added by its reruns (both
+variants; mean and 90th percentile) under both rules; the evaluation a decision starts from is
+the same under both and is not counted.
+
+* **timeouts** (issue 26): a no-effect candidate whose failing runs become timeouts — on the 5
+  cases it aims at (evolve's Target + Guardrail) or on the whole benchmark (queue eval naming no
+  targets). Counted as the failures they are, it must be accepted ≤ 5 % of the time; the same
+  runs recorded as failures outside the agent (left out, as every verdict treated timeouts
+  before) show the bias that rule had.
 
 * **queue eval** has two paths, planted alike (+50 points on 5 failing cases; the regression
   also 50 points off 6 passing ones). A candidate that names its 5 targets (as evolve's do) is
@@ -45,9 +58,10 @@ decision used before paired verdicts (deterministic case statuses for evolve, "s
 mean" elsewhere) is measured in the same run, on the same draws, as the baseline.
 
 Usage: ``uv run python benchmarks/bench_verdicts.py [--decisions N] [--probe-runs R] [--real N]
-[--paths KEY,...]``; ``--paths`` runs only the named paths (keys: evolve, holdout, queue-targets,
-queue-whole, queue-measured, optimizer-skill, optimizer-settings, tune-description; all by
-default), so one decision path can be measured without the minutes the others take.
+[--paths KEY,...]``; ``--paths`` runs only the named paths (keys: evolve, timeouts-aimed,
+timeouts-whole, holdout, queue-targets, queue-whole, queue-measured, optimizer-skill,
+optimizer-settings, tune-description; all by default), so one decision path can be measured
+without the minutes the others take.
 """
 
 from __future__ import annotations

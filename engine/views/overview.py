@@ -207,6 +207,7 @@ class EvalSize:
     resume_run: str | None
     done: int
     versions: dict[str, str | None]
+    estimate: str = ""  # the plan's line: agent runs left and their time, tokens and dollars
 
     def describe(self) -> str:
         size = f"{self.units} units ({self.cases} cases × {self.runs} run(s))"
@@ -216,6 +217,8 @@ class EvalSize:
         text = f"{size} on {on or 'no skills'}."
         if self.resume_run is not None:
             text += f"\nResumes run {self.resume_run} at {self.done}/{self.units}."
+        if self.estimate:
+            text += f"\n{self.estimate}"
         return text
 
 
@@ -225,13 +228,13 @@ def evaluation_size(ws: Workspace, bench_id: str) -> EvalSize:
     from engine.core.benchmark import load_benchmark
     from engine.core.runs import find_resumable
     from engine.evaluation.agents import make_agent
+    from engine.evaluation.costplan import JobPlan, per_run, workers
     from engine.evaluation.runner import SKILL, make_plan
 
     cfg = ws.load_config()
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
-    plan = make_plan(
-        ws, bench, make_agent(ws, cfg.agent), runs=None, skills=None, baseline=None, case_ids=None
-    )
+    agent = make_agent(ws, cfg.agent)
+    plan = make_plan(ws, bench, agent, runs=None, skills=None, baseline=None, case_ids=None)
     units = plan.units()
     folder = find_resumable(ws.runs_dir, plan.key())
     done = 0
@@ -246,4 +249,8 @@ def evaluation_size(ws: Workspace, bench_id: str) -> EvalSize:
         None if folder is None else folder.run_id,
         done,
         dict(plan.versions.get(SKILL, {})),
-    )
+        JobPlan(
+            f"eval {bench_id}", len(units) - done, 0, workers(ws, None),
+            per_run(ws, bench_id, agent.describe()),
+        ).line(),
+    )  # fmt: skip
