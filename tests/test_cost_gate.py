@@ -10,7 +10,6 @@ evaluation on a small demo benchmark.
 from __future__ import annotations
 
 import math
-import shutil
 import sys
 from pathlib import Path
 
@@ -20,11 +19,12 @@ from engine.core.config import AgentConfig
 from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.demo import DEMO_SKILL, copy_demo
+from engine.evaluation.demo import DEMO_SKILL
 from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.cost import Cost, cost_change
 from engine.evaluation.gates.queued import evaluate_queued
 from engine.evaluation.gates.submission import submit_candidate
+from tests.bench_helpers import mini_demo
 
 MINI = "mini"
 VERBOSE = "Explain every step at length before answering."
@@ -44,13 +44,7 @@ print(json.dumps({{"type": "result", "tokens": {{"input": tokens, "output": toke
 
 @pytest.fixture()
 def ws(tmp_path: Path) -> Workspace:
-    ws = Workspace(copy_demo(tmp_path / "ws"))
-    src, dst = ws.benchmarks_dir / "vuln-detect", ws.benchmarks_dir / MINI
-    dst.mkdir()
-    config = (src / "benchmark.yaml").read_text(encoding="utf-8")
-    (dst / "benchmark.yaml").write_text(config.replace("id: vuln-detect", f"id: {MINI}"))
-    for case in sorted(p.name for p in src.iterdir() if p.is_dir())[::9]:
-        shutil.copytree(src / case, dst / case)
+    ws = mini_demo(tmp_path / "ws", MINI, 9)
     cfg = ws.load_config()
     cfg.agent = AgentConfig(kind="command", command=[sys.executable, "-c", AGENT])
     ws.save_config(cfg)

@@ -75,11 +75,11 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
 
     # three runs a query: the agent is deterministic, so the two held-out queries B fixes give
     # six discordant run pairs, all its way: exact p = 1/64 is not enough at the first look of
-    # three (it has seen 12 of the 12 + 96 planned pairs — tune-description's budget is twice
-    # gates.max_extra_runs a try: 0.025·(12/108)² = 0.0003 of the 0.025 each try gets), so the
-    # two queries rerun 24 times each on fresh seeds for both descriptions (the other two
-    # held-out queries both got right on every run, so they cannot show a fix), and 54 of 60
-    # pairs all B's way decide it at the second look
+    # five (gates.looks; it has seen 12 of the 12 + 96 planned pairs — tune-description's budget
+    # is twice gates.max_extra_runs a try: 0.025·(12/108)² = 0.0003 of the 0.025 each try gets),
+    # so the two queries rerun 12 times each (96 / 4 looks) on fresh seeds for both descriptions
+    # (the other two held-out queries both got right on every run, so they cannot show a fix),
+    # and 30 of 36 pairs all B's way decide it at the second look
     result = tune_description(
         workspace,
         "zoo-keeper",
@@ -96,13 +96,13 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
     ]
     assert (result.chosen, result.best, result.improved) == (2, generalises, True)
     assert result.reason == (
-        "held-out trigger accuracy 0.50 → 1.00: +90.0 pts [+74.4, +90.0] p=<0.001 better "
-        "(4 paired cases, 3 runs, +48 extra)"
-    )  # Clopper–Pearson for 54 of 54 at the second look's 0.025·((60/108)² − (12/108)²) =
-    # 0.00741: 0.00741^(1/54) = 0.9132, a change of (2·0.9132 − 1)·54/60
+        "held-out trigger accuracy 0.50 → 1.00: +83.3 pts [+53.1, +83.3] p=<0.001 better "
+        "(4 paired cases, 3 runs, +24 extra)"
+    )  # Clopper–Pearson for 30 of 30 at the second look's 0.025·((36/108)² − (12/108)²) =
+    # 0.00247: 0.00247^(1/30) = 0.8186, a change of (2·0.8186 − 1)·30/36
     given_a, given_b = (result.scores[1].verdict or {}), (result.scores[2].verdict or {})
     assert given_a["decision"] == "worse" or given_a["decision"] == "inconclusive"
-    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 60, 0.025)
+    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 36, 0.025)
     assert (given_b["extra_runs"], given_b["looks"]) == (48, 2)
     assert given_b["p_value"] == pytest.approx(2**-54, abs=1e-6)  # rounded to 6 places
     reruns = result.scores[2].reruns
