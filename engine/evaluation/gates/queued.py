@@ -250,6 +250,18 @@ def _split(rows: Rows) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return before, after
 
 
+def _evaluable(queue: CandidateQueue, candidate_id: str) -> Candidate:
+    """The candidate, when it is one a paired evaluation can settle."""
+    cand = queue.get(candidate_id)
+    if cand.status != "pending_eval":
+        raise UsageError(
+            f"{cand.dir}: is {cand.status}; only pending_eval candidates are evaluated"
+        )
+    if cand.operation == "delete":
+        raise UsageError(f"{cand.dir}: a delete has no text to evaluate")
+    return cand
+
+
 def plan_queued(
     ws: Workspace,
     candidate_id: str,
@@ -264,7 +276,7 @@ def plan_queued(
     ``gates.max_extra_runs`` case-runs a side three times (the whole-benchmark comparison,
     screening, confirmation; or Target, Guardrail and the Guardrail's confirmation).
     """
-    cand = CandidateQueue(ws).get(candidate_id)
+    cand = _evaluable(CandidateQueue(ws), candidate_id)
     bench_id = bench or default_bench(ws, cand)
     cfg = ws.load_config()
     loaded = load_benchmark(ws.benchmarks_dir / bench_id)
@@ -292,13 +304,7 @@ def evaluate_queued(
 ) -> QueuedEvaluation:
     """Run the paired comparison of a pending_eval candidate and move it on by its verdict."""
     queue = CandidateQueue(ws)
-    cand = queue.get(candidate_id)
-    if cand.status != "pending_eval":
-        raise UsageError(
-            f"{cand.dir}: is {cand.status}; only pending_eval candidates are evaluated"
-        )
-    if cand.operation == "delete":
-        raise UsageError(f"{cand.dir}: a delete has no text to evaluate")
+    cand = _evaluable(queue, candidate_id)
     bench_id = bench or default_bench(ws, cand)
     cfg = ws.load_config().gates
     sampling = Sampling(alpha=cfg.alpha, max_extra_runs=cfg.max_extra_runs, looks=cfg.looks)
