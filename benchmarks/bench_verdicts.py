@@ -12,7 +12,20 @@ Planted candidates go through each decision path and the benchmark counts what t
   *false-keep* rate.
 
 Every path runs at the product's defaults (``GatesConfig``: ``alpha`` 0.05,
-``max_extra_runs`` 48, ``looks`` 3; two runs a case as the demo benchmark sets).
+``max_extra_runs`` 48, ``looks`` 5 with futility stopping; two runs a case as the demo benchmark
+sets), and again under *today's rule* — the rule before futility stopping: three looks, a
+decision reruns until it proves the change or spends its budget, and the other gates rerun even
+after the Target gate refused. Each decision draws from its own random stream, seeded by (seed,
+kind, decision), so both rules meet the same planted candidates and the same first evaluations.
+Beside the error rates each path prints the agent runs a decision added by its reruns (both
+variants; mean and 90th percentile) under both rules; the evaluation a decision starts from is
+the same under both and is not counted.
+
+* **timeouts** (issue 26): a no-effect candidate whose failing runs become timeouts — on the 5
+  cases it aims at (evolve's Target + Guardrail) or on the whole benchmark (queue eval naming no
+  targets). Counted as the failures they are, it must be accepted ≤ 5 % of the time; the same
+  runs recorded as failures outside the agent (left out, as every verdict treated timeouts
+  before) show the bias that rule had.
 
 * **queue eval** has two paths, planted alike (+50 points on 5 failing cases; the regression
   also 50 points off 6 passing ones). A candidate that names its 5 targets (as evolve's do) is
@@ -45,18 +58,21 @@ decision used before paired verdicts (deterministic case statuses for evolve, "s
 mean" elsewhere) is measured in the same run, on the same draws, as the baseline.
 
 Usage: ``uv run python benchmarks/bench_verdicts.py [--decisions N] [--probe-runs R] [--real N]
-[--paths KEY,...]``; ``--paths`` runs only the named paths (keys: evolve, holdout, queue-targets,
-queue-whole, queue-measured, optimizer-skill, optimizer-settings, tune-description; all by
-default), so one decision path can be measured without the minutes the others take.
+[--paths KEY,...]``; ``--paths`` runs only the named paths (keys: evolve, timeouts-aimed,
+timeouts-whole, holdout, queue-targets, queue-whole, queue-measured, optimizer-skill,
+optimizer-settings, tune-description; all by default), so one decision path can be measured
+without the minutes the others take.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -65,6 +81,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +93,13 @@ from engine.core.store import SkillStore  # noqa: E402
 from engine.core.workspace import Workspace  # noqa: E402
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo  # noqa: E402
 from engine.evaluation.gates.candidate import TaskOutcome  # noqa: E402
-from engine.evaluation.gates.outcome import Guardrail, Holdout, Sampling, Target  # noqa: E402
+from engine.evaluation.gates.outcome import (  # noqa: E402
+    Guardrail,
+    Holdout,
+    Sampling,
+    Target,
+    judge_aimed,
+)
 from engine.evaluation.gates.queued import evaluate_queued, judge_queued  # noqa: E402
 from engine.evaluation.gates.submission import submit_candidate  # noqa: E402
 from engine.evaluation.runner import run_evaluation  # noqa: E402
@@ -98,6 +121,7 @@ KINDS = ("no effect", "improvement", "regression")
 TARGETED = 5
 BROKEN = 6
 LIFT = 0.5
+TODAY_LOOKS = 3  # the looks a decision had before futility stopping
 FLAG_STEPS = re.compile(r"(3|4|5|6|7|10)\. ")
 
 
@@ -110,16 +134,47 @@ class Case:
 
 
 @dataclass
+class Meter:
+    """The agent runs the decision under way has added (both variants), and the rule it uses.
+
+    Every simulated rerun counts itself here; each decision starts it afresh with its own
+    random stream, seeded by (seed, kind, decision), so today's rule and the new one meet the
+    same planted candidates and the same first evaluations.
+    """
+
+    futility: bool = True  # False: today's rule (no futility stopping, three looks)
+    spent: int = 0
+
+    def looks(self) -> int:
+        return GatesConfig().looks if self.futility else TODAY_LOOKS
+
+    def start(self, seed: int, kind: str, index: int) -> random.Random:
+        self.spent = 0
+        return random.Random(f"{seed}/{kind}/{index}")
+
+    def count(self, cases: int, runs: int) -> None:
+        self.spent += 2 * cases * runs
+
+
+METER = Meter()
+
+
+@dataclass
 class Tally:
     accepted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     decided: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    extra: int = 0
-    budget: int | None = None  # extra runs a decision may take (None: the gate budget)
+    runs: list[int] = field(default_factory=list)  # agent runs each decision added
 
-    def add(self, kind: str, accepted: bool, extra: int = 0) -> None:
+    def add(self, kind: str, accepted: bool) -> None:
         self.decided[kind] += 1
         self.accepted[kind] += int(accepted)
-        self.extra += extra
+        self.runs.append(METER.spent)
+
+    def mean_runs(self) -> float:
+        return statistics.fmean(self.runs) if self.runs else 0.0
+
+    def p90_runs(self) -> float:
+        return float(np.percentile(self.runs, 90)) if self.runs else 0.0
 
 
 def interval(k: int, n: int) -> str:
@@ -194,6 +249,7 @@ def rerunner(
     by_id = {c.id: c for c in cases}
 
     def rerun(ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+        METER.count(len(ids), runs)
         chosen = [by_id[i] for i in ids]
         return draw(chosen, before, runs, rng), draw(chosen, after, runs, rng)
 
@@ -241,10 +297,10 @@ def evolve_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Ta
     sampling = Sampling(**_sampling())
     target, guardrail = Target(sampling), Guardrail(sampling)
     new, old = Tally(), Tally()
-    rng = random.Random(seed)
     parent = {c.id: c.p for c in selection}
     for kind in KINDS:
-        for _ in range(n):
+        for i in range(n):
+            rng = METER.start(seed, kind, i)
             diagnosed = draw(selection, parent, runs, rng)  # what diagnosis picked targets from
             failing = sorted({r["case_id"] for r in diagnosed if r["pass_fail"] == "fail"})
             if not failing:
@@ -254,10 +310,8 @@ def evolve_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Ta
             before = draw(selection, parent, runs, rng)  # the fresh paired parent evaluation
             after = draw(selection, after_p, runs, rng)
             rerun = rerunner(selection, parent, after_p, rng)
-            t = target.judge(before, after, targeted, rerun=rerun)
-            g = guardrail.judge(before, after, targeted=targeted, rerun=rerun)
-            extra = int(t.figures.get("extra_runs", 0)) + int(g.figures.get("extra_runs", 0))
-            new.add(kind, t.passed and g.passed, extra)
+            t, g, _ = judge_aimed(target, guardrail, before, after, targeted, rerun)
+            new.add(kind, t.passed and g.passed)
             old.add(kind, old_evolve(diagnosed, after, targeted))
     return new, old
 
@@ -267,12 +321,12 @@ def holdout_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
     holdout = [c for c in cases if c.split == "holdout"]
     gate = Holdout(sampling=Sampling(**_sampling()))
     new, old = Tally(), Tally()
-    rng = random.Random(seed)
     parent = {c.id: c.p for c in holdout}
     failing = [c.id for c in holdout if c.p < 0.9]
     passing = [c.id for c in holdout if c.p >= 0.5]
     for kind in KINDS:
-        for _ in range(n):
+        for i in range(n):
+            rng = METER.start(seed, kind, i)
             after_p = dict(parent)
             if kind == "improvement":
                 for case_id in rng.sample(failing, max(1, len(failing) // 3)):
@@ -288,7 +342,7 @@ def holdout_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
                 positive_label="vulnerable",
                 rerun=rerunner(holdout, parent, after_p, rng),
             )
-            new.add(kind, result.passed, int(result.figures.get("extra_runs", 0)))
+            new.add(kind, result.passed)
             old.add(kind, _f1(after) - _f1(before) >= -0.01)
     return new, old
 
@@ -314,18 +368,18 @@ def queue_path(
     sampling = Sampling(**_sampling())
     # unnamed, the whole-benchmark comparison, the screening and the confirmation each have
     # the gate budget (the guardrail's reruns come on top, as on the named path)
-    new, old = Tally(budget=None if named else 3 * sampling.max_extra_runs), Tally()
-    rng = random.Random(seed)
+    new, old = Tally(), Tally()
     parent = {c.id: c.p for c in cases}
     failing = [c.id for c in cases if c.p < 1.0]
     for kind in KINDS:
-        for _ in range(n):
+        for i in range(n):
+            rng = METER.start(seed, kind, i)
             targeted = rng.sample(failing, min(TARGETED, len(failing)))
             after_p = plant(kind, cases, targeted, rng)
             before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
             rerun = rerunner(cases, parent, after_p, rng)
             found = judge_queued(before, after, targeted if named else [], sampling, rerun)
-            new.add(kind, found.passed, found.extra_runs)
+            new.add(kind, found.passed)
             old.add(kind, mean(after) > mean(before))
     return new, old
 
@@ -351,7 +405,6 @@ def queue_measured_path(
     """
     sampling = Sampling(**_sampling())
     new, old = Tally(), Tally()
-    rng = random.Random(seed)
     shipped = {c.id: c.p for c in cases}
     without = {c.id: c.p for c in weaker}
     worse, better = sorted((shipped, without), key=lambda p: sum(p.values()))
@@ -362,10 +415,11 @@ def queue_measured_path(
     }
     for kind in KINDS:
         parent, after_p = plans[kind]
-        for _ in range(n):
+        for i in range(n):
+            rng = METER.start(seed, kind, i)
             before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
             found = judge_queued(before, after, [], sampling, rerunner(cases, parent, after_p, rng))
-            new.add(kind, found.passed, found.extra_runs)
+            new.add(kind, found.passed)
             old.add(kind, mean(after) > mean(before))
     return new, old
 
@@ -407,6 +461,7 @@ def _evaluator(
     by_id = {c.id: c for c in bench}
 
     def evaluate(ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+        METER.count(len(ids), runs)
         chosen = [by_id[i] for i in ids]
         if not shared:
             return draw(chosen, before, runs, rng), draw(chosen, after, runs, rng)
@@ -441,9 +496,9 @@ def optimizer_path(
     """One Optimizer round on a built benchmark at its defaults, by the Optimizer's own judge."""
     sampling = Sampling(**_sampling())
     new, old = Tally(), Tally()
-    rng = random.Random(seed)
     for kind in KINDS:
-        for _ in range(n):
+        for i in range(n):
+            rng = METER.start(seed, kind, i)
             bench = built_benchmark(cases, rng)
             parent = {c.id: c.p for c in bench}
             # the fix lands on the cases that fail most, each able to gain the full 50 points
@@ -459,6 +514,7 @@ def optimizer_path(
 
             evaluate = _evaluator(bench, parent, after_p, rng, shared=shared)
             before, after = evaluate([c.id for c in bench], 1)
+            METER.spent = 0  # the round's own evaluation; the decision's runs start here
             verdict, _, _ = sampling.decide(
                 before,
                 after,
@@ -467,7 +523,7 @@ def optimizer_path(
                 evaluate,
                 pick=can_improve,
             )
-            new.add(kind, verdict.better, verdict.extra_runs)
+            new.add(kind, verdict.better)
             old.add(kind, mean(after) > mean(before))
     return new, old
 
@@ -519,14 +575,16 @@ def trigger_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
     (``tuning_sampling``: twice the gate budget a try); the current description's reruns are
     drawn afresh for each try, where the product shares them — each comparison is the same.
     """
-    sampling = tuning_sampling(GatesConfig())
-    new, old = Tally(budget=TRIGGER_TRIES * sampling.max_extra_runs), Tally()
-    rng = random.Random(seed)
+    sampling = dataclasses.replace(
+        tuning_sampling(GatesConfig()), futility=METER.futility, looks=METER.looks()
+    )
+    new, old = Tally(), Tally()
     queries = [TriggerQuery(f"query {i}", i < TRIGGER_QUERIES // 2) for i in range(TRIGGER_QUERIES)]
     _train, test = split_queries(queries)
     truth = {q.query: q.should_trigger for q in test}
     for kind in KINDS:
-        for _ in range(n):
+        for i in range(n):
+            rng = METER.start(seed, kind, i)
             current = {q.query: rng.choice(list(cases)).p for q in test}
             tries = [dict(current) for _ in range(TRIGGER_TRIES)]
             ranked = sorted(current, key=lambda q: (current[q], rng.random()))
@@ -545,9 +603,12 @@ def trigger_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
                 scores.append(DescriptionScore(index, f"d{index}", origin, 0.0, accuracy, results))
 
             def rerun_for(
-                score: DescriptionScore, probs: list[dict[str, float]] = probs
+                score: DescriptionScore,
+                probs: list[dict[str, float]] = probs,
+                rng: random.Random = rng,
             ) -> Callable[..., tuple[Rows, Rows]]:
                 def rerun(ids: Sequence[str], runs: int) -> tuple[Rows, Rows]:
+                    METER.count(len(ids), runs)
                     b = _query_results({q: probs[0][q] for q in ids}, truth, runs, rng)
                     a = _query_results({q: probs[score.index][q] for q in ids}, truth, runs, rng)
                     return result_rows(b), result_rows(a)
@@ -555,18 +616,76 @@ def trigger_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
                 return rerun
 
             best, _verdict = held_out_choice(scores, sampling, rerun_for)
-            extra = sum(int((s.verdict or {}).get("extra_runs", 0)) for s in scores[1:])
             top = max(scores[1:], key=lambda s: (s.test_accuracy, -s.index))
             was = top.index if top.test_accuracy > scores[0].test_accuracy else 0
             # the planted try (1) kept, or for no effect any try kept
-            new.add(kind, best.index == 1 or (kind == "no effect" and best.index != 0), extra)
+            new.add(kind, best.index == 1 or (kind == "no effect" and best.index != 0))
             old.add(kind, was == 1 or (kind == "no effect" and was != 0))
     return new, old
 
 
+TIMEOUT = "timeout after 300s"  # how the runner records a run the agent ran out of time on
+OUTSIDE = "agent could not start: sandbox unavailable"  # a failure outside the agent
+
+
+def timed_out(rows: Rows, cases: set[str] | None, reason: str) -> Rows:
+    """The rows with every failing run of ``cases`` (None: all) turned into an invalid unit."""
+    return [
+        {**r, "pass_fail": "invalid", "invalid_reason": reason, "judge_verdict": None}
+        if r["pass_fail"] == "fail" and (cases is None or r["case_id"] in cases)
+        else r
+        for r in rows
+    ]
+
+
+def timeout_path(
+    cases: Sequence[Case], n: int, seed: int, runs: int, *, whole: bool
+) -> tuple[Tally, Tally]:
+    """A no-effect candidate whose failing runs become timeouts (issue 26, Build 7).
+
+    On the aimed cases (evolve's Target + Guardrail on the selection cases) or on the whole
+    benchmark (queue eval of a candidate naming no targets). The first tally counts a timeout
+    as the failure it is; the second records the same runs as failures outside the agent,
+    which are left out — the rule every verdict applied to timeouts before, which such a
+    candidate fooled.
+    """
+    pool = list(cases) if whole else [c for c in cases if c.split == "selection"]
+    sampling = Sampling(**_sampling())
+    parent = {c.id: c.p for c in pool}
+    tallies = (Tally(), Tally())
+    for i in range(n):
+        for reason, tally in zip((TIMEOUT, OUTSIDE), tallies, strict=True):
+            rng = METER.start(seed, "no effect", i)
+            failing = sorted({c.id for c in pool if c.p < 1.0})
+            targeted = [] if whole else rng.sample(failing, min(TARGETED, len(failing)))
+            aimed = None if whole else set(targeted)
+            before = draw(pool, parent, runs, rng)
+            after = timed_out(draw(pool, parent, runs, rng), aimed, reason)
+            plain = rerunner(pool, parent, parent, rng)
+
+            def rerun(
+                ids: Sequence[str],
+                k: int,
+                plain: Callable[..., tuple[Rows, Rows]] = plain,
+                aimed: set[str] | None = aimed,
+                reason: str = reason,
+            ) -> tuple[Rows, Rows]:
+                b, a = plain(ids, k)
+                return b, timed_out(a, aimed, reason)
+
+            found = judge_queued(before, after, targeted, sampling, rerun)
+            tally.add("no effect", found.passed)
+    return tallies
+
+
 def _sampling() -> dict[str, Any]:
     cfg = GatesConfig()
-    return {"alpha": cfg.alpha, "max_extra_runs": cfg.max_extra_runs, "looks": cfg.looks}
+    return {
+        "alpha": cfg.alpha,
+        "max_extra_runs": cfg.max_extra_runs,
+        "looks": METER.looks(),
+        "futility": METER.futility,
+    }
 
 
 # -- real demo evaluations through `queue eval` ------------------------------------------------
@@ -598,28 +717,45 @@ def real_queue_path(base: Path, n: int) -> Tally:
                 outcome=TaskOutcome(status="fail"),
             )  # fmt: skip
             done = evaluate_queued(ws, cand.id, bench="mini")
-            tally.add(kind, done.status == "pending_approval", done.extra_runs)
+            METER.spent = 2 * done.extra_runs
+            tally.add(kind, done.status == "pending_approval")
             print(f"  real {kind:<12} {done.line()} → {done.status}", flush=True)
     return tally
 
 
-def report(name: str, new: Tally, old: Tally | None, old_name: str) -> None:
+def report(name: str, new: Tally, old: Tally | None, old_name: str, today: Tally | None) -> None:
+    """Error rates of the new rule beside today's rule (no futility stopping) and the rule
+    before paired verdicts, then the agent runs each decision added under both."""
     labels = {"no effect": "false-accept", "improvement": "power", "regression": "false-keep"}
     if "Holdout" in name:  # a non-inferiority gate: passing a change that does nothing is right
         labels["no effect"] = "no-effect kept"
     print(f"\n{name}")
     for kind in KINDS:
+        if not new.decided[kind]:
+            continue
         line = f"  {labels[kind]:<12} {interval(new.accepted[kind], new.decided[kind])}"
+        if today is not None:
+            line += f"   today's rule: {interval(today.accepted[kind], today.decided[kind])}"
         if old is not None:
             line += f"   {old_name}: {interval(old.accepted[kind], old.decided[kind])}"
         print(line)
-    total = sum(new.decided.values())
-    budget = new.budget if new.budget is not None else GatesConfig().max_extra_runs
-    print(f"  extra runs per decision: {new.extra / max(1, total):.1f} (budget {budget})")
+    line = (
+        f"  agent runs per decision (reruns, both variants): mean {new.mean_runs():.1f}, "
+        f"p90 {new.p90_runs():.0f}"
+    )
+    if today is not None:
+        ratio = new.mean_runs() / today.mean_runs() if today.mean_runs() else float("nan")
+        line += (
+            f"   today's rule: mean {today.mean_runs():.1f}, p90 {today.p90_runs():.0f}"
+            f"   ({ratio:.2f}× today's)"
+        )
+    print(line)
 
 
 PATH_KEYS = (
     "evolve",
+    "timeouts-aimed",
+    "timeouts-whole",
     "holdout",
     "queue-targets",
     "queue-whole",
@@ -684,6 +820,18 @@ def main() -> None:
                 evolve_path,
                 "old case-status rule",
             ),
+            "timeouts-aimed": (
+                "no-effect candidate whose failures on its 5 aimed cases become timeouts "
+                "(Target + Guardrail; timeouts counted as failures)",
+                lambda c, n, seed, runs: timeout_path(c, n, seed, runs, whole=False),
+                "failures left out as before",
+            ),
+            "timeouts-whole": (
+                "no-effect candidate whose failures on the whole benchmark become timeouts "
+                "(queue eval, no targets; timeouts counted as failures)",
+                lambda c, n, seed, runs: timeout_path(c, n, seed, runs, whole=True),
+                "failures left out as before",
+            ),
             "holdout": (
                 "evolve Holdout (lower bound > −1 F1 pt)",
                 holdout_path,
@@ -723,14 +871,17 @@ def main() -> None:
         for key in chosen:
             name, path, old_name = paths[key]
             started = time.monotonic()
+            METER.futility = False
+            today, _ = path(cases, args.decisions, args.seed, args.runs)
+            METER.futility = True
             new, old = path(cases, args.decisions, args.seed, args.runs)
-            report(name, new, old, old_name)
+            report(name, new, old, old_name, today)
             print(f"  ({time.monotonic() - started:.0f}s)", flush=True)
         if args.real:
             started = time.monotonic()
             print(f"\nqueue eval on real demo evaluations ({args.real} per kind)")
             real = real_queue_path(Path(tmp), args.real)
-            report("queue eval (real)", real, None, "")
+            report("queue eval (real)", real, None, "", None)
             print(f"  ({time.monotonic() - started:.0f}s)")
 
 

@@ -3,10 +3,14 @@ and the results.jsonl rows an evaluation of their cases writes."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import DEMO_BENCHMARK, copy_demo
 
 
 def write_case(
@@ -89,3 +93,16 @@ def result_row(case_id: str, run: int, truth: str, verdict: str, **extra: Any) -
         "score": 1.0 if ok else 0.0,
         **extra,
     }
+
+
+def mini_demo(dest: Path, name: str, every: int) -> Workspace:
+    """A copy of the demo workspace with benchmark ``name``: every ``every``-th demo case, to
+    keep a real paired evaluation quick."""
+    ws = Workspace(copy_demo(dest))
+    src, dst = ws.benchmarks_dir / DEMO_BENCHMARK, ws.benchmarks_dir / name
+    dst.mkdir()
+    config = (src / "benchmark.yaml").read_text(encoding="utf-8")
+    (dst / "benchmark.yaml").write_text(config.replace(f"id: {DEMO_BENCHMARK}", f"id: {name}"))
+    for case in sorted(p.name for p in src.iterdir() if p.is_dir())[::every]:
+        shutil.copytree(src / case, dst / case)
+    return ws

@@ -12,7 +12,6 @@ import contextlib
 import io
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,11 @@ from engine.core.errors import SkillsmithError
 from engine.core.queue import CandidateQueue
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
-from engine.evaluation.demo import DEMO_SKILL, copy_demo
+from engine.evaluation.demo import DEMO_SKILL
 from engine.evaluation.gates.candidate import Effectiveness, TaskOutcome
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.verdict import compare_paired
+from tests.bench_helpers import mini_demo
 
 FLAG_STEPS = re.compile(r"(3|4|5|6|7|10)\. ")
 MINI = "mini"
@@ -60,13 +60,7 @@ def _pending(ws: Workspace, text: str, parent: str) -> str:
 
 @pytest.fixture()
 def ws(tmp_path: Path) -> Workspace:
-    ws = Workspace(copy_demo(tmp_path / "ws"))
-    src, dst = ws.benchmarks_dir / "vuln-detect", ws.benchmarks_dir / MINI
-    dst.mkdir()
-    config = (src / "benchmark.yaml").read_text(encoding="utf-8")
-    (dst / "benchmark.yaml").write_text(config.replace("id: vuln-detect", f"id: {MINI}"))
-    for case in sorted(p.name for p in src.iterdir() if p.is_dir())[::6]:
-        shutil.copytree(src / case, dst / case)
+    ws = mini_demo(tmp_path / "ws", MINI, 6)
     return ws
 
 

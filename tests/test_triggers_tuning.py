@@ -75,11 +75,11 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
 
     # three runs a query: the agent is deterministic, so the two held-out queries B fixes give
     # six discordant run pairs, all its way: exact p = 1/64 is not enough at the first look of
-    # three (it has seen 12 of the 12 + 96 planned pairs — tune-description's budget is twice
-    # gates.max_extra_runs a try: 0.025·(12/108)² = 0.0003 of the 0.025 each try gets), so the
-    # two queries rerun 24 times each on fresh seeds for both descriptions (the other two
-    # held-out queries both got right on every run, so they cannot show a fix), and 54 of 60
-    # pairs all B's way decide it at the second look
+    # five (gates.looks; it has seen 12 of the 12 + 96 planned pairs — tune-description's budget
+    # is twice gates.max_extra_runs a try: 0.025·(12/108)² = 0.0003 of the 0.025 each try gets),
+    # so the two queries rerun 12 times each (96 / 4 looks) on fresh seeds for both descriptions
+    # (the other two held-out queries both got right on every run, so they cannot show a fix),
+    # and 30 of 36 pairs all B's way decide it at the second look
     result = tune_description(
         workspace,
         "zoo-keeper",
@@ -96,18 +96,18 @@ def test_held_out_accuracy_picks_the_description(workspace: Workspace, tmp_path:
     ]
     assert (result.chosen, result.best, result.improved) == (2, generalises, True)
     assert result.reason == (
-        "held-out trigger accuracy 0.50 → 1.00: +90.0 pts [+74.4, +90.0] p(better?)=<0.001 better "
-        "(4 paired cases, 3 runs, +48 extra)"
-    )  # Clopper–Pearson for 54 of 54 at the second look's 0.025·((60/108)² − (12/108)²) =
-    # 0.00741: 0.00741^(1/54) = 0.9132, a change of (2·0.9132 − 1)·54/60
+        "held-out trigger accuracy 0.50 → 1.00: +83.3 pts [+53.1, +83.3] p(better?)=<0.001 better "
+        "(4 paired cases, 3 runs, +24 extra)"
+    )  # Clopper–Pearson for 30 of 30 at the second look's 0.025·((36/108)² − (12/108)²) =
+    # 0.00247: 0.00247^(1/30) = 0.8186, a change of (2·0.8186 − 1)·30/36
     given_a, given_b = (result.scores[1].verdict or {}), (result.scores[2].verdict or {})
     assert given_a["decision"] == "worse" or given_a["decision"] == "inconclusive"
-    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 60, 0.025)
-    assert (given_b["extra_runs"], given_b["looks"]) == (48, 2)
-    assert given_b["p_value"] == pytest.approx(2**-54, abs=1e-6)  # rounded to 6 places
+    assert (given_b["decision"], given_b["n_pairs"], given_b["alpha"]) == ("better", 36, 0.025)
+    assert (given_b["extra_runs"], given_b["looks"]) == (24, 2)
+    assert given_b["p_value"] == pytest.approx(2**-30, abs=1e-6)  # rounded to 6 places
     reruns = result.scores[2].reruns
     assert {r.query for r in reruns} == {q.query for q in test if q.should_trigger}
-    assert all(r.runs == 24 and r.seeds[0] not in r2.seeds for r in reruns
+    assert all(r.runs == 12 and r.seeds[0] not in r2.seeds for r in reruns
                for r2 in result.scores[2].results if r2.query == r.query)  # fmt: skip
     loads = {r.query: r.loads for r in result.scores[2].results}
     assert all(loads[q.query] == 3 for q in test if q.should_trigger)
@@ -159,18 +159,19 @@ def test_one_run_of_a_held_out_gain_is_not_enough_and_reruns_settle_it(
         "no description was better than the current one on the held-out queries (best try, "
         "description 1: +25.0 pts"
     )
-    # the default budget (twice the gate budget: 48 runs a look) reruns the query that differs
-    # and the other should-trigger query, which both descriptions got wrong (a fix could hide
-    # behind one slipped run), 24 times each: the agent is deterministic, so the fix holds on
-    # every fresh seed and the other query stays wrong on both — 25 discordant pairs of 25
+    # the default budget (twice the gate budget over four extra looks: 24 runs a look) reruns
+    # the query that differs and the other should-trigger query, which both descriptions got
+    # wrong (a fix could hide behind one slipped run), 12 times each: the agent is
+    # deterministic, so the fix holds on every fresh seed and the other query stays wrong on
+    # both — 13 discordant pairs of 13
     cfg.gates.max_extra_runs = GatesConfig().max_extra_runs
     workspace.save_config(cfg)
     result = tune_description(
         workspace, "zoo-keeper", queries, candidates=[one], iterations=0, submit=False
     )
     verdict = result.scores[1].verdict or {}
-    assert (verdict["decision"], verdict["extra_runs"], verdict["n_pairs"]) == ("better", 48, 52)
-    assert verdict["p_value"] == pytest.approx(2**-25, abs=1e-6)
+    assert (verdict["decision"], verdict["extra_runs"], verdict["n_pairs"]) == ("better", 24, 28)
+    assert verdict["p_value"] == pytest.approx(2**-13, abs=1e-6)
     assert {r.query for r in result.scores[1].reruns} == {q.query for q in test if q.should_trigger}
     assert (result.chosen, result.improved) == (1, True)
 
@@ -205,11 +206,11 @@ def test_a_fix_that_slipped_on_its_one_run_is_rerun_and_the_current_reruns_are_s
 
     assert [s.test_accuracy for s in result.scores] == [0.5, 0.5, 0.5]  # the fix slipped
     verdict = result.scores[1].verdict or {}
-    # default budget, twice gates.max_extra_runs: 96 a try, 48 a look, 24 runs of each fixed
-    # query; the current never loads, so every run the fix loads on (an even seed) is one
-    # discordant pair its way, and the exact p-value is 2^-loads
-    loads = sum(unit_seed(seed, q, run) % 2 == 0 for q in fixed for run in range(1, 25))
-    assert (verdict["decision"], verdict["extra_runs"], verdict["n_pairs"]) == ("better", 48, 52)
+    # default budget, twice gates.max_extra_runs: 96 a try over four extra looks, 24 a look,
+    # 12 runs of each fixed query; the current never loads, so every run the fix loads on (an
+    # even seed) is one discordant pair its way, and the exact p-value is 2^-loads
+    loads = sum(unit_seed(seed, q, run) % 2 == 0 for q in fixed for run in range(1, 13))
+    assert (verdict["decision"], verdict["extra_runs"], verdict["n_pairs"]) == ("better", 24, 28)
     assert verdict["p_value"] == pytest.approx(0.5**loads, abs=1e-6)
     assert {r.query for r in result.scores[1].reruns} == set(fixed)
     assert (result.chosen, result.improved) == (1, True)
@@ -302,12 +303,12 @@ def test_a_model_proposal_kept_at_the_defaults(
         ("proposed", 1.0),
     ]
     # the demo agent loads by description words, so each fixed held-out forecast is one
-    # discordant pair per run: 2 of 2 (p = 1/4) cannot decide; both reruns 24 times (48 a
-    # look, half of twice gates.max_extra_runs), and 50 of 50 pairs decide at the second look
+    # discordant pair per run: 2 of 2 (p = 1/4) cannot decide; both reruns 12 times (24 a
+    # look, a quarter of twice gates.max_extra_runs), and 26 of 26 pairs decide at the second
     verdict = result.scores[1].verdict or {}
-    assert (verdict["decision"], verdict["extra_runs"], verdict["looks"]) == ("better", 48, 2)
-    assert verdict["n_pairs"] == 52  # 4 held-out queries once, then 2 of them 24 times
-    assert verdict["p_value"] == pytest.approx(2**-50, abs=1e-6)
+    assert (verdict["decision"], verdict["extra_runs"], verdict["looks"]) == ("better", 24, 2)
+    assert verdict["n_pairs"] == 28  # 4 held-out queries once, then 2 of them 12 times
+    assert verdict["p_value"] == pytest.approx(2**-26, abs=1e-6)
     assert result.improved and result.best == proposal and result.candidate is not None
     cand = CandidateQueue(workspace).get(result.candidate["id"])
     assert cand.evidence("metrics.json")["verdict"]["line"] == verdict["line"]

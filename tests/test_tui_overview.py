@@ -50,7 +50,10 @@ def test_an_evaluation_says_its_size_before_it_starts(tmp_path: Path) -> None:
     ws = build_workspace(tmp_path / "ws")
     size = evaluation_size(ws, BENCH)
     assert (size.units, size.cases, size.runs, size.resume_run) == (len(CASES), len(CASES), 1, None)
-    assert size.describe() == f"2 units (2 cases × 1 run(s)) on {SKILL} v1."
+    first, plan = size.describe().splitlines()
+    assert first == f"2 units (2 cases × 1 run(s)) on {SKILL} v1."
+    # the plan's estimate follows (no runs recorded yet: the agent kind's stated default)
+    assert plan.startswith("plan: 2 agent runs; estimate ") and "default per run" in plan
 
 
 def test_large_counts_are_shortened_never_cut() -> None:

@@ -18,10 +18,13 @@ import pkgutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.errors import SkillsmithError
 from engine.core.workspace import Workspace, resolve
+
+if TYPE_CHECKING:
+    from engine.core.budget import Budget
 
 OpenTui = Callable[[Workspace, argparse.Namespace], int]
 
@@ -131,6 +134,36 @@ def executor_options(p: argparse.ArgumentParser) -> None:
         metavar="ADDR",
         help="the Ray cluster to send units to (default: $RAY_ADDRESS, else a local one)",
     )
+
+
+def dry_run_option(p: argparse.ArgumentParser) -> None:
+    """``--dry-run`` for a command that runs agents: print the plan (agent runs, estimated
+    time, tokens and dollars) and run nothing (engine.evaluation.costplan)."""
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (agent runs, estimated time, tokens, dollars) and run nothing",
+    )
+
+
+def budget_options(p: argparse.ArgumentParser) -> None:
+    """``--budget-runs/--budget-usd/--budget-tokens`` for a loop: it stops at the first clean
+    point past any of them and resumes when started again with more (engine.core.budget)."""
+    p.add_argument("--budget-runs", type=int, metavar="N", help="stop after N agent runs")
+    p.add_argument("--budget-usd", type=float, metavar="USD", help="stop after spending USD")
+    p.add_argument("--budget-tokens", type=int, metavar="N", help="stop after N agent tokens")
+
+
+def budget_of(args: argparse.Namespace) -> Budget:
+    """The budget the command line sets (None where a flag is not given)."""
+    from engine.core.budget import Budget, check_budget
+
+    budget = Budget(
+        runs=getattr(args, "budget_runs", None),
+        usd=getattr(args, "budget_usd", None),
+        tokens=getattr(args, "budget_tokens", None),
+    )
+    return check_budget(budget, "--budget")
 
 
 def _choose_executor(args: argparse.Namespace) -> None:

@@ -16,13 +16,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import LoopProgress
+from engine.cli import dry_run_option, executor_options, print_json, wants_json, workspace_of
+from engine.cli.progress import LoopProgress, show_plan
 from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import Cancelled
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import demo_agent_notice
-from engine.evaluation.evaluate import EvalOptions, run
+from engine.evaluation.evaluate import EvalOptions, plan, run
 from engine.evaluation.metrics import Metrics, Spread
 from engine.evaluation.runner import BASELINE, SEED_BITS, SKILL, RunResult
 
@@ -69,6 +69,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="run the benchmark on each of these agents (claude-code,codex,…) with one seed and "
         "report the paired difference between them per skill version",
     )
+    dry_run_option(p)
     executor_options(p)
     p.set_defaults(func=_eval)
 
@@ -104,23 +105,25 @@ def _eval(args: argparse.Namespace) -> int:
     if args.resume is not None and not (ws.runs_dir / args.resume / "manifest.json").is_file():
         raise SkillsmithError(f"--resume {args.resume}: no run folder {ws.runs_dir / args.resume}")
     case_ids = [c.strip() for group in args.cases for c in group.split(",") if c.strip()]
+    options = EvalOptions(
+        bench=args.bench,
+        runs=args.runs,
+        jobs=args.jobs,
+        skills=_skill_texts(ws, args.skill),
+        baseline=args.baseline,
+        case_ids=tuple(case_ids),
+        run_id=args.resume,
+        seed=args.seed,
+        judge=args.judge,
+    )
+    if args.resume is None and show_plan(args, plan(ws, options)):
+        return 0
     notice = demo_agent_notice(ws, args.bench)
     if notice:
         sys.stderr.write(notice + "\n")
     progress = LoopProgress(f"eval {args.bench}", quiet=wants_json(args))
     try:
         with progress:
-            options = EvalOptions(
-                bench=args.bench,
-                runs=args.runs,
-                jobs=args.jobs,
-                skills=_skill_texts(ws, args.skill),
-                baseline=args.baseline,
-                case_ids=tuple(case_ids),
-                run_id=args.resume,
-                seed=args.seed,
-                judge=args.judge,
-            )
             if args.agents:
                 return _compare_agents(ws, options, args, progress)
             result = run(ws, options, reporter=progress)

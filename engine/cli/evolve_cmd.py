@@ -14,8 +14,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import LoopProgress
+from engine.cli import (
+    budget_of,
+    budget_options,
+    dry_run_option,
+    executor_options,
+    print_json,
+    wants_json,
+    workspace_of,
+)
+from engine.cli.progress import LoopProgress, show_plan
 from engine.core.errors import check_counts
 from engine.core.events import Cancelled
 from engine.evaluation.demo import demo_agent_notice
@@ -41,6 +49,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, help="proposer seed (default: the benchmark's)")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    budget_options(p)
+    dry_run_option(p)
     executor_options(p)
     p.set_defaults(func=_evolve)
 
@@ -50,6 +60,7 @@ def _evolve(args: argparse.Namespace) -> int:
     # imported here: the model SDK behind the proposers is slow to import, and every other
     # command would pay for it at start-up
     from engine.loops.evolve import EvolveOptions, checkpoint, run
+    from engine.loops.evolve.loop import plan
 
     ws = workspace_of(args)
     notice = demo_agent_notice(ws, args.bench)
@@ -64,7 +75,10 @@ def _evolve(args: argparse.Namespace) -> int:
         auto_approve=args.auto_approve,
         seed=args.seed,
         jobs=args.jobs,
+        budget=budget_of(args),
     )
+    if show_plan(args, plan(ws, options)):
+        return 0
     try:
         with progress:
             result = run(ws, options, reporter=progress)
@@ -118,7 +132,18 @@ def _print_result(result: EvolveResult) -> None:
         f"holdout F1 {result.start_version} {_num(result.holdout_start)} → "
         f"{result.final_version} {_num(result.holdout_final)}; stopped: {result.stop_reason}"
     )
-    console.print(f"summary: {result.summary_path}")
+    if result.spent is not None:
+        budget = result.budget or {}
+        figures = [
+            f"{result.spent['runs']}/{budget['runs']} agent runs"
+            if budget.get("runs") is not None
+            else f"{result.spent['runs']} agent runs",
+            f"{result.spent['tokens']:,} tokens",
+            f"${result.spent['usd']:.2f}",
+        ]
+        console.print("spent: " + ", ".join(figures), markup=False, highlight=False)
+    if result.stop_reason != "budget":  # a session stopped by its budget has no summary yet
+        console.print(f"summary: {result.summary_path}")
     hint = next_step(result)
     if hint:
         console.print(hint, markup=False, highlight=False)
@@ -126,6 +151,11 @@ def _print_result(result: EvolveResult) -> None:
 
 def next_step(result: EvolveResult) -> str | None:
     """Every stop names the command that moves the work on."""
+    if result.stop_reason == "budget":
+        return (
+            "next: the session is kept where it stopped; run this command again with a larger "
+            "--budget-runs / --budget-usd / --budget-tokens to resume it"
+        )
     if result.stop_reason == "awaiting_approval":
         queued = next((r.candidate for r in reversed(result.rounds) if r.candidate), None)
         if queued is not None:

@@ -9,8 +9,10 @@ this module.
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -36,6 +38,9 @@ from engine.core.events import (
     read_event,
 )
 from engine.core.events import Progress as Step
+
+if TYPE_CHECKING:
+    from engine.evaluation.costplan import JobPlan
 
 _MARK = {"pass": "[green]pass[/]", "fail": "[red]fail[/]"}
 _VERDICT = {"pass": "green", "fail": "red", "published": "green", "rolled_back": "yellow"}
@@ -160,6 +165,20 @@ def resume_line(typed: AnyLoopEvent) -> str | None:
         where = f"round {typed.fields['round']}, stage {typed.fields.get('stage')}"
         return f"resuming {typed.session_id} at {where}"
     return None
+
+
+def show_plan(args: argparse.Namespace, plan: JobPlan) -> bool:
+    """Print the job's plan (to stdout for ``--dry-run``, else to stderr before it starts);
+    True when it was a dry run and nothing is to run."""
+    dry = bool(getattr(args, "dry_run", False))
+    if dry and getattr(args, "json", False):
+        print(json.dumps({"dry_run": True, **plan.to_dict()}, indent=2))
+    elif dry:
+        print(plan.line())
+        print("dry run: no agent was started")
+    elif not getattr(args, "json", False):
+        sys.stderr.write(plan.line() + "\n")
+    return dry
 
 
 def interrupted(what: str, how: str) -> int:

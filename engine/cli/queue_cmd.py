@@ -8,7 +8,7 @@ import sys
 from textwrap import shorten
 from typing import Any
 
-from engine.cli import executor_options, print_json, wants_json, workspace_of
+from engine.cli import dry_run_option, executor_options, print_json, wants_json, workspace_of
 from engine.core.errors import check_counts
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.store import SkillStore
@@ -50,6 +50,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--bench", metavar="B", help="benchmark id (default: the candidate's own)")
     a.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
     a.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    dry_run_option(a)
     executor_options(a)
     a.set_defaults(func=_evaluate)
 
@@ -160,10 +161,14 @@ def _reject(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from engine.evaluation.gates.queued import evaluate_queued
+    from engine.cli.progress import show_plan
+    from engine.evaluation.gates.queued import evaluate_queued, plan_queued
 
     check_counts(("--runs", args.runs), ("-j", args.jobs))
     queue = _queue(args)
+    found = plan_queued(queue.ws, args.id, bench=args.bench, runs=args.runs, jobs=args.jobs)
+    if show_plan(args, found):
+        return 0
     done = evaluate_queued(queue.ws, args.id, bench=args.bench, runs=args.runs, jobs=args.jobs)
     if wants_json(args):
         print_json(
@@ -178,6 +183,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                 "screening": None if done.screening is None else done.screening.to_dict(),
                 "broad": None if done.broad is None else done.broad.to_dict(),
                 "extra_runs": done.extra_runs,
+                "cost": None if done.cost is None else done.cost.to_json(),
             }
         )
     else:

@@ -95,7 +95,10 @@ class GatesConfig:
 
     alpha: float = 0.05
     max_extra_runs: int = 48
-    looks: int = 3
+    looks: int = 5
+    # the Cost gate refuses a candidate whose tokens or dollars per case rise with confidence by
+    # more than this share without a better pass rate (docs/cost.md says why 25 %)
+    max_cost_increase: float = 0.25
     holdout_every: int = 5
     holdout_max_f1_drop: float = 0.01
     verify_min_score: float = 75.0
@@ -243,6 +246,15 @@ class PathsConfig:
 
 
 @dataclass
+class BudgetConfig:
+    """The default budget of every loop (``--budget-*`` outrank it): None, no limit."""
+
+    runs: int | None = None
+    usd: float | None = None
+    tokens: int | None = None
+
+
+@dataclass
 class Config:
     """``skillsmith.yaml``, the user's file. ``version`` is only the legacy place of the agent-state
     version (``Workspace.version`` reads history/workspace.json first)."""
@@ -253,6 +265,7 @@ class Config:
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     gates: GatesConfig = field(default_factory=GatesConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     splits: SplitsConfig = field(default_factory=SplitsConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     diagnosis: DiagnosisConfig = field(default_factory=DiagnosisConfig)
@@ -338,6 +351,15 @@ def check_config(cfg: Config, path: Path) -> Config:
             path,
             "gates.holdout_max_f1_drop",
             f"expected an F1 share in [0, 1) (0.01 = 1 point), got {drop!r}",
+        )
+    for name in ("runs", "usd", "tokens"):
+        limit = getattr(cfg.budget, name)
+        if limit is not None and (not math.isfinite(limit) or limit < 0):
+            raise FormatError(path, f"budget.{name}", f"expected a number ≥ 0, got {limit!r}")
+    rise = cfg.gates.max_cost_increase
+    if not (math.isfinite(rise) and rise >= 0):
+        raise FormatError(
+            path, "gates.max_cost_increase", f"expected a share ≥ 0 (0.25 = +25 %), got {rise!r}"
         )
     shares = {k: getattr(cfg.splits, k) for k in ("selection", "holdout", "golden")}
     for name, share in shares.items():

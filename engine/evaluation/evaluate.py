@@ -11,10 +11,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from engine.core.benchmark import load_benchmark
 from engine.core.config import AgentConfig
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.workspace import Workspace
-from engine.evaluation.runner import RunResult, run_evaluation
+from engine.evaluation.agents import make_agent
+from engine.evaluation.costplan import JobPlan, per_run, workers
+from engine.evaluation.runner import RunResult, make_plan, run_evaluation
 
 
 @dataclass(frozen=True)
@@ -63,4 +66,31 @@ def run(
     )
 
 
-__all__ = ["EvalOptions", "RunResult", "run"]
+def plan(ws: Workspace, options: EvalOptions) -> JobPlan:
+    """The evaluation's agent runs and their estimated cost, without running any."""
+    bench = load_benchmark(ws.benchmarks_dir / options.bench)
+    agent = make_agent(ws, ws.load_config().agent)
+    matrix = make_plan(
+        ws,
+        bench,
+        agent,
+        runs=options.runs,
+        skills=options.skills,
+        baseline=options.baseline,
+        case_ids=list(options.case_ids) or None,
+    )
+    variants = len(matrix.variants)
+    detail = f"{len(matrix.cases)} cases × {matrix.runs} runs" + (
+        f" × {variants} variants" if variants > 1 else ""
+    )
+    return JobPlan(
+        job=f"eval {bench.id}",
+        base=len(matrix.cases) * matrix.runs * variants,
+        extra=0,
+        workers=workers(ws, options.jobs),
+        per_run=per_run(ws, bench.id, agent.describe()),
+        detail=detail,
+    )
+
+
+__all__ = ["EvalOptions", "RunResult", "plan", "run"]

@@ -942,6 +942,8 @@ def _summary(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in keys} | {
         "invalid_reason": row["invalid_reason"],
         "duration_ms": row["duration_ms"],
+        "tokens": row.get("tokens"),  # what a session's budget meter counts
+        "cost_usd": row.get("cost_usd"),
     }
 
 

@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
+from engine.evaluation.failures import counted, invalid_cause
 from engine.evaluation.metrics import outcome
 
 Rows = Sequence[Mapping[str, Any]]
@@ -84,6 +85,9 @@ class Verdict:
     alpha: float = 0.05
     before: float | None = None
     after: float | None = None
+    agent_failures: int = 0  # runs the agent ended badly (timeout, no answer, …): failures
+    excluded: int = 0  # runs that failed outside the agent (harness, outage, cancel): left out
+    futile: bool = False  # the reruns stopped because the data already ruled the effect out
 
     @property
     def better(self) -> bool:
@@ -105,6 +109,12 @@ class Verdict:
         cases = "paired case" if self.n_cases == 1 else "paired cases"
         runs = "run" if self.n_runs == 1 else "runs"
         extra = f", +{self.extra_runs} extra" if self.extra_runs else ""
+        if self.agent_failures:
+            extra += f", {self.agent_failures} ended by the agent counted failed"
+        if self.excluded:
+            extra += f", {self.excluded} failed outside the agent left out"
+        if self.futile:
+            extra += ", stopped for futility"
         return (
             f"{label}{_pts(self.delta)} pts [{_pts(self.ci_low)}, {_pts(self.ci_high)}] "
             f"p({_QUESTION[self.alternative]})={_p(self.p_value)} {decision} "
@@ -149,13 +159,33 @@ def run_seed(row: Mapping[str, Any]) -> Any:
 
 
 def _by_case(rows: Rows, cases: set[str] | None) -> dict[str, list[Mapping[str, Any]]]:
+    """The runs a verdict counts, by case: a run the agent ended badly counts as a failure
+    (``engine.evaluation.failures``), one that failed outside the agent is left out."""
     grouped: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         case = str(row["case_id"])
-        if row.get("pass_fail") == "invalid" or (cases is not None and case not in cases):
+        kept = counted(row)
+        if kept is None or (cases is not None and case not in cases):
             continue
-        grouped.setdefault(case, []).append(row)
+        grouped.setdefault(case, []).append(kept)
     return grouped
+
+
+def _with_invalid(verdict: Verdict, rows: Iterable[Rows], cases: Iterable[str] | None) -> Verdict:
+    """The verdict with how many runs of its cases the agent ended (counted as failures) and
+    how many failed outside it (left out)."""
+    wanted = None if cases is None else {str(c) for c in cases}
+    causes = [
+        invalid_cause(r)
+        for side in rows
+        for r in side
+        if wanted is None or str(r["case_id"]) in wanted
+    ]
+    return replace(
+        verdict,
+        agent_failures=causes.count("agent"),
+        excluded=causes.count("external"),
+    )
 
 
 @dataclass(frozen=True)
@@ -397,13 +427,32 @@ def compare_paired(
     threshold: float = 0.0,
     measure: Measure = "pass_rate",
 ) -> Verdict:
-    """Compare two evaluations of the same cases (``cases``: only these); invalid runs are out.
+    """Compare two evaluations of the same cases (``cases``: only these). A run the agent
+    ended badly counts as a failure; one that failed outside the agent is left out (both
+    counted in the verdict, ``engine.evaluation.failures``).
 
     ``alternative`` picks the question: "greater" = is after better than ``threshold`` with
     confidence (a negative threshold asks "not worse by more than that": non-inferiority),
     "less" = is it worse, "two-sided" = either. The false-accept rate of "better" is at most
     ``alpha`` for a one-sided question and ``alpha/2`` for a two-sided one.
     """
+    chosen = None if cases is None else list(cases)
+    verdict = _compare_paired(
+        before_rows, after_rows, chosen, alpha, test, alternative, threshold, measure
+    )
+    return _with_invalid(verdict, (before_rows, after_rows), chosen)
+
+
+def _compare_paired(
+    before_rows: Rows,
+    after_rows: Rows,
+    cases: list[str] | None,
+    alpha: float,
+    test: Test,
+    alternative: Alternative,
+    threshold: float,
+    measure: Measure,
+) -> Verdict:
     paired = pair(before_rows, after_rows, cases=cases, measure=measure)
     if not paired.cases:
         return _no_data(
@@ -459,6 +508,24 @@ def compare_f1(
     loss because a resample of cases might leave them out. With a single run a case there is
     no run-to-run spread to measure, and it falls back to the bootstrap over cases.
     """
+    chosen = None if cases is None else [str(c) for c in cases]
+    verdict = _compare_f1(
+        before_rows, after_rows, positive_label, chosen, alpha, alternative, threshold, seed, test
+    )
+    return _with_invalid(verdict, (before_rows, after_rows), chosen)
+
+
+def _compare_f1(
+    before_rows: Rows,
+    after_rows: Rows,
+    positive_label: str,
+    cases: list[str] | None,
+    alpha: float,
+    alternative: Alternative,
+    threshold: float,
+    seed: int,
+    test: Test,
+) -> Verdict:
     wanted = None if cases is None else {str(c) for c in cases}
     before, after = _by_case(before_rows, wanted), _by_case(after_rows, wanted)
     common = sorted(set(before) & set(after))
@@ -745,8 +812,15 @@ def decide(
     looks: int = 3,
     cases: Iterable[str] | None = None,
     pick: Pick | None = None,
+    futile: Callable[[Verdict, float, float], bool] | None = None,
 ) -> tuple[Verdict, list[dict[str, Any]], list[dict[str, Any]]]:
     """Judge, and while ``wants_more`` and budget remain, rerun the deciding cases and judge again.
+
+    ``futile(verdict, fraction, alpha)`` stops the reruns early when a look's data (``fraction``
+    of the planned runs) already rule out what the caller looks for (:func:`futile_for_better`).
+    Stopping for futility can only turn a later "better" into "not shown", so it never raises
+    the false-accept rate (a non-binding boundary); what it costs in power
+    ``benchmarks/bench_verdicts.py`` measures.
 
     ``pick`` chooses the cases to rerun (default :func:`deciding_cases`); any choice keeps the
     error rate as long as it does not look at which side a discordant run favoured.
@@ -765,11 +839,16 @@ def decide(
     # measured so far plus the reruns scheduled up to that look
     first = sum(len(p) for p in pair(before, after, cases=wanted).runs.values())
     whole = max(1, first + per_look * (planned - 1))
-    alphas = look_alphas(alpha, [(first + per_look * k) / whole for k in range(planned)])
+    fractions = [(first + per_look * k) / whole for k in range(planned)]
+    alphas = look_alphas(alpha, fractions)
     verdict = judge(before, after, alphas[0])
     extra = 0
     done = 1
+    stopped = False
     while rerun is not None and done < planned and wants_more(verdict) and per_look > 0:
+        if futile is not None and futile(verdict, fractions[done - 1], alpha):
+            stopped = True
+            break
         candidates = (pick or deciding_cases)(before, after, wanted)
         if not candidates:
             break
@@ -782,10 +861,40 @@ def decide(
         extra += len(chosen) * runs_each
         verdict = judge(before, after, alphas[done])
         done += 1
-    verdict = replace(verdict, extra_runs=extra, looks=done, alpha=alpha)
+    verdict = replace(verdict, extra_runs=extra, looks=done, alpha=alpha, futile=stopped)
     if extra:
         verdict = replace(verdict, n_runs=_first_runs(before_rows, after_rows))
     return verdict, before, after
+
+
+FUTILITY_BETA = 0.1  # the most power the futility boundary may cost at the design effect
+
+
+def futile_for_better(
+    verdict: Verdict, fraction: float, alpha: float, beta: float = FUTILITY_BETA
+) -> bool:
+    """The futility boundary of a "better than threshold" question at an interim look that has
+    seen ``fraction`` of the planned runs: the data rule out the effect the design looks for.
+
+    The design effect is the one the whole planned budget detects with ``POWER`` at the
+    decision's one-sided ``alpha``: its z-statistic grows as θ·√t with θ = z₁₋α + z_POWER.
+    A look stops when its observed z falls below θ·√t − z₁₋β(t), where β(t) = β·t² spends the
+    chance of stopping a real effect of that size across the looks (the shape ``spent`` gives α).
+    So a real change of the design size is stopped at most ``beta`` of the time; a larger one
+    less; a change that does nothing sits at z ≈ 0 and is stopped once enough runs make the
+    boundary rise above it. Stopping only ever turns a later "better" into "not shown", so it
+    never raises the false-accept rate (a non-binding boundary). A look with no spread to
+    measure (no discordant run) carries no evidence either way and is never futile.
+    Questions of another kind (is it worse?) have their own ``wants_more``.
+    """
+    if verdict.alternative != "greater" or fraction <= 0 or verdict.ci_high <= verdict.ci_low:
+        return False
+    # the look's one-sided p as a z-statistic (the exact tests give no standard error)
+    observed = float(stats.norm.isf(min(1.0, max(verdict.p_value, 1e-12))))
+    theta = float(stats.norm.isf(alpha)) + float(stats.norm.ppf(POWER))
+    allowed = spent(beta, fraction)
+    boundary = theta * math.sqrt(fraction) - float(stats.norm.ppf(1 - allowed))
+    return observed < boundary
 
 
 def _first_runs(before_rows: Rows, after_rows: Rows) -> int:
@@ -809,6 +918,7 @@ __all__ = [
     "compare_paired",
     "decide",
     "deciding_cases",
+    "futile_for_better",
     "look_alphas",
     "pair",
     "reindex",

@@ -205,6 +205,7 @@ class EvalSize:
     done: int
     versions: dict[str, str | None]
     room: str | None = None  # the project each room copies, and its size (adopted projects)
+    estimate: str = ""  # the plan's line: agent runs left and their time, tokens and dollars
 
     def describe(self) -> str:
         size = f"{self.units} units ({self.cases} cases × {self.runs} run(s))"
@@ -216,6 +217,8 @@ class EvalSize:
             text += f"\n{self.room[0].upper()}{self.room[1:]}."
         if self.resume_run is not None:
             text += f"\nResumes run {self.resume_run} at {self.done}/{self.units}."
+        if self.estimate:
+            text += f"\n{self.estimate}"
         return text
 
 
@@ -226,6 +229,7 @@ def evaluation_size(ws: Workspace, bench_id: str) -> EvalSize:
     from engine.core.runs import find_resumable
     from engine.evaluation.agents import make_agent, scratch_root
     from engine.evaluation.agents.project import project_snapshot
+    from engine.evaluation.costplan import JobPlan, per_run, workers
     from engine.evaluation.runner import SKILL, make_plan
 
     cfg = ws.load_config()
@@ -252,4 +256,8 @@ def evaluation_size(ws: Workspace, bench_id: str) -> EvalSize:
         done,
         dict(plan.versions.get(SKILL, {})),
         None if plan.project is None else plan.project.line(),
-    )
+        JobPlan(
+            f"eval {bench_id}", len(units) - done, 0, workers(ws, None),
+            per_run(ws, bench_id, agent.describe()),
+        ).line(),
+    )  # fmt: skip

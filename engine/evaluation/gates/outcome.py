@@ -28,10 +28,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.core.config import GatesConfig
+from engine.evaluation.failures import counted
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.metrics import CaseStatus, case_status, metrics
 from engine.evaluation.verdict import (
@@ -41,6 +42,7 @@ from engine.evaluation.verdict import (
     compare_f1,
     compare_paired,
     decide,
+    futile_for_better,
     reindex,
 )
 from engine.evaluation.verify import verify_score
@@ -51,11 +53,15 @@ _EPSILON = 1e-9
 
 
 def case_statuses(rows: Rows) -> dict[str, CaseStatus]:
-    """Each case's status over its runs, from the rows of the skill variant."""
+    """Each case's status over its runs, from the rows of the skill variant; a run the agent
+    ended badly is a failure, one that failed outside the agent is not counted."""
     grouped: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
+        kept = counted(row)
         if (row.get("variant") or "skill") == "skill":
-            grouped.setdefault(str(row["case_id"]), []).append(dict(row))
+            grouped.setdefault(str(row["case_id"]), [])
+            if kept is not None:
+                grouped[str(row["case_id"])].append(dict(kept))
     return {case_id: case_status(group)[0] for case_id, group in sorted(grouped.items())}
 
 
@@ -68,13 +74,38 @@ def verdict_figures(verdict: Verdict) -> dict[str, Any]:
     return verdict.to_dict()
 
 
+PLAIN_LOOKS = 3
+
+
 @dataclass(frozen=True)
 class Sampling:
-    """How a gate may look again: the error rate, the extra-run budget and the number of looks."""
+    """How a gate may look again: the error rate, the extra-run budget and the number of looks.
+
+    ``futility`` stops a decision's reruns as soon as they can no longer inform it: a "better"
+    question whose data sit on the wrong side of its threshold stops rerunning
+    (:func:`~engine.evaluation.verdict.futile_for_better`), and a candidate whose Target gate
+    refused it spends no reruns on its other gates (:func:`judge_aimed`). Off, it is the rule
+    before futility stopping (``benchmarks/bench_verdicts.py`` measures both).
+    """
 
     alpha: float = 0.05
     max_extra_runs: int = 0
     looks: int = 3
+    futility: bool = True
+
+    def without_futility(self) -> Sampling:
+        """The sampling of a question that may not stop for futility, with at most
+        ``PLAIN_LOOKS`` looks: "is it worse?" (the Guardrail) and "not worse than −1 point?"
+        (the Holdout gate, where a change that does nothing should pass).
+
+        The Guardrail has no futility boundary to gain from more looks: they would only split
+        its error rate into thinner slices — the last look, which settles the close calls, kept
+        0.4 % of a 5 % ``alpha`` with five looks on a 100-case benchmark, and planted
+        regressions passed it more often. On the Holdout gate the futility boundary cost a
+        real fix 9 points of power (92 % → 83 %, ``bench_verdicts.py``), more than its saved
+        runs are worth on a gate judged every fifth round.
+        """
+        return replace(self, looks=min(self.looks, PLAIN_LOOKS), futility=False)
 
     def decide(
         self,
@@ -97,6 +128,7 @@ class Sampling:
             looks=self.looks,
             cases=cases,
             pick=pick,
+            futile=futile_for_better if self.futility else None,
         )
 
 
@@ -186,7 +218,7 @@ class Guardrail:
         def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
             return compare_paired(b, a, cases=guarded, alpha=alpha, test="runs", alternative="less")
 
-        verdict, before_all, after_all = self.sampling.decide(
+        verdict, before_all, after_all = self.sampling.without_futility().decide(
             before,
             after,
             judge,
@@ -252,6 +284,26 @@ class Guardrail:
             test="runs",
             alternative="less",
         )
+
+
+def judge_aimed(
+    target: Target,
+    guardrail: Guardrail,
+    before: Rows,
+    after: Rows,
+    aimed: Sequence[str],
+    rerun: Rerun | None,
+) -> tuple[GateResult, GateResult, Rerun | None]:
+    """Target then Guardrail on the same paired rows, and the rerun the later gates may use.
+
+    A refused Target rejects the candidate whatever the other gates find, so with
+    ``futility`` on their reruns would inform no decision: they are judged on the runs
+    already made (every figure is still recorded) and spend none.
+    """
+    aimed_result = target.judge(before, after, aimed, rerun=rerun)
+    spare = rerun if aimed_result.passed or not target.sampling.futility else None
+    guarded = guardrail.judge(before, after, targeted=aimed, rerun=spare)
+    return aimed_result, guarded, spare
 
 
 def quality(rows: Rows, positive_label: str | None) -> tuple[str, float]:
@@ -331,7 +383,7 @@ class Holdout:
         def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
             return holdout_change(b, a, positive_label=positive_label, alpha=alpha, threshold=floor)
 
-        verdict, before_all, after_all = self.sampling.decide(
+        verdict, before_all, after_all = self.sampling.without_futility().decide(
             before, after, judge, lambda v: v.decision == "inconclusive", rerun
         )
         ok = verdict.better
@@ -458,22 +510,20 @@ class OutcomeGates:
         on both texts when its comparison is inconclusive.
         """
         aimed = sorted(set(targeted))
+        target, guardrail, spare = judge_aimed(
+            self.target, self.guardrail, selection_before, selection_after, aimed, rerun
+        )
         if holdout_before is not None and holdout_after is not None:
             holdout = self.holdout.judge(
                 holdout_before,
                 holdout_after,
                 positive_label=positive_label,
                 start=holdout_start,
-                rerun=rerun,
+                rerun=spare,
             )
         else:
             holdout = self.holdout.off_round(round_no)
-        return [
-            self.target.judge(selection_before, selection_after, aimed, rerun=rerun),
-            self.guardrail.judge(selection_before, selection_after, targeted=aimed, rerun=rerun),
-            holdout,
-            self.verify.judge(text, parent_text),
-        ]
+        return [target, guardrail, holdout, self.verify.judge(text, parent_text)]
 
 
 def verify_calibration(points: Sequence[tuple[float, float]]) -> dict[str, Any]:
@@ -502,6 +552,7 @@ __all__ = [
     "Verify",
     "case_statuses",
     "holdout_change",
+    "judge_aimed",
     "quality",
     "verdict_figures",
     "verify_calibration",

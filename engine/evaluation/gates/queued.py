@@ -41,13 +41,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.core.benchmark import benchmark_ids
+from engine.core.benchmark import benchmark_ids, load_benchmark
 from engine.core.errors import FormatError, UsageError
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.workspace import Workspace
+from engine.evaluation.agents import make_agent
+from engine.evaluation.costplan import JobPlan, per_run, workers
 from engine.evaluation.gates.candidate import Effectiveness
-from engine.evaluation.gates.outcome import Guardrail, Sampling, Target
+from engine.evaluation.gates.cost import Cost
+from engine.evaluation.gates.outcome import Guardrail, Sampling, Target, judge_aimed
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.screening import Screened, screen_and_confirm
 from engine.evaluation.runner import BASELINE, SKILL, run_evaluation
@@ -72,10 +75,14 @@ class QueuedEvaluation:
     screening: Screened | None = None  # how the confirmed cases were found (no targets named)
     broad: Verdict | None = None  # better on the whole benchmark? (no targets named)
     extra_runs: int = 0  # every case-run (per variant) the decision added
+    cost: GateResult | None = None  # the Cost gate on the first paired evaluation
 
     def line(self) -> str:
-        """The verdict as a person reads it, the guardrail's beside it when there is one."""
-        return _line(self.verdict, self.targets, self.guardrail, self.screening)
+        """The verdict as a person reads it, the guardrail's and the cost change beside it."""
+        line = _line(self.verdict, self.targets, self.guardrail, self.screening)
+        if self.cost is not None:
+            line += f"; cost: {self.cost.figures.get('line', 'no cost recorded')}"
+        return line
 
 
 def _line(
@@ -122,6 +129,35 @@ class Judgement:
     screening: Screened | None = None
     broad: Verdict | None = None  # better on the whole benchmark? (no targets named)
     extra_runs: int = 0  # every case-run (per variant) any gate added to the first evaluation
+    cost: GateResult | None = None  # the Cost gate (None: cost not judged)
+
+
+def with_cost(
+    found: Judgement, cost: Cost, before: Rows, after: Rows, sampling: Sampling
+) -> Judgement:
+    """The judgement with the Cost gate read beside the pass rate.
+
+    A candidate that costs more with confidence (beyond ``gates.max_cost_increase``) and is not
+    better is refused by it; one that is not better but cheaper with confidence is accepted on
+    that alone when the whole benchmark is not worse (the Guardrail gate on every case).
+    """
+    judged = cost.judge(before, after, better=found.passed)
+    reasons = list(found.reasons)
+    passed = found.passed
+    if judged.failed:
+        passed, reasons = False, [f"Cost gate: {judged.reasons[0]}", *reasons]
+    elif not passed and judged.figures.get("cheaper"):
+        whole = Guardrail(dataclasses.replace(sampling, max_extra_runs=0)).judge(before, after)
+        # the guardrail spends its error rate over looks; a cost-only accept also needs the
+        # data in hand, tested once at the full rate, to show no loss
+        loss = compare_paired(before, after, alpha=sampling.alpha, test="runs", alternative="less")
+        if whole.passed and loss.decision != "worse":
+            passed = True
+            reasons = [f"Cost gate: cheaper with confidence and not worse: {whole.reasons[0]}"]
+            reasons += [f"Cost gate: {judged.reasons[0]}"]
+    if judged.verdict != "held" and not judged.failed and passed == found.passed:
+        reasons.append(judged.reasons[0])
+    return dataclasses.replace(found, passed=passed, reasons=reasons, cost=judged)
 
 
 @dataclass
@@ -138,23 +174,30 @@ class _Counted:
 
 
 def judge_queued(
-    before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
+    before: Rows,
+    after: Rows,
+    targets: Sequence[str],
+    sampling: Sampling,
+    rerun: Rerun | None,
+    cost: Cost | None = None,
 ) -> Judgement:
     """The paired judgement of a queued candidate: on its targets and the rest when it names
-    targets (Target and Guardrail, as evolve judges its own), else screened and confirmed."""
-    if rerun is None:
-        return _judged(before, after, targets, sampling, None)
-    counted = _Counted(rerun)
+    targets (Target and Guardrail, as evolve judges its own), else screened and confirmed;
+    with ``cost``, the Cost gate read beside it (:func:`with_cost`)."""
+    counted = None if rerun is None else _Counted(rerun)
     found = _judged(before, after, targets, sampling, counted)
-    return dataclasses.replace(found, extra_runs=counted.runs)
+    if counted is not None:
+        found = dataclasses.replace(found, extra_runs=counted.runs)
+    return found if cost is None else with_cost(found, cost, before, after, sampling)
 
 
 def _judged(
     before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
 ) -> Judgement:
     if targets:
-        aimed = Target(sampling).judge(before, after, targets, rerun=rerun)
-        guarded = Guardrail(sampling).judge(before, after, targeted=targets, rerun=rerun)
+        aimed, guarded, _ = judge_aimed(
+            Target(sampling), Guardrail(sampling), before, after, targets, rerun
+        )
         return Judgement(
             aimed.passed and guarded.passed,
             Verdict.from_dict(aimed.figures),
@@ -210,6 +253,48 @@ def _split(rows: Rows) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return before, after
 
 
+def _evaluable(queue: CandidateQueue, candidate_id: str) -> Candidate:
+    """The candidate, when it is one a paired evaluation can settle."""
+    cand = queue.get(candidate_id)
+    if cand.status != "pending_eval":
+        raise UsageError(
+            f"{cand.dir}: is {cand.status}; only pending_eval candidates are evaluated"
+        )
+    if cand.operation == "delete":
+        raise UsageError(f"{cand.dir}: a delete has no text to evaluate")
+    return cand
+
+
+def plan_queued(
+    ws: Workspace,
+    candidate_id: str,
+    *,
+    bench: str | None = None,
+    runs: int | None = None,
+    jobs: int | None = None,
+) -> JobPlan:
+    """The agent runs a queued candidate's evaluation makes, and their estimated cost.
+
+    The paired evaluation runs every case on both variants; its reruns may add up to
+    ``gates.max_extra_runs`` case-runs a side three times (the whole-benchmark comparison,
+    screening, confirmation; or Target, Guardrail and the Guardrail's confirmation).
+    """
+    cand = _evaluable(CandidateQueue(ws), candidate_id)
+    bench_id = bench or default_bench(ws, cand)
+    cfg = ws.load_config()
+    loaded = load_benchmark(ws.benchmarks_dir / bench_id)
+    n = runs or loaded.runs_per_case
+    agent = make_agent(ws, cfg.agent)
+    return JobPlan(
+        job=f"queue eval {candidate_id}",
+        base=2 * len(loaded.cases) * n,
+        extra=2 * 3 * cfg.gates.max_extra_runs,
+        workers=workers(ws, jobs),
+        per_run=per_run(ws, bench_id, agent.describe()),
+        detail=f"{len(loaded.cases)} cases × {n} runs × 2 variants",
+    )
+
+
 def evaluate_queued(
     ws: Workspace,
     candidate_id: str,
@@ -222,13 +307,7 @@ def evaluate_queued(
 ) -> QueuedEvaluation:
     """Run the paired comparison of a pending_eval candidate and move it on by its verdict."""
     queue = CandidateQueue(ws)
-    cand = queue.get(candidate_id)
-    if cand.status != "pending_eval":
-        raise UsageError(
-            f"{cand.dir}: is {cand.status}; only pending_eval candidates are evaluated"
-        )
-    if cand.operation == "delete":
-        raise UsageError(f"{cand.dir}: a delete has no text to evaluate")
+    cand = _evaluable(queue, candidate_id)
     bench_id = bench or default_bench(ws, cand)
     cfg = ws.load_config().gates
     sampling = Sampling(alpha=cfg.alpha, max_extra_runs=cfg.max_extra_runs, looks=cfg.looks)
@@ -256,7 +335,8 @@ def evaluate_queued(
     before, after = evaluate(None, runs)
     measured = {str(r["case_id"]) for r in [*before, *after]}
     targets = [c for c in recorded_targets(cand) if c in measured]
-    found = judge_queued(before, after, targets, sampling, evaluate)
+    cost = Cost(max_increase=cfg.max_cost_increase, alpha=cfg.alpha)
+    found = judge_queued(before, after, targets, sampling, evaluate, cost)
     against = f"parent {baseline}" if cand.parent_version else "no skill"
     why = f"paired evaluation on {bench_id} against {against}: " + "; ".join(found.reasons)
     if found.guardrail is not None:
@@ -277,12 +357,14 @@ def evaluate_queued(
         judged = Effectiveness().judge(None, operation=cand.operation, verdict=found.verdict)
     result = dataclasses.replace(
         judged,
+        verdict="pass" if found.passed else "fail",
         figures={
             "bench": bench_id,
             "against": baseline,
             "runs": run_ids,
             "extra_runs_total": found.extra_runs,
             **judged.figures,
+            "cost": None if found.cost is None else found.cost.to_json(),
         },
         reasons=[why],
     )
@@ -299,6 +381,7 @@ def evaluate_queued(
         found.screening,
         found.broad,
         found.extra_runs,
+        found.cost,
     )
 
 
@@ -309,5 +392,7 @@ __all__ = [
     "default_bench",
     "evaluate_queued",
     "judge_queued",
+    "plan_queued",
     "recorded_targets",
+    "with_cost",
 ]

@@ -13,7 +13,7 @@ So the search and the proof use different runs:
 * **screening** — rounds of fresh paired runs of the cases that did better so far (first the
   whole evaluation's, then each round's pooled runs), narrowing to fewer cases with more runs
   each: by default 12 cases × 2 runs, then 6 × 4 (``gates.max_extra_runs`` split over
-  ``gates.looks − 1`` rounds). It decides nothing, so it spends no error rate;
+  ``gates.looks − 1`` rounds, at most two). It decides nothing, so it spends no error rate;
 * **confirmation** — the 3 cases that did best in screening get ``gates.max_extra_runs`` fresh
   paired runs between them, and only those runs are tested (exact run-level test, one-sided at the
   full ``gates.alpha``). Which cases were chosen depended on the screening runs alone, so under
@@ -37,6 +37,9 @@ from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired, pair
 
 CONFIRMED = 3  # cases taken to confirmation: enough that one lucky case cannot carry it alone
 FIRST_RUNS = 2  # runs a case in the first screening round; each later round doubles them
+# at most this many looks' worth of rounds: the runs a case double each round, so a third round
+# of the budget's share would hold fewer cases than go on to confirmation
+SCREENING_LOOKS = 3
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ def gained(before: Rows, after: Rows, cases: Sequence[str] | None = None) -> lis
 def screen_and_confirm(before: Rows, after: Rows, sampling: Sampling, rerun: Rerun) -> Screened:
     """Screen the whole evaluation for the cases that did better, then test them on fresh runs."""
     budget = sampling.max_extra_runs
-    steps = max(1, sampling.looks - 1)
+    steps = max(1, min(sampling.looks, SCREENING_LOOKS) - 1)
     pooled_b, pooled_a = list(before), list(after)
     pool: list[str] | None = None  # every case
     rounds: list[Round] = []

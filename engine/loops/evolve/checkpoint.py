@@ -128,6 +128,13 @@ class PendingRound:
     versions: list[VersionRecord] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
     stop_reason: str | None = None
+    # the session's budget (None: no limit) and what it has spent, kept across resumes
+    budget_runs: int | None = None
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+    spent_runs: int = 0
+    spent_tokens: int = 0
+    spent_usd: float = 0.0
 
     def finished(self, stage: str) -> bool:
         return stage in self.done

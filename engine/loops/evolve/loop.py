@@ -16,19 +16,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.benchmark import load_benchmark
+from engine.core.budget import Budget, BudgetMeter, Spent
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError, UsageError, check_counts
-from engine.core.events import CancelToken, Reporter, null_reporter
+from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter
 from engine.core.fsutil import atomic_write_json
 from engine.core.schema import to_mapping
 from engine.core.sessions import start_session
 from engine.core.stamps import new_id, utc_now
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+from engine.evaluation.agents import make_agent
+from engine.evaluation.costplan import JobPlan, per_run, workers
 from engine.evaluation.gates.outcome import holdout_change
 from engine.evaluation.patches import make_proposer
 from engine.evaluation.patches.proposer import PROPOSER_KINDS
@@ -55,6 +58,9 @@ class EvolveOptions:
     auto_approve: bool = False
     seed: int | None = None  # default: the benchmark's seed
     jobs: int | None = None
+    budget: Budget = field(
+        default_factory=Budget
+    )  # outranks the session's and skillsmith.yaml's where it sets one
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,8 @@ class EvolveResult:
     holdout_start: float | None
     holdout_final: float | None
     summary_path: str
+    spent: dict[str, Any] | None = None  # agent runs, tokens and dollars the session spent
+    budget: dict[str, Any] | None = None
 
     @property
     def headline(self) -> str:
@@ -116,6 +124,9 @@ def run(
         else:
             _refuse_other(ws, pending, options)
         bench = load_benchmark(ws.benchmarks_dir / pending.bench)
+        budget = _session_budget(cfg, pending, options.budget)
+        spent = Spent(pending.spent_runs, pending.spent_tokens, pending.spent_usd)
+        meter = BudgetMeter(budget, spent, forward=reporter, cancel=cancel)
         log = start_session(ws, "evolve", forward=reporter, session_id=pending.session_id)
         log.emit(
             "started",
@@ -139,11 +150,17 @@ def run(
             make_proposer=lambda round_no: make_proposer(
                 pending.proposer, ws, cfg, seed=round_seed(pending.seed, round_no)
             ),
-            reporter=reporter,
-            cancel=cancel,
+            reporter=meter.report,
+            cancel=meter.token,
             jobs=options.jobs,
+            meter=meter,
         )
-        result = _run(evo, resumed)
+        try:
+            result = _run(evo, resumed)
+        except Cancelled:
+            if meter.exhausted is None or (cancel is not None and cancel.cancelled):
+                raise
+            result = _stopped_by_budget(evo, resumed)
         log.emit(
             "finished",
             stop_reason=result.stop_reason,
@@ -155,6 +172,58 @@ def run(
             headline=result.headline,
         )
         return result
+
+
+def plan(ws: Workspace, options: EvolveOptions) -> JobPlan:
+    """The most agent runs a session may make, and their estimated cost, without running any.
+
+    A session evaluates holdout and golden once at the start; each round the parent and the
+    candidate on the selection cases (a parent that stays current is measured once, so this is
+    the most), both on holdout every ``gates.holdout_every`` rounds; the holdout once more at
+    the end. Each gate (Target, Guardrail, Holdout) may add up to ``gates.max_extra_runs``
+    case-runs per side, and the Guardrail as many again to confirm a break.
+    """
+    cfg = ws.load_config()
+    bench = load_benchmark(ws.benchmarks_dir / options.bench)
+    rounds = cfg.limits.max_rounds if options.rounds is None else options.rounds
+    check_counts(("--rounds", rounds))
+    runs = bench.runs_per_case
+
+    def units(*splits: str) -> int:
+        return sum(len(bench.cases_in(s)) for s in splits) * runs
+
+    every = cfg.gates.holdout_every
+    holdout_rounds = rounds // every if every > 0 else 0
+    base = (
+        units("holdout", "golden")
+        + rounds * 2 * units("selection")
+        + holdout_rounds * 2 * units("holdout")
+        + units("holdout")
+    )
+    extra = 2 * cfg.gates.max_extra_runs * (3 * rounds + holdout_rounds)
+    agent = make_agent(ws, cfg.agent)
+    return JobPlan(
+        job=f"evolve {options.skill}",
+        base=base,
+        extra=extra,
+        workers=workers(ws, options.jobs),
+        per_run=per_run(ws, bench.id, agent.describe()),
+        detail=f"at most, {rounds} rounds",
+    )
+
+
+def _session_budget(cfg: Config, pending: PendingRound, asked: Budget) -> Budget:
+    """skillsmith.yaml's budget, then the session's own (set when it started or resumed), then
+    the command line's: a resumed session keeps its budget unless it is given a new one."""
+    configured = Budget(cfg.budget.runs, cfg.budget.usd, cfg.budget.tokens)
+    kept = Budget(pending.budget_runs, pending.budget_usd, pending.budget_tokens)
+    budget = configured.merged(kept).merged(asked)
+    pending.budget_runs, pending.budget_usd, pending.budget_tokens = (
+        budget.runs,
+        budget.usd,
+        budget.tokens,
+    )
+    return budget
 
 
 def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingRound:
@@ -233,16 +302,21 @@ def _stage(evo: Evolution, name: str, action: Callable[[], None]) -> None:
     pending = evo.pending
     if pending.finished(name):
         return
+    if evo.meter.exhausted is not None:  # a clean point past the budget: stop before the stage
+        raise Cancelled()
     if evo.cancel is not None:
         evo.cancel.check()
     pending.stage = name
     evo.save()
     done = pending.max_rounds if name == "final" else max(pending.round - 1, 0)
+    label = f"round {pending.round}: {name}"
+    if evo.meter.budget.limited:
+        label += f" · {evo.meter.line()}"
     evo.log.emit(
         "progress",
         done=done,
         total=pending.max_rounds,
-        label=f"round {pending.round}: {name}",
+        label=label,
         round=pending.round,
         stage=name,
     )
@@ -367,7 +441,24 @@ def _holdout(evo: Evolution, version: str, rows: list[dict[str, Any]]) -> float:
     return found.value
 
 
+def _stopped_by_budget(evo: Evolution, resumed: bool) -> EvolveResult:
+    """The session stopped at a clean point past its budget: the checkpoint is kept (with what
+    was spent) so the same command with a larger budget resumes where it stopped."""
+    evo.save()
+    why = f"budget reached: {evo.meter.exhausted}"
+    evo.log.emit("message", text=f"stopped: budget ({why}; {evo.meter.line()})")
+    return _result(evo, resumed, "budget")
+
+
 def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
+    result = _result(evo, resumed, evo.pending.stop_reason or "max_rounds")
+    with evo.ws.lock("evolve summary"):
+        atomic_write_json(evo.ws.root / result.summary_path, result.to_dict())
+    checkpoint.clear(evo.ws)
+    return result
+
+
+def _result(evo: Evolution, resumed: bool, stop_reason: str) -> EvolveResult:
     pending = evo.pending
     final = evo.store.current() or ""
     start = pending.versions[0].version if pending.versions else final
@@ -376,14 +467,14 @@ def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
     )
     final_eval = pending.evaluation(text_sha(evo.store.read(final)), "holdout") if final else None
     summary_path = evo.session_dir / "summary.json"
-    result = EvolveResult(
+    return EvolveResult(
         session_id=pending.session_id,
         skill=pending.skill,
         bench=pending.bench,
         seed=pending.seed,
         proposer=pending.proposer,
         resumed=resumed,
-        stop_reason=pending.stop_reason or "max_rounds",
+        stop_reason=stop_reason,
         rounds=list(pending.rounds),
         versions=list(pending.versions),
         start_version=start,
@@ -391,11 +482,9 @@ def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
         holdout_start=None if start_eval is None else start_eval.value,
         holdout_final=None if final_eval is None else final_eval.value,
         summary_path=str(summary_path.relative_to(evo.ws.root)),
+        spent=evo.meter.spent.to_dict(),
+        budget=evo.meter.budget.to_dict() if evo.meter.budget.limited else None,
     )
-    with evo.ws.lock("evolve summary"):
-        atomic_write_json(summary_path, result.to_dict())
-    checkpoint.clear(evo.ws)
-    return result
 
 
-__all__ = ["EvolveOptions", "EvolveResult", "round_seed", "run"]
+__all__ = ["EvolveOptions", "EvolveResult", "plan", "round_seed", "run"]

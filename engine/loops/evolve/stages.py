@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.benchmark import Benchmark
+from engine.core.budget import Budget, BudgetMeter, Spent
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError
 from engine.core.events import CancelToken, Reporter, SessionLog
@@ -69,6 +70,8 @@ class Evolution:
     reporter: Reporter
     cancel: CancelToken | None = None
     jobs: int | None = None
+    # counts the agent runs of every evaluation (``reporter``/``cancel`` should be its own)
+    meter: BudgetMeter = field(default_factory=lambda: BudgetMeter(Budget(), Spent()))
     _diagnosed: dict[str, tuple[LoadedRun, Diagnosis]] = field(default_factory=dict)
     _reruns: int = 0  # reruns the current gate stage asked for (their roles are numbered)
 
@@ -95,6 +98,9 @@ class Evolution:
         return self.session_dir / f"round-{self.pending.round:02d}"
 
     def save(self) -> None:
+        spent = self.meter.spent
+        self.pending.spent_runs, self.pending.spent_tokens = spent.runs, spent.tokens
+        self.pending.spent_usd = spent.usd
         checkpoint.save(self.ws, self.pending)
 
     def write(self, stage: str, name: str, data: Any) -> None:

@@ -1,0 +1,62 @@
+"""``--dry-run``: a job's plan (agent runs, time, tokens, dollars) is printed and nothing runs.
+
+On a copy of the demo workspace through the real CLI; the estimate comes from a stated default
+until the benchmark has recorded runs of the agent, then from those runs (the demo agent's own
+tokens and durations, read back from its results).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+from engine.cli import main
+from engine.core.workspace import Workspace
+from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_eval_dry_run_prints_the_plan_and_starts_no_run(tmp_path: Path) -> None:
+    ws = Workspace(copy_demo(tmp_path / "ws"))
+    w = ("-w", str(ws.root))
+    code, out, _ = _cli("eval", DEMO_BENCHMARK, "--runs", "2", "--dry-run", "-j", "2", *w)
+    assert code == 0
+    assert out.startswith("plan: 216 agent runs (108 cases × 2 runs); estimate ")
+    assert "no recorded runs on this benchmark: demo default per run" in out
+    assert "dry run: no agent was started" in out
+    assert not list(ws.runs_dir.glob("run-*"))
+
+    # two cases run for real: the next plan is estimated from their recorded units
+    cases = "sqli-go-sprintf,sqli-java-concat"
+    assert _cli("eval", DEMO_BENCHMARK, "--cases", cases, "--runs", "1", *w)[0] == 0
+    rows = [
+        json.loads(line)
+        for path in ws.runs_dir.glob("*/results.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    tokens = sum(r["tokens"]["input"] + r["tokens"]["output"] for r in rows) / len(rows)
+    code, out, _ = _cli("--json", "eval", DEMO_BENCHMARK, "--runs", "2", "--dry-run", *w)
+    plan = json.loads(out)
+    assert plan["dry_run"] and plan["agent_runs"] == 216
+    assert plan["estimate"]["source"] == "from 2 recorded units of this agent on this benchmark"
+    assert plan["estimate"]["tokens"][0] == round(216 * tokens)
+    assert len(list(ws.runs_dir.glob("*/results.jsonl"))) == 1
+
+
+def test_evolve_dry_run_plans_every_round_and_writes_no_checkpoint(tmp_path: Path) -> None:
+    ws = Workspace(copy_demo(tmp_path / "ws"))
+    code, out, _ = _cli(
+        "evolve", DEMO_SKILL, "--bench", DEMO_BENCHMARK, "--rounds", "2", "--dry-run",
+        "-w", str(ws.root),
+    )  # fmt: skip
+    assert code == 0 and "(at most, 2 rounds), up to " in out
+    assert not ws.pending_round_path.exists()
+    assert not ws.runs_dir.is_dir() or not any(ws.runs_dir.glob("run-*"))
