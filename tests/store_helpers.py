@@ -16,8 +16,8 @@ from engine.core.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 STATE_ITEMS = ("skillsmith.yaml", "AGENTS.md", "skills", "history")
-# a real skill folder with references and scripts (a copy of a public Anthropic skill)
-MCP_BUILDER = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"
+# a real-style skill folder with references, scripts and a licence (tests/data/corpus)
+MCP_SERVER_KIT = Path(__file__).parent / "data" / "corpus" / "mcp-server-kit"
 
 
 def make_skill(ws: Workspace, name: str, text: str) -> Path:
