@@ -524,7 +524,7 @@ class Evolution:
         failure = first_failure(results)
         if failure is not None:
             reason = f"gate rejected: {failure.gate}: {'; '.join(failure.reasons)}"
-            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason, gate=failure.gate)
             self.end_round("rejected", reason, RoundSignal.from_gates(results), gates=verdicts)
             return
         # holdout too, for the summary's per-version figures (no gate reads it off-round)
