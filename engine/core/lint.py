@@ -12,11 +12,14 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.errors import FormatError
 from engine.core.safety import Finding, Severity, scan
 from engine.core.skill import SkillDoc, read_skill_text, resolve_skill_file
+
+if TYPE_CHECKING:
+    from engine.core.workspace import Workspace
 
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
@@ -106,6 +109,19 @@ def lint_text(
         scanned = [f for f in scanned if not _shipped_reference(f, doc, path.parent)]
     findings.extend(scanned)
     return sorted(findings, key=lambda f: (f.line, f.severity != "error", f.rule_id))
+
+
+def model_invocation_notices(ws: Workspace) -> list[str]:
+    """One warning per skill of ``ws`` the model may not load (``disable-model-invocation:
+    true``): an evaluation through Claude Code runs without it, whatever the skill says."""
+    notices: list[str] = []
+    for name in ws.skill_names():
+        path = ws.skill_path(name)
+        doc, error = SkillDoc.parse_lenient(read_skill_text(path), path)
+        if error is None and doc.frontmatter.get("disable-model-invocation") is True:
+            why = MODEL_INVOCATION_DISABLED.format(name=doc.name or name)
+            notices.append(f"warning: {path}: {why}")
+    return notices
 
 
 def reason(error: FormatError) -> str:
@@ -361,6 +377,7 @@ __all__ = [
     "Finding",
     "lint",
     "lint_text",
+    "model_invocation_notices",
     "reason",
     "reference_findings",
     "spec_findings",
