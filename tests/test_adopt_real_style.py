@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +61,13 @@ def _project(root: Path) -> Path:
     return project
 
 
-def _benchmark(ws: Workspace) -> None:
+def _benchmark(ws: Workspace, cases: list[tuple[str, bool, str]]) -> None:
     root = write_benchmark(
         ws.benchmarks_dir / "forms",
         {},
         config={"labels": ["encrypted", "plain"], "runs_per_case": 2, "seed": 7},
     )
-    for case, encrypted, split in CASES:
+    for case, encrypted, split in cases:
         body = "%PDF-1.7\n" + ("/Encrypt 12 0 R\n" if encrypted else "") + "%%EOF\n"
         write_case(
             root,
@@ -87,21 +88,22 @@ def proposer(original: str, patched: str) -> Any:
     return respond
 
 
-def test_a_real_style_project_evolves_one_skill_through_every_gate(
-    tmp_path: Path, messages_server: MessagesServer
-) -> None:
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _adopted(tmp_path: Path, server: MessagesServer) -> tuple[Path, Cli, Workspace, str, str]:
+    """The project adopted with init, the command agent set, and the proposer's diff served:
+    the project, its CLI, its workspace, the shipped SKILL.md and the one the diff makes."""
     project = _project(tmp_path)
-    live = project / ".claude" / "skills" / "pdf-workbench"
-    original = files_with_modes(live)
-    text = original["SKILL.md"][0].decode("utf-8")
+    text = (project / ".claude/skills/pdf-workbench/SKILL.md").read_text(encoding="utf-8")
     assert text.count(ANCHOR) == 1 and "1. " not in text  # prose, no numbered steps
     assert "<a7>..<b7>" in (project / ".claude/skills/team-updates/SKILL.md").read_text()
     patched = text.replace(ANCHOR, ANCHOR + LINE)
-    messages_server.respond_with(proposer(text, patched))
+    server.respond_with(proposer(text, patched))
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "SKILLSMITH_"))},
         "PATH": os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin",
-        "ANTHROPIC_BASE_URL": messages_server.url,
+        "ANTHROPIC_BASE_URL": server.url,
         "ANTHROPIC_API_KEY": "sk-ant-api03-real-style-test-key-not-real-0000",
     }
 
@@ -126,7 +128,16 @@ def test_a_real_style_project_evolves_one_skill_through_every_gate(
     cfg.agent.kind = "command"
     cfg.agent.command = [sys.executable, str(AGENT)]
     ws.save_config(cfg)  # the gates keep their defaults: the house-style floor is advice
-    _benchmark(ws)
+    return project, skillsmith, ws, text, patched
+
+
+def test_a_real_style_project_evolves_one_skill_through_every_gate(
+    tmp_path: Path, messages_server: MessagesServer
+) -> None:
+    project, skillsmith, ws, text, patched = _adopted(tmp_path, messages_server)
+    live = project / ".claude" / "skills" / "pdf-workbench"
+    original = files_with_modes(live)
+    _benchmark(ws, CASES)
     lint = skillsmith("skill", "lint", str(project / ".claude" / "skills"))
     assert " error " not in lint.stdout
 
@@ -160,3 +171,29 @@ def test_a_real_style_project_evolves_one_skill_through_every_gate(
     assert b"--password=secret123" in now["reference.md"][0]
     done = skillsmith("snapshot", "--note", "after the approval", "--json")
     assert json.loads(done.stdout)["path"].endswith(".tar.gz")
+
+
+def test_a_benchmark_too_small_for_every_split_evolves_and_says_what_it_could_not_run(
+    tmp_path: Path, messages_server: MessagesServer
+) -> None:
+    """Issue 25: six cases, all of them selection cases. Evolve runs the round with what it has
+    and names the gates it could not run, in its result and on the candidate's Holdout gate."""
+    _project_dir, skillsmith, ws, _text, _patched = _adopted(tmp_path, messages_server)
+    _benchmark(ws, [c for c in CASES if c[2] == "selection"])
+    done = skillsmith(
+        "evolve", "pdf-workbench", "--bench", "forms", "--rounds", "1", "--proposer",
+        "anthropic", "-j", "2", "--json",
+    )  # fmt: skip
+    result = json.loads(done.stdout)
+    assert result["not_run"] == [
+        "the Holdout gate and the rollback to the best holdout version cannot run: the "
+        "benchmark has no holdout case (6 cases in all)",
+        "the Verify calibration against golden cases cannot run: the benchmark has no golden "
+        "case (6 cases in all)",
+    ]
+    [cand] = json.loads(skillsmith("queue", "--json").stdout)
+    assert cand["status"] == "pending_approval"
+    shown = json.loads(skillsmith("queue", "show", cand["id"], "--json").stdout)
+    holdout = next(g for g in shown["gates"] if g["gate"] == "holdout")
+    assert holdout["verdict"] == "held" and holdout["figures"] == {"ran": False}
+    assert holdout["reasons"] == [result["not_run"][0]]

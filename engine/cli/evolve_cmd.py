@@ -118,6 +118,8 @@ def _print_result(result: EvolveResult) -> None:
         f"holdout F1 {result.start_version} {_num(result.holdout_start)} → "
         f"{result.final_version} {_num(result.holdout_final)}; stopped: {result.stop_reason}"
     )
+    for line in result.not_run:
+        console.print(Text(f"not run: {line}"))
     console.print(f"summary: {result.summary_path}")
     hint = next_step(result)
     if hint:

@@ -308,6 +308,10 @@ class Holdout:
     def due(self, round_no: int) -> bool:
         return self.every > 0 and round_no % self.every == 0
 
+    def not_run(self, reason: str) -> GateResult:
+        """The gate could not run (a benchmark with no holdout case): held, never a pass."""
+        return GateResult(gate=self.name, verdict="held", figures={"ran": False}, reasons=[reason])
+
     def off_round(self, round_no: int) -> GateResult:
         return GateResult(
             gate=self.name,

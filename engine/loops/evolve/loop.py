@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.benchmark import load_benchmark
@@ -73,6 +73,7 @@ class EvolveResult:
     holdout_start: float | None
     holdout_final: float | None
     summary_path: str
+    not_run: list[str] = field(default_factory=list)  # gates a small benchmark could not run
 
     @property
     def headline(self) -> str:
@@ -143,6 +144,8 @@ def run(
             cancel=cancel,
             jobs=options.jobs,
         )
+        for line in evo.not_run():  # a small benchmark runs with what it has, and says so
+            log.emit("message", text=f"warning: {line}", level="warning")
         result = _run(evo, resumed)
         log.emit(
             "finished",
@@ -169,12 +172,11 @@ def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingR
             f"{bench.source}: field 'splits': evolve needs selection/holdout/golden splits, "
             f"got {'/'.join(bench.splits)}"
         )
-    for split in REQUIRED_SPLITS:
-        if not bench.cases_in(split):
-            raise SkillsmithError(
-                f"{bench.source}: field 'splits': the {split} split has no case "
-                f"({len(bench.cases)} cases in all)"
-            )
+    if not bench.cases_in("selection"):  # nothing to diagnose or target: no round can run
+        raise SkillsmithError(
+            f"{bench.source}: field 'splits': the selection split has no case "
+            f"({len(bench.cases)} cases in all)"
+        )
     _refuse_hand_edits(ws, options.skill)
     proposer = options.proposer or cfg.models.proposer.provider
     if proposer not in PROPOSER_KINDS:
@@ -305,6 +307,8 @@ def _final(evo: Evolution) -> None:
     pending = evo.pending
     current = evo.store.current()
     assert current is not None
+    if "holdout" in evo.empty_splits():
+        return
     if pending.stop_reason == "stagnation":
         value = evo.evaluate(evo.store.read(current), ("holdout",), "final_holdout")
         now = _holdout(evo, current, value["holdout"])
@@ -391,6 +395,7 @@ def _finish(evo: Evolution, resumed: bool) -> EvolveResult:
         holdout_start=None if start_eval is None else start_eval.value,
         holdout_final=None if final_eval is None else final_eval.value,
         summary_path=str(summary_path.relative_to(evo.ws.root)),
+        not_run=evo.not_run(),
     )
     with evo.ws.lock("evolve summary"):
         atomic_write_json(summary_path, result.to_dict())
