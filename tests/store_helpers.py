@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,25 @@ def leftovers(ws: Workspace) -> list[str]:
             if name in (".pending.json", ".restore.json"):
                 bad.append(os.path.join(dirpath, name))
     return bad
+
+
+def project_cli(
+    project: Path, env: dict[str, str], timeout: float = 600
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The CLI as a user runs it in ``project``: a separate process per command, started in the
+    project folder; every command must succeed without a traceback."""
+
+    def skillsmith(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine.cli", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert done.returncode == 0, f"{args}: {done.stderr}"
+        assert "Traceback" not in done.stderr
+        return done
+
+    return skillsmith

@@ -25,7 +25,7 @@ from engine.core.workspace import Workspace
 from tests.bench_helpers import write_benchmark, write_case
 from tests.conftest import REAL_STYLE
 from tests.llm_server import MessagesServer, Reply
-from tests.store_helpers import files_with_modes
+from tests.store_helpers import files_with_modes, project_cli
 
 AGENT = Path(__file__).parent / "agents" / "form_agent.py"
 SKILLS = ("pdf-workbench", "page-checks", "visual-direction", "team-updates", "mcp-server-kit")
@@ -107,18 +107,7 @@ def _adopted(tmp_path: Path, server: MessagesServer) -> tuple[Path, Cli, Workspa
         "ANTHROPIC_API_KEY": "sk-ant-api03-real-style-test-key-not-real-0000",
     }
 
-    def skillsmith(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "engine.cli", *args],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, f"{args}: {done.stderr}"
-        assert "Traceback" not in done.stderr
-        return done
+    skillsmith = project_cli(project, env)
 
     done = skillsmith("init")
     for name in SKILLS:

@@ -22,7 +22,6 @@ import re
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from engine.core.results import read_results
 from engine.core.store import unified_diff
 from engine.core.workspace import Workspace
 from tests.llm_server import MessagesServer, Reply, ToolUse, last_user_text, request_text
+from tests.store_helpers import project_cli
 from tests.test_e2e_claude import CLAUDE_BIN, _claude_available, _tools_just_used
 
 pytestmark = pytest.mark.e2e
@@ -146,18 +146,7 @@ def test_adopt_import_eval_evolve_approve_rollback_in_a_real_project(
         "ANTHROPIC_API_KEY": API_KEY,
     }
 
-    def skillsmith(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "engine.cli", *args],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert done.returncode == 0, f"{args}: {done.stderr}"
-        assert "Traceback" not in done.stderr
-        return done
+    skillsmith = project_cli(project, env, timeout=900)
 
     done = skillsmith("init")
     assert "adopted mcp-server-kit as v0" in done.stdout
