@@ -551,3 +551,24 @@ def test_spec_refuses_a_new_slogan_in_the_description_or_when_to_use(ws: Workspa
         "new slogan in when_to_use: a catch-all trigger ('anything'): "
         "'Also use it for tasks that mention anything, wrong.'"
     ]
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "This skill should be used when the user asks to audit a file.",
+        "Audits one file. Use when a file needs an audit.",
+        "Audits one file. Claude should use this skill whenever an audit is asked for.",
+        "Audits one file. Triggers on audit requests.",
+    ],
+)
+def test_spec_reads_the_phrasings_real_skills_use(ws: Workspace, description: str) -> None:
+    decision = _update(ws, skill_text("audit", description=description, when_to_use=None))
+    assert decision.results[0].passed, decision.results[0].reasons
+
+
+def test_spec_reads_claude_codes_when_to_use_key(ws: Workspace) -> None:
+    text = skill_text("audit", description=NO_USE_WHEN, when_to_use=None).replace(
+        "description:", "when_to_use: On audit requests.\ndescription:", 1
+    )
+    assert _update(ws, text).results[0].passed
