@@ -77,8 +77,11 @@ def _run(tmp_path: Path, argv: list[str]) -> tuple[subprocess.CompletedProcess[s
 
 
 def test_the_hook_catches_a_read_beside_the_checkout(tmp_path: Path) -> None:
-    """The check itself works: opening ``../shared/…`` from the checkout is reported."""
+    """The check itself works: opening a ``shared/`` folder outside the checkout is reported
+    (beside it when that is outside every allowed folder, else at the file system's root)."""
     beside = ROOT.parent / "shared" / "fixtures" / "probe.md"
+    if any(str(beside).startswith(a + os.sep) for a in _allowed()):  # a clone under /tmp
+        beside = Path("/skillsmith-outside-probe/shared/fixtures/probe.md")
     code = f"import contextlib\nwith contextlib.suppress(OSError):\n    open({str(beside)!r})\n"
     done, outside = _run(tmp_path, ["-c", code])
     assert done.returncode == 0, done.stderr
