@@ -23,11 +23,11 @@ from engine.core.lint import lint_text  # noqa: E402
 from engine.core.skill import SkillDoc  # noqa: E402
 from engine.evaluation.verify import verify_score  # noqa: E402
 
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "real-skills"
+FIXTURES = ROOT / "tests" / "data" / "corpus"  # skills in real-world styles
 
 
 def _texts() -> list[str]:
-    texts = [p.read_bytes().decode("utf-8") for p in sorted(FIXTURES.glob("*/SKILL.md"))]
+    texts = [p.read_bytes().decode("utf-8") for p in sorted(FIXTURES.rglob("SKILL.md"))]
     # One large skill (about 480 lines) to see how the costs grow.
     texts.append(texts[-1] + "".join(f"\n## Note {n}\n\n1. Run `tool {n}`\n" for n in range(120)))
     return texts

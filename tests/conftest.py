@@ -13,19 +13,10 @@ from engine.core.workspace import Workspace
 pytest_plugins = ["tests.llm_server", "tests.runner_helpers"]
 
 
-def _shared() -> Path:
-    """The developers' ``shared/`` folder beside the checkout: a CI clone sits right under the
-    folder holding it, a git worktree may sit a level or two deeper. Falls back to the clone's
-    sibling, so a missing fixture fails with that path in the message."""
-    here = Path(__file__).resolve()
-    for parent in here.parents[1:]:
-        if (parent / "shared" / "fixtures" / "real-skills").is_dir():
-            return parent / "shared"
-    return here.parents[2] / "shared"
-
-
-SHARED = _shared()
-REAL_SKILLS = SHARED / "fixtures" / "real-skills"
+# Skills written for these tests in the styles public skills use (tests/data/corpus/README.md):
+# prose without numbered steps, references and scripts beside SKILL.md, a Claude Code plugin.
+REAL_STYLE = Path(__file__).parent / "data" / "corpus"
+REAL_STYLE_FILES = sorted(REAL_STYLE.rglob("SKILL.md"))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,8 @@ from engine.core.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 STATE_ITEMS = ("skillsmith.yaml", "AGENTS.md", "skills", "history")
-# a real skill folder with references and scripts (a copy of a public Anthropic skill)
-MCP_BUILDER = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"
+# a real-style skill folder with references, scripts and a licence (tests/data/corpus)
+MCP_SERVER_KIT = Path(__file__).parent / "data" / "corpus" / "mcp-server-kit"
 
 
 def make_skill(ws: Workspace, name: str, text: str) -> Path:
@@ -116,3 +117,25 @@ def leftovers(ws: Workspace) -> list[str]:
             if name in (".pending.json", ".restore.json"):
                 bad.append(os.path.join(dirpath, name))
     return bad
+
+
+def project_cli(
+    project: Path, env: dict[str, str], timeout: float = 600
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The CLI as a user runs it in ``project``: a separate process per command, started in the
+    project folder; every command must succeed without a traceback."""
+
+    def skillsmith(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine.cli", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert done.returncode == 0, f"{args}: {done.stderr}"
+        assert "Traceback" not in done.stderr
+        return done
+
+    return skillsmith

@@ -1,7 +1,7 @@
 """A candidate's patch may edit any text file of the skill folder, SKILL.md first: approval
 publishes the parent folder with those edits, and a patch that leaves the folder, touches the
 private evals/ folder, a binary file or a file the parent lacks is refused before anything is
-written (a real skill: mcp-builder)."""
+written (a real skill: mcp-server-kit)."""
 
 from __future__ import annotations
 
@@ -20,22 +20,22 @@ from engine.evaluation.demo import DEMO_SKILL, copy_demo
 from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.queued import evaluate_queued
 from engine.evaluation.gates.submission import submit_candidate
-from tests.store_helpers import MCP_BUILDER, files_with_modes
+from tests.store_helpers import MCP_SERVER_KIT, files_with_modes
 
-REF = "reference/mcp_best_practices.md"
+REF = "reference/best_practices.md"
 SCRIPT = "scripts/evaluation.py"
 
 
 @pytest.fixture
 def adopted(workspace: Workspace) -> Path:
-    live = workspace.skills_dir / "mcp-builder"
-    shutil.copytree(MCP_BUILDER, live)
+    live = workspace.skills_dir / "mcp-server-kit"
+    shutil.copytree(MCP_SERVER_KIT, live)
     (live / SCRIPT).chmod(0o755)
     (live / "assets").mkdir()
     (live / "assets" / "logo.bin").write_bytes(bytes(range(256)))
     (live / "evals").mkdir()
     (live / "evals" / "evals.json").write_text('{"evals": []}\n')
-    assert SkillStore(workspace, "mcp-builder").ensure_adopted() == "v0"
+    assert SkillStore(workspace, "mcp-server-kit").ensure_adopted() == "v0"
     return live
 
 
@@ -48,7 +48,7 @@ def _edit(live: Path, rel: str, extra: str) -> tuple[str, str]:
 
 def _submit(ws: Workspace, text: str, patch: str) -> str:
     cand = CandidateQueue(ws).submit(
-        "mcp-builder",
+        "mcp-server-kit",
         text,
         patch,
         source="manual",
@@ -76,7 +76,7 @@ def test_a_two_file_candidate_publishes_both_edits_and_keeps_every_other_file(
     untouched = set(before) - {"SKILL.md", REF}
     assert {rel: after[rel] for rel in untouched} == {rel: before[rel] for rel in untouched}
     assert after[SCRIPT][1] == 0o755 and set(after) == set(before)
-    store = SkillStore(workspace, "mcp-builder")
+    store = SkillStore(workspace, "mcp-server-kit")
     kept = store.resources("v1")
     assert kept is not None and kept[REF].data == ref.encode()
     assert (store.dir / "v1" / "patch.diff").read_text() == skill_section + ref_section
@@ -144,7 +144,7 @@ def test_a_patch_outside_the_rules_is_refused_and_changes_nothing(
     queued = sorted(p.name for p in workspace.candidates_dir.iterdir())
     skill, skill_section = _edit(adopted, "SKILL.md", "\n- one more step\n")
     patch = str(make(adopted))
-    if not patch.startswith(("--- a/SKILL.md", "--- a/reference/mcp")):
+    if not patch.startswith(("--- a/SKILL.md", "--- a/reference/best")):
         patch = skill_section + patch
     with pytest.raises(SkillsmithError) as info:
         _submit(workspace, skill, patch)
@@ -247,10 +247,10 @@ def test_a_command_line_the_parent_already_had_does_not_block_an_edit(
 ) -> None:
     """Only the lines a patch adds are the model's: a script the user published with an
     ``rm -rf`` of its own build folder stays editable elsewhere."""
-    live = workspace.skills_dir / "mcp-builder"
-    shutil.copytree(MCP_BUILDER, live)
+    live = workspace.skills_dir / "mcp-server-kit"
+    shutil.copytree(MCP_SERVER_KIT, live)
     (live / "scripts" / "clean.sh").write_text("#!/bin/sh\nrm -rf /\n")
-    assert SkillStore(workspace, "mcp-builder").ensure_adopted() == "v0"
+    assert SkillStore(workspace, "mcp-server-kit").ensure_adopted() == "v0"
     skill, skill_section = _edit(live, "SKILL.md", "\n- one more step\n")
     patch = skill_section + _edit(live, "scripts/clean.sh", "echo cleaned\n")[1]
     cand = _submit(workspace, skill, patch)

@@ -33,6 +33,7 @@ from engine.evaluation.gates.expiry import expire_pending, sweep_expired
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.submission import submit_candidate
 from tests.candidate_helpers import add_skill, skill_text
+from tests.conftest import REAL_STYLE
 
 
 def _gates(human: str = "always", shadow: bool = False) -> CandidateGates:
@@ -504,3 +505,70 @@ def test_spec_takes_when_to_use_from_the_description_as_real_skills_write_it(ws:
     silent = "Build MCP servers with good tools."
     decision = _update(ws, skill_text("audit", description=silent, when_to_use=None))
     assert decision.results[0].reasons == ["missing when_to_use"]
+
+
+def _prose(ws: Workspace, name: str) -> tuple[str, str]:
+    """A corpus skill (no numbered steps, "This skill should be used when …") adopted as v0."""
+    text = (REAL_STYLE / name / "SKILL.md").read_text(encoding="utf-8")
+    add_skill(ws, name, text)
+    return text, str(SkillStore(ws, name).ensure_adopted())
+
+
+def test_spec_judges_the_change_not_what_the_parent_already_lacked(ws: Workspace) -> None:
+    """Acceptance (issue 25): a prose skill with no steps may still be improved; the missing
+    steps are advice, and the "This skill should be used when …" phrasing says when."""
+    text, parent = _prose(ws, "pdf-workbench")
+    child = text.replace("## Forms\n", "## Forms\n\nList the fields with `pdftk dump_data`.\n")
+    decision = run_candidate_gates(
+        ws, "pdf-workbench", child, operation="update", parent_version=parent
+    )
+    spec = decision.results[0]
+    assert spec.passed and decision.status == "pending_approval"
+    assert spec.figures["advice"] == ["needs at least 2 steps, got 0 (the parent too)"]
+    assert spec.reasons == [
+        "nothing the parent met is broken; advice: needs at least 2 steps, got 0 (the parent too)"
+    ]
+    # what the parent had and the child loses is refused: the description's trigger sentence
+    silent = child.replace("This skill should be used when the user wants to", "Helps")
+    decision = run_candidate_gates(
+        ws, "pdf-workbench", silent, operation="update", parent_version=parent
+    )
+    assert decision.status == "rejected"
+    assert decision.results[0].reasons == ["missing when_to_use"]
+
+
+def test_spec_refuses_a_new_slogan_in_the_description_or_when_to_use(ws: Workspace) -> None:
+    text = (REAL_STYLE / "release-tools/skills/release-notes/SKILL.md").read_text("utf-8")
+    add_skill(ws, "release-notes", text)
+    parent = str(SkillStore(ws, "release-notes").ensure_adopted())
+    said = "about to ship."
+    child = text.replace(said, said + " Also use it for tasks that mention anything, wrong.")
+    decision = run_candidate_gates(
+        ws, "release-notes", child, operation="update", parent_version=parent
+    )
+    assert decision.status == "rejected"
+    assert decision.results[0].reasons == [
+        "new slogan in when_to_use: a catch-all trigger ('anything'): "
+        "'Also use it for tasks that mention anything, wrong.'"
+    ]
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "This skill should be used when the user asks to audit a file.",
+        "Audits one file. Use when a file needs an audit.",
+        "Audits one file. Claude should use this skill whenever an audit is asked for.",
+        "Audits one file. Triggers on audit requests.",
+    ],
+)
+def test_spec_reads_the_phrasings_real_skills_use(ws: Workspace, description: str) -> None:
+    decision = _update(ws, skill_text("audit", description=description, when_to_use=None))
+    assert decision.results[0].passed, decision.results[0].reasons
+
+
+def test_spec_reads_claude_codes_when_to_use_key(ws: Workspace) -> None:
+    text = skill_text("audit", description=NO_USE_WHEN, when_to_use=None).replace(
+        "description:", "when_to_use: On audit requests.\ndescription:", 1
+    )
+    assert _update(ws, text).results[0].passed

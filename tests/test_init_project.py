@@ -16,7 +16,7 @@ from engine.core.workspace import Workspace, resolve
 from tests.bench_helpers import write_benchmark, write_case
 from tests.runner_helpers import LABELS
 
-MCP_BUILDER = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"
+MCP_SERVER_KIT = Path(__file__).parent / "data" / "corpus" / "mcp-server-kit"
 
 
 def skillsmith(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -42,9 +42,9 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 def _project(tmp_path: Path) -> Path:
     project = tmp_path / "proj"
-    shutil.copytree(MCP_BUILDER, project / ".claude" / "skills" / "mcp-builder")
+    shutil.copytree(MCP_SERVER_KIT, project / ".claude" / "skills" / "mcp-server-kit")
     (project / ".claude" / "skills" / "notes").mkdir()  # no SKILL.md: not a skill
-    (project / "CLAUDE.md").write_text("Use the mcp-builder skill for MCP work.\n")
+    (project / "CLAUDE.md").write_text("Use the mcp-server-kit skill for MCP work.\n")
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     return project
 
@@ -62,7 +62,7 @@ def test_init_adopts_the_projects_skills_and_finds_the_claude_cli(tmp_path: Path
 
     ws = Workspace.at(project / ".skillsmith")
     assert f"created workspace {ws.root}" in done.stdout
-    assert "adopted mcp-builder as v0" in done.stdout
+    assert "adopted mcp-server-kit as v0" in done.stdout
     assert f"skipped {project / '.claude/skills/notes'}: no SKILL.md" in done.stdout
     key = project / ".claude/skills/leaky/key"
     assert f"not adopted leaky: {key}: links outside its skill folder" in done.stdout
@@ -73,7 +73,7 @@ def test_init_adopts_the_projects_skills_and_finds_the_claude_cli(tmp_path: Path
     assert ws.skills_dir == project / ".claude" / "skills"
     assert ws.agents_md == project / "CLAUDE.md"
     assert "vault/" in (ws.root / ".gitignore").read_text().splitlines()
-    store = SkillStore(ws, "mcp-builder")
+    store = SkillStore(ws, "mcp-server-kit")
     assert store.current() == "v0"
     kept = store.resources("v0")
     assert kept is not None and "scripts/evaluation.py" in kept and "LICENSE.txt" in kept
@@ -85,22 +85,22 @@ def test_init_adopts_the_projects_skills_and_finds_the_claude_cli(tmp_path: Path
 
 def test_publish_and_rollback_land_where_claude_code_loads_the_skill(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    live = project / ".claude" / "skills" / "mcp-builder"
+    live = project / ".claude" / "skills" / "mcp-server-kit"
     original = _files(live)
     assert skillsmith(project, "init").returncode == 0
 
     new = tmp_path / "SKILL.new.md"
     new.write_bytes(original["SKILL.md"] + b"\n## Before you finish\n\nRun the evaluation.\n")
-    done = skillsmith(project, "publish", "mcp-builder", str(new), "--why", "finish step")
+    done = skillsmith(project, "publish", "mcp-server-kit", str(new), "--why", "finish step")
     assert done.returncode == 0, done.stderr
     assert (live / "SKILL.md").read_bytes() == new.read_bytes()
     assert {k: v for k, v in _files(live).items() if k != "SKILL.md"} == {
         k: v for k, v in original.items() if k != "SKILL.md"
     }
-    done = skillsmith(project, "rollback", "mcp-builder", "v0", "--why", "undo")
+    done = skillsmith(project, "rollback", "mcp-server-kit", "v0", "--why", "undo")
     assert done.returncode == 0, done.stderr
     assert _files(live) == original
-    history = json.loads(skillsmith(project, "history", "mcp-builder", "--json").stdout)
+    history = json.loads(skillsmith(project, "history", "mcp-server-kit", "--json").stdout)
     assert [v["version"] for v in history["versions"]] == ["v0", "v1"]
 
 
@@ -156,19 +156,19 @@ def test_user_skills_and_standalone_layouts(tmp_path: Path) -> None:
 
 def test_snapshot_and_restore_carry_the_projects_skill_folders(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    live = project / ".claude" / "skills" / "mcp-builder"
+    live = project / ".claude" / "skills" / "mcp-server-kit"
     original = _files(live)
     assert skillsmith(project, "init").returncode == 0
     done = skillsmith(project, "snapshot", "--note", "adopted", "--json")
     assert done.returncode == 0, done.stderr
     (live / "reference" / "extra.md").write_text("added by hand\n")
-    done = skillsmith(project, "publish", "mcp-builder", str(live), "--why", "extra reference")
+    done = skillsmith(project, "publish", "mcp-server-kit", str(live), "--why", "extra reference")
     assert done.returncode == 0, done.stderr
 
     done = skillsmith(project, "restore", "v0", "--yes")
     assert done.returncode == 0, done.stderr
     assert _files(live) == original
-    assert (project / "CLAUDE.md").read_text() == "Use the mcp-builder skill for MCP work.\n"
+    assert (project / "CLAUDE.md").read_text() == "Use the mcp-server-kit skill for MCP work.\n"
     assert not (project / ".skillsmith" / "skills").exists()  # nothing landed beside the project
 
 

@@ -310,12 +310,19 @@ def test_limits_come_from_the_constructor(messages_server: MessagesServer) -> No
 
 
 def _big_skill() -> str:
-    """A 74 KB SKILL.md of real text: the public mcp-builder skill with its reference guides
-    folded in, cut at a line to the size of the largest public SKILL.md."""
-    folder = Path(__file__).parent / "data" / "real-skills" / "mcp-builder"  # the repo's copy
-    parts = [(folder / "SKILL.md").read_text("utf-8")]
-    parts += [(folder / "reference" / n).read_text("utf-8") for n in REFERENCES]
-    lines = "\n".join(parts).splitlines(keepends=True)
+    """A 74 KB SKILL.md of real-style text: the corpus's mcp-server-kit skill with every guide of
+    the corpus folded in as appendices (again until it is the size of the largest public
+    SKILL.md), cut at a line."""
+    corpus = Path(__file__).parent / "data" / "corpus"
+    parts = [(corpus / "mcp-server-kit" / "SKILL.md").read_text("utf-8")]
+    guides = sorted(p for p in corpus.rglob("*.md") if p.name != "SKILL.md")
+    text = ""
+    while len(text.encode("utf-8")) <= 74 * 1024:
+        parts += [
+            f"\n## Appendix {len(parts)}: {p.stem}\n\n" + p.read_text("utf-8") for p in guides
+        ]
+        text = "".join(parts)
+    lines = text.splitlines(keepends=True)
     text = ""
     for line in lines:
         if len((text + line).encode("utf-8")) > 74 * 1024:
@@ -324,7 +331,6 @@ def _big_skill() -> str:
     return text
 
 
-REFERENCES = ("node_mcp_server.md", "python_mcp_server.md", "evaluation.md")
 EXCERPT = re.compile(r'<SKILL\.md lines="(\d+)-(\d+)">\n(.*?)</SKILL\.md>', re.DOTALL)
 ADDED = "   Run `list_tools` first and keep its output in `tools.json`."
 
@@ -334,7 +340,7 @@ def _model_patching_the_excerpt(req: dict[str, Any]) -> Reply:
     from the excerpt and numbering the hunk from the excerpt's first line."""
     for first, _, body in EXCERPT.findall(last_user_text(req)):
         for offset, line in enumerate(body.split("\n")):
-            if "**Content Exploration**" in line:
+            if "**Explore the API**" in line:
                 at = int(first) + offset
                 return Reply(
                     text=f"--- a/SKILL.md\n+++ b/SKILL.md\n@@ -{at},1 +{at},2 @@\n"
@@ -353,7 +359,10 @@ def test_a_74_kb_skill_is_sent_in_part_under_10_kb(messages_server: MessagesServ
 
     proposal = proposer(messages_server, max_attempts=1).propose(
         context(
-            skill_name="mcp-builder", skill_text=big, diagnosis=diagnosis(cause), slim_limit=limit
+            skill_name="mcp-server-kit",
+            skill_text=big,
+            diagnosis=diagnosis(cause),
+            slim_limit=limit,
         )
     )
 
@@ -361,8 +370,8 @@ def test_a_74_kb_skill_is_sent_in_part_under_10_kb(messages_server: MessagesServ
     assert request.body_bytes < 10_000, request.body_bytes
     text = last_user_text(request.json)
     # The step the evidence names is there verbatim; the rest is an outline of its headings.
-    assert "2. **Content Exploration**" in text
-    assert "- line 7: # MCP Server Development Guide (" in text
+    assert "2. **Explore the API**" in text
+    assert "- line 7: # Building an MCP server (" in text
     assert "Patch this root cause: FN + progress_mismatch" in text
     assert proposal.ok, proposal.reason
     assert proposal.skill_text is not None and ADDED + "\n" in proposal.skill_text

@@ -11,6 +11,7 @@ from engine.core.taboo import TabooEntry, diff_hash
 from engine.core.workspace import Workspace
 from engine.evaluation.patches import load_text_rules
 from engine.evaluation.patches.filters import run_filters
+from tests.conftest import REAL_STYLE
 from tests.patch_helpers import SKILL, check, filters_hit, patch_of
 
 GOOD_STEP = '4. Flag pickle loads: `grep -nE "pickle\\.loads?\\(" *.py`\n5. Confirm'
@@ -310,3 +311,27 @@ def test_slim_mode_switches_on_by_size() -> None:
     report = check(diff, big, limits=small_limit)
     assert filters_hit(report) == {"slim"}
     assert f"SKILL.md is {len(big.encode())} bytes" in report.reason()
+
+
+def test_a_catch_all_sentence_added_to_the_description_is_refused() -> None:
+    """Offline GEPA once wrote this into a description; the loader reads it on every task."""
+    text = (REAL_STYLE / "pdf-workbench" / "SKILL.md").read_text(encoding="utf-8")
+    old = "adding a watermark to every page."
+    slogan = old + " Also use it for tasks that mention anything, wrong."
+    diff = unified_diff(text, text.replace(old, slogan))
+    report = run_filters(diff, text, taboo=None, rule_id="r", direction="FN", limits=LimitsConfig())
+    assert [f.message for f in report.fatal] == [
+        "description: a catch-all trigger ('anything'): "
+        "'Also use it for tasks that mention anything, wrong.'"
+    ]
+    # the parent's own sentences are not judged; a concrete new trigger passes
+    plain = old + " Use it for scanned invoices too."
+    report = run_filters(
+        unified_diff(text, text.replace(old, plain)),
+        text,
+        taboo=None,
+        rule_id="r",
+        direction="FN",
+        limits=LimitsConfig(),
+    )
+    assert report.passed, report.reason()

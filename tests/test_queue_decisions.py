@@ -240,26 +240,19 @@ def test_a_refusal_half_way_leaves_no_pending_decision(workspace: Workspace) -> 
     assert queue.get(cid).status == "pending_approval" and queue.decisions() == []
     assert store.current() == "v0" and list_snapshots(workspace) == []
 
-    # published, but the snapshot refuses to carry a secret: the decision stays pending on disk
-    # (the version is out, so the candidate says published) and finishes once the secret is gone
+    # published, but the snapshot refuses to carry a secret: the decision stands (the version
+    # is out) and says in a warning which file kept the snapshot from being taken
     store.publish("edited by hand\n", why="keep the hand edit")
     second = _submit(queue, text=V1, parent_version="v1")
     (workspace.vault_dir / "token").write_text("vault-secret-value-42")
     # (in AGENTS.md: a file added to the skill folder would be a hand edit of the skill)
     workspace.agents_md.write_text("vault-secret-value-42")
-    with pytest.raises(SkillsmithError, match="holds a secret"):
-        queue.approve(second)
-    assert (workspace.candidates_dir / ".pending.json").exists()
-    assert store.current() == "v2" and queue.get(second).status == "published"
-    # opening the workspace retries it, still refused, and opening goes on
-    assert CandidateQueue(Workspace.at(workspace.root)).decisions() == []
-    assert (workspace.candidates_dir / ".pending.json").exists()
-    workspace.agents_md.unlink()
-    assert [d["candidate"] for d in CandidateQueue(Workspace.at(workspace.root)).decisions()] == [
-        second
-    ]
+    assert queue.approve(second) == "v2"
+    [warning] = queue.warnings
+    assert f"audit v2 is published, but {workspace.agents_md}:1: holds a secret" in warning
     assert not (workspace.candidates_dir / ".pending.json").exists()
-    assert [s.note for s in list_snapshots(workspace)] == [f"audit v2: approved {second}"]
+    assert [d["candidate"] for d in queue.decisions()] == [second]
+    assert store.current() == "v2" and list_snapshots(workspace) == []
     assert [h.status for h in queue.get(second).history] == [
         "pending_approval",
         "approved",
@@ -302,3 +295,23 @@ def test_approving_twice_does_not_say_evaluate_it_first(workspace: Workspace) ->
     waiting = _submit(queue, V1 + "3. one more\n", status="pending_eval", parent_version="v1")
     with pytest.raises(SkillsmithError, match=r"evaluate it first: skillsmith queue eval"):
         queue.approve(waiting)
+
+
+def test_approve_exits_0_when_it_published_and_warns_of_a_refused_snapshot(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reference the skill already shipped holds a password that is not an example: the
+    approval publishes (it adds no secret) and says in one warning which file kept the snapshot
+    from being taken."""
+    make_skill(workspace, "audit", V0)
+    notes = workspace.skill_path("audit").parent / "notes.md"
+    notes.write_text("Connect with `mysql --password=Tr0ub4dor88 -u app`.\n")
+    queue, store = _queue(workspace)
+    cid = _submit(queue)
+    done = run(workspace, capsys, "queue", "approve", cid, "--why", "ok")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"approved {cid}: audit is now at v1\n"
+    [warning] = done.stderr.splitlines()
+    assert warning.startswith(f"warning: audit v1 is published, but {notes}:1: holds a secret")
+    assert "Tr0ub4dor88" not in warning
+    assert store.current() == "v1" and list_snapshots(workspace) == []

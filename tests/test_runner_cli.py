@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from engine.cli import main
 from engine.core.store import SkillStore
+from tests.conftest import REAL_STYLE
 from tests.runner_helpers import add_skill, command_workspace, launches, mode_benchmark
 
 VULN = "q = eval(x)\n"
@@ -121,3 +123,23 @@ def test_eval_with_a_baseline_reports_the_paired_change(
     assert verdict["p_value"] == pytest.approx(0.25) and verdict["decision"] == "inconclusive"
     assert main(argv) == 0
     assert f"skill vs baseline {calm}: -100.0 pts [" in capsys.readouterr().out
+
+
+def test_eval_says_which_skill_the_model_may_not_load(
+    tmp_path: Path, count_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A slash-command skill (``disable-model-invocation: true``, the corpus's deploy-checklist)
+    is never loaded by Claude Code itself: eval names it instead of scoring it silently."""
+    ws = command_workspace(tmp_path / "ws")
+    mode_benchmark(ws, {"vuln": ("answer", VULN, "vulnerable")}, runs=1)
+    shutil.copytree(
+        REAL_STYLE / "release-tools/skills/deploy-checklist", ws.skills_dir / "deploy-checklist"
+    )
+    assert main(["eval", "b", "-w", str(ws.root), "-j", "1"]) == 0
+    err = capsys.readouterr().err
+    path = ws.skill_path("deploy-checklist")
+    assert (
+        f"warning: {path}: disable-model-invocation: true: Claude Code never loads this skill by "
+        "itself (only a person's /deploy-checklist runs it), so an evaluation cannot measure it "
+        "through the agent"
+    ) in err.splitlines()

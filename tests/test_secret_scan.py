@@ -95,11 +95,20 @@ CORPUS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "secret.jwt": ([f"token is {JWT}"], ["a JWT looks like eyJ..."]),
     "secret.assignment": (
-        ['password = "hunter22"', "db_token: 9f8e7d6c5b4a"],
+        [
+            'password = "hunter22"',
+            "db_token: 9f8e7d6c5b4a",
+            "mysql --password=Tr0ub4dor88 -u app",  # not a placeholder word: a real one
+        ],
         [
             'export VERCEL_TOKEN="vca_abc123"',
             "token: ${GITHUB_TOKEN}",
             'password = os.environ["X"]',
+            # an example in a command line (a pdf skill's reference), and the inline allowlist
+            "qpdf --password=secret123 --decrypt locked.pdf unlocked.pdf",
+            "7z x backup.7z --password demo1",
+            'db_password = "hunter22"  # skillsmith: allow-secret',
+            "api_key: 9f8e7d6c5b4a  # pragma: allowlist secret",
         ],
     ),
 }
@@ -127,6 +136,11 @@ def test_positive_is_caught(rule_id: str, text: str) -> None:
 )
 def test_near_miss_is_not_caught(rule_id: str, text: str) -> None:
     assert rule_id not in {rule for rule, _ in _rules(text)}
+
+
+def test_the_allowlist_marker_never_lets_a_vault_value_through() -> None:
+    line = f"deploy with {VAULT_VALUE}  # skillsmith: allow-secret"
+    assert _rules(line, (VAULT_VALUE,)) == [(VAULT_RULE, 1)]
 
 
 def test_vault_values_count_when_they_are_specific() -> None:

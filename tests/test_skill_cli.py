@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import main
-from tests.conftest import REAL_SKILLS
+from tests.conftest import REAL_STYLE, REAL_STYLE_FILES
 
 CORPUS = Path(__file__).parent / "data" / "skills"
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,10 +27,10 @@ def _run(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def test_render_check_passes_on_every_real_and_corpus_skill() -> None:
-    result = _run("render", "--check", str(REAL_SKILLS), str(CORPUS))
+    result = _run("render", "--check", str(REAL_STYLE), str(CORPUS))
     assert result.returncode == 0, result.stderr.decode()
     lines = result.stdout.decode().splitlines()
-    expected = len(list(REAL_SKILLS.glob("*/SKILL.md"))) + len(list(CORPUS.glob("*/SKILL.md")))
+    expected = len(REAL_STYLE_FILES) + len(list(CORPUS.glob("*/SKILL.md")))
     assert len(lines) == expected
     assert all(line.endswith(": byte-identical") for line in lines)
 
@@ -44,11 +44,11 @@ def test_render_prints_the_exact_bytes(name: str) -> None:
 
 
 def test_lint_real_skills_exits_0_and_prints_verify_scores() -> None:
-    result = _run("lint", str(REAL_SKILLS))
+    result = _run("lint", str(REAL_STYLE))
     assert result.returncode == 0, result.stdout.decode()
     out = result.stdout.decode().splitlines()
     scores = [line for line in out if ": verify score " in line]
-    assert len(scores) == len(list(REAL_SKILLS.glob("*/SKILL.md")))
+    assert len(scores) == len(REAL_STYLE_FILES)
     assert not [line for line in out if ": error " in line]
 
 
@@ -73,7 +73,7 @@ def test_lint_errors_exit_1_with_one_line_per_finding(
         f"{path}:4: warning spec.unknown_key unknown frontmatter key 'foo' "
         "(known: name, description, license, allowed-tools, metadata, compatibility, "
         "when_to_use, version, argument-hint, arguments, disable-model-invocation, "
-        "user-invocable, model, context, agent, hooks)"
+        "user-invocable, model, effort, context, agent, hooks, paths, shell, disallowed-tools)"
     )
     assert out[1].startswith(f"{path}:10: error destructive.rm_rf recursive delete")
     assert out[2].startswith(f"{path}: verify score ")
@@ -82,7 +82,7 @@ def test_lint_errors_exit_1_with_one_line_per_finding(
 
 def test_lint_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _unsafe(tmp_path)
-    good = REAL_SKILLS / "internal-comms"
+    good = REAL_STYLE / "team-updates"
     assert main(["skill", "lint", "--json", str(path), str(good)]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["errors"] == 1
@@ -104,7 +104,7 @@ def test_lint_reports_an_unreadable_file_and_goes_on(
     bad = tmp_path / "bad" / "SKILL.md"
     bad.parent.mkdir()
     bad.write_bytes(b"---\nname: bad\n---\n\xff\n")
-    good = REAL_SKILLS / "brand-guidelines" / "SKILL.md"
+    good = REAL_STYLE / "visual-direction" / "SKILL.md"
     assert main(["skill", "lint", str(bad), str(good)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{bad}:4: error file.unreadable file is not UTF-8 text"
@@ -127,7 +127,7 @@ def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit) as info:
         main(["skill"])
     assert info.value.code == 2
-    assert main(["skill", "render", str(REAL_SKILLS)]) == 2
+    assert main(["skill", "render", str(REAL_STYLE)]) == 2
     assert "give one PATH" in capsys.readouterr().err
     assert main(["skill", "lint", str(tmp_path / "missing")]) == 1
     assert "file not found" in capsys.readouterr().err

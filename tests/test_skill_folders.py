@@ -1,5 +1,5 @@
 """Skills are folders: publish, rollback, fork, diff, snapshot and restore carry every file of a
-skill folder byte for byte, with its permission bits (a real skill: mcp-builder)."""
+skill folder byte for byte, with its permission bits (a real skill: mcp-server-kit)."""
 
 from __future__ import annotations
 
@@ -17,24 +17,24 @@ from engine.core.workspace import Workspace
 from engine.evaluation.runner import run_evaluation
 from tests.bench_helpers import write_benchmark, write_case
 from tests.runner_helpers import ADVERSARIAL, LABELS, add_skill, command_workspace
-from tests.store_helpers import MCP_BUILDER, files_with_modes, run, tree
+from tests.store_helpers import MCP_SERVER_KIT, files_with_modes, run, tree
 
 SCRIPT = "scripts/evaluation.py"
 
 
-def _adopt_mcp_builder(ws: Workspace) -> tuple[SkillStore, dict[str, tuple[bytes, int]]]:
-    live = ws.skills_dir / "mcp-builder"
-    shutil.copytree(MCP_BUILDER, live)
+def _adopt_mcp_server_kit(ws: Workspace) -> tuple[SkillStore, dict[str, tuple[bytes, int]]]:
+    live = ws.skills_dir / "mcp-server-kit"
+    shutil.copytree(MCP_SERVER_KIT, live)
     (live / SCRIPT).chmod(0o755)  # a script the skill runs: it must stay executable
     original = files_with_modes(live)
-    store = SkillStore(ws, "mcp-builder")
+    store = SkillStore(ws, "mcp-server-kit")
     assert store.ensure_adopted() == "v0"
     return store, original
 
 
 def test_every_version_is_the_whole_folder(workspace: Workspace) -> None:
-    store, original = _adopt_mcp_builder(workspace)
-    live = workspace.skills_dir / "mcp-builder"
+    store, original = _adopt_mcp_server_kit(workspace)
+    live = workspace.skills_dir / "mcp-server-kit"
     v0 = store.resources("v0")
     assert v0 is not None and set(v0) == set(original) - {"SKILL.md"}
     assert v0[SCRIPT].mode == 0o755 and v0["LICENSE.txt"].data == original["LICENSE.txt"][0]
@@ -48,7 +48,7 @@ def test_every_version_is_the_whole_folder(workspace: Workspace) -> None:
 
     # a folder publish: one reference edited, one file added, one removed, a mode changed
     files = dict(v0)
-    ref = "reference/mcp_best_practices.md"
+    ref = "reference/best_practices.md"
     files[ref] = Resource(files[ref].data + b"\nPrefer small tools.\n", files[ref].mode)
     files["assets/logo.bin"] = Resource(bytes(range(256)), 0o644)
     del files["scripts/requirements.txt"]
@@ -75,11 +75,11 @@ def test_every_version_is_the_whole_folder(workspace: Workspace) -> None:
 
 
 def test_fork_snapshot_and_restore_carry_the_folder(workspace: Workspace) -> None:
-    store, original = _adopt_mcp_builder(workspace)
+    store, original = _adopt_mcp_server_kit(workspace)
     branch = store.fork("exp")
     assert branch.resources("v0") == store.resources("v0")
     snap = create_snapshot(workspace, "adopted")
-    live = workspace.skills_dir / "mcp-builder"
+    live = workspace.skills_dir / "mcp-server-kit"
 
     files = read_resources(live)
     files["reference/new.md"] = Resource(b"# new\n", 0o644)
@@ -87,26 +87,28 @@ def test_fork_snapshot_and_restore_carry_the_folder(workspace: Workspace) -> Non
     assert (live / "reference/new.md").is_file()
     restore(workspace, snap, yes=True)
     assert files_with_modes(live) == original
-    assert SkillStore(workspace, "mcp-builder").current() == "v0"
+    assert SkillStore(workspace, "mcp-server-kit").current() == "v0"
 
 
 def test_a_hand_edit_of_any_file_is_never_overwritten(
     workspace: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    store, original = _adopt_mcp_builder(workspace)
-    live = workspace.skills_dir / "mcp-builder"
+    store, original = _adopt_mcp_server_kit(workspace)
+    live = workspace.skills_dir / "mcp-server-kit"
     (live / "reference/evaluation.md").write_bytes(b"rewritten by hand\n")
     with pytest.raises(SkillsmithError, match=r"evaluation\.md: edited by hand since v0"):
-        store.publish("---\nname: mcp-builder\n---\n", why="would lose the hand edit")
+        store.publish("---\nname: mcp-server-kit\n---\n", why="would lose the hand edit")
     assert (live / "reference/evaluation.md").read_bytes() == b"rewritten by hand\n"
 
     # publishing the folder (or the SKILL.md inside it) from the command line keeps the edit
-    done = run(workspace, capsys, "publish", "mcp-builder", str(live / "SKILL.md"), "--why", "keep")
+    done = run(
+        workspace, capsys, "publish", "mcp-server-kit", str(live / "SKILL.md"), "--why", "keep"
+    )
     assert done.returncode == 0, done.stderr
     kept = store.resources("v1")
     assert kept is not None and kept["reference/evaluation.md"].data == b"rewritten by hand\n"
     assert kept[SCRIPT].mode == 0o755
-    done = run(workspace, capsys, "rollback", "mcp-builder", "v0", "--why", "undo")
+    done = run(workspace, capsys, "rollback", "mcp-server-kit", "v0", "--why", "undo")
     assert done.returncode == 0, done.stderr
     assert files_with_modes(live) == original
 

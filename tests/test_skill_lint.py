@@ -10,9 +10,9 @@ from engine.core.errors import FormatError
 from engine.core.lint import lint, lint_text
 from engine.core.safety import Finding
 from engine.core.skill import SkillDoc
-from tests.conftest import REAL_SKILLS
+from tests.conftest import REAL_STYLE, REAL_STYLE_FILES
 
-REAL_FILES = sorted(REAL_SKILLS.glob("*/SKILL.md"))
+REAL_FILES = REAL_STYLE_FILES
 
 GOOD = """---
 name: good-skill
@@ -47,13 +47,50 @@ def _rules(findings: list[Finding]) -> list[tuple[str, str, int]]:
 
 def test_the_real_skills_are_there() -> None:
     """An empty glob would make the test below pass by running nothing."""
-    assert len(REAL_FILES) >= 5, f"the real-skills fixture is missing: {REAL_SKILLS}"
+    assert len(REAL_FILES) >= 5, f"the real-style corpus is missing: {REAL_STYLE}"
 
 
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name)
 def test_real_skills_have_no_errors(path: Path) -> None:
     errors = [f for f in lint(path) if f.severity == "error"]
     assert errors == []
+
+
+def test_the_real_style_corpus_lints_as_its_loaders_read_it() -> None:
+    """Acceptance (issue 25): a git range in prose, paths inside code fences, a plugin skill's
+    ``../../README.md`` link and Claude Code's own keys are no finding at all; the one warning
+    is the slash-command skill the model may not load, and it says why."""
+    found = {(p.parent.name, f.rule_id, f.severity) for p in REAL_STYLE_FILES for f in lint(p)}
+    assert found == {("deploy-checklist", "spec.model_invocation_disabled", "warning")}
+    [why] = [f.message for f in lint(REAL_STYLE / "release-tools/skills/deploy-checklist")]
+    assert "/deploy-checklist" in why and "evaluation cannot measure it" in why
+
+
+def test_a_dotdot_counts_only_where_it_reads_as_a_path(tmp_path: Path) -> None:
+    body = (
+        "Compare `<a7>..<b7>` and v1.2..v1.3 in prose.\n"  # git ranges
+        "Run `cd .. && make`.\n"  # one level up, read
+        "Copy it with `cp notes.md ../../shared/`.\n"  # a write two levels up
+    )
+    path = _write(tmp_path, "ranges", GOOD.replace("good-skill", "ranges") + body)
+    hits = [(f.rule_id, f.severity, f.line) for f in lint(path) if f.rule_id == "path.traversal"]
+    assert hits == [("path.traversal", "warning", 19), ("path.traversal", "error", 20)]
+
+
+def test_links_resolve_through_dotdot_and_code_fences_are_not_references(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    (plugin / "skills").mkdir(parents=True)
+    (plugin / "GUIDE.md").write_text("# Guide\n")
+    body = (
+        "See [the guide](../../GUIDE.md) and [gone](../../MISSING.md).\n\n"
+        "```bash\npython scripts/not_here.py --out [x](y.md)\n```\n"
+    )
+    path = _write(plugin / "skills", "linked", GOOD.replace("good-skill", "linked") + body)
+    found = [(f.rule_id, f.severity, f.line) for f in lint(path)]
+    assert found == [
+        ("path.traversal", "error", 18),
+        ("reference.missing", "warning", 18),
+    ]
 
 
 def test_good_skill_is_clean_and_folder_path_works(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ import pytest
 
 from engine.core.errors import FormatError
 from engine.core.skill import SkillDoc, canonical_section, read_skill_text
-from tests.conftest import REAL_SKILLS
+from tests.conftest import REAL_STYLE, REAL_STYLE_FILES
 
 CORPUS = Path(__file__).parent / "data" / "skills"
-REAL_FILES = sorted(REAL_SKILLS.glob("*/SKILL.md"))
+REAL_FILES = REAL_STYLE_FILES
 CORPUS_FILES = sorted(CORPUS.glob("*/SKILL.md"))
 
 
@@ -244,9 +244,10 @@ def test_bulleted_steps_are_numbered_in_order() -> None:
 
 
 def test_numbered_items_win_over_bullets_and_nested_bullets_stay_in_their_step() -> None:
-    doc = SkillDoc.load(REAL_SKILLS / "internal-comms")
-    assert [s.number for s in doc.steps] == [1, 2, 3]
-    assert "`examples/faq-answers.md`" in doc.steps[1].text
+    doc = SkillDoc.load(REAL_STYLE / "mcp-server-kit")
+    assert [s.number for s in doc.steps] == list(range(1, 9))
+    assert "(reference/python_server.md)" in doc.steps[2].text
+    assert not any("Clear tool descriptions" in s.text for s in doc.steps)
 
 
 def test_sub_headings_are_steps_when_the_section_has_no_list() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from engine.core.skill import SkillDoc
 from engine.evaluation.verify import CHECKS, POINTS, VerifyReport, verify_score
-from tests.conftest import REAL_SKILLS
+from tests.conftest import REAL_STYLE_FILES
 
 GOOD = """---
 name: sql-audit
@@ -180,7 +180,7 @@ def test_report_to_dict_lists_every_check_with_max_points() -> None:
 
 
 def test_real_skills_score_in_range() -> None:
-    for path in sorted(REAL_SKILLS.glob("*/SKILL.md")):
+    for path in REAL_STYLE_FILES:
         report = verify_score(path.read_bytes().decode("utf-8"))
         assert 0 <= report.score <= 100
         assert _item(report, "frontmatter_valid")[0] is True, path

@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish": ("store_cmd", "make a folder (or a SKILL.md text) the next version"),
     "rollback": ("store_cmd", "point current at vK; nothing is deleted"),
     "fork": ("store_cmd", "start a branch sharing the taboo list"),
+    "taboo": ("taboo_cmd", "list a skill's taboo entries; 'taboo clear SKILL [ID]' removes them"),
     "snapshot": ("snapshot_cmd", "write snapshots/v<version>-<UTC time>.tar.gz of the agent state"),
     "restore": ("snapshot_cmd", "restore the agent state from FILE, a snapshot name or vK"),
     "skill": ("skill_cmd", "lint and render SKILL.md files"),

@@ -20,6 +20,7 @@ from engine.cli import dry_run_option, executor_options, print_json, wants_json,
 from engine.cli.progress import LoopProgress, show_plan
 from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import Cancelled
+from engine.core.lint import model_invocation_notices
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import demo_agent_notice
 from engine.evaluation.evaluate import EvalOptions, plan, run
@@ -121,6 +122,8 @@ def _eval(args: argparse.Namespace) -> int:
     notice = demo_agent_notice(ws, args.bench)
     if notice:
         sys.stderr.write(notice + "\n")
+    for line in model_invocation_notices(ws):
+        sys.stderr.write(line + "\n")
     progress = LoopProgress(f"eval {args.bench}", quiet=wants_json(args))
     try:
         with progress:

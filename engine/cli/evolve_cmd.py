@@ -142,6 +142,8 @@ def _print_result(result: EvolveResult) -> None:
             f"${result.spent['usd']:.2f}",
         ]
         console.print("spent: " + ", ".join(figures), markup=False, highlight=False)
+    for line in result.not_run:
+        console.print(Text(f"not run: {line}"))
     if result.stop_reason != "budget":  # a session stopped by its budget has no summary yet
         console.print(f"summary: {result.summary_path}")
     hint = next_step(result)

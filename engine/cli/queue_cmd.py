@@ -145,6 +145,8 @@ def _approve(args: argparse.Namespace) -> int:
         )
     else:
         print(f"approved {cand.id}: {cand.skill} is now at {version}")
+    for warning in queue.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -76,7 +76,7 @@ def _history(args: argparse.Namespace) -> int:
             for v in versions
         ],
         "branches": store.branches(),
-        "taboo": [to_mapping(e) for e in store.taboo().entries()],
+        "taboo": [to_mapping(e) for e in store.taboo().listed()],
         "audit": store.audit(),
         "timeline": store.timeline(),
     }

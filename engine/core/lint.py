@@ -12,11 +12,14 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.errors import FormatError
 from engine.core.safety import Finding, Severity, scan
 from engine.core.skill import SkillDoc, read_skill_text, resolve_skill_file
+
+if TYPE_CHECKING:
+    from engine.core.workspace import Workspace
 
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
@@ -33,20 +36,40 @@ SPEC_KEYS = (
     "when_to_use",
     "version",
 )
-# Keys Claude Code reads on top of the Agent Skills spec (its slash-command and subagent controls).
+# Keys Claude Code reads on top of the Agent Skills spec (its slash-command, subagent and
+# activation controls, as its skills reference lists them): a real skill using one must not be
+# told its key is unknown.
 CLAUDE_CODE_KEYS = (
     "argument-hint",
     "arguments",
     "disable-model-invocation",
     "user-invocable",
     "model",
+    "effort",
     "context",
     "agent",
     "hooks",
+    "paths",
+    "shell",
+    "disallowed-tools",
 )
 KNOWN_KEYS = SPEC_KEYS + CLAUDE_CODE_KEYS
 _BOOLEAN_KEYS = ("disable-model-invocation", "user-invocable")
-_STRING_KEYS = ("license", "when_to_use", "argument-hint", "model", "agent", "context")
+_STRING_KEYS = (
+    "license",
+    "when_to_use",
+    "argument-hint",
+    "model",
+    "agent",
+    "context",
+    "effort",
+    "shell",
+)
+_TOOL_LIST_KEYS = ("allowed-tools", "disallowed-tools", "paths")
+MODEL_INVOCATION_DISABLED = (
+    "disable-model-invocation: true: Claude Code never loads this skill by itself (only a "
+    "person's /{name} runs it), so an evaluation cannot measure it through the agent"
+)
 _NAME_CHARS = re.compile(r"[a-z0-9-]+")
 _RESERVED = ("anthropic", "claude")
 
@@ -80,10 +103,25 @@ def lint_text(
     else:
         findings.extend(spec_findings(doc, folder))
     findings.extend(_size(doc, text))
+    scanned = scan(text, known)
     if path is not None and path.parent.is_dir():
         findings.extend(reference_findings(doc, path.parent))
-    findings.extend(scan(text, known))
+        scanned = [f for f in scanned if not _shipped_reference(f, doc, path.parent)]
+    findings.extend(scanned)
     return sorted(findings, key=lambda f: (f.line, f.severity != "error", f.rule_id))
+
+
+def model_invocation_notices(ws: Workspace) -> list[str]:
+    """One warning per skill of ``ws`` the model may not load (``disable-model-invocation:
+    true``): an evaluation through Claude Code runs without it, whatever the skill says."""
+    notices: list[str] = []
+    for name in ws.skill_names():
+        path = ws.skill_path(name)
+        doc, error = SkillDoc.parse_lenient(read_skill_text(path), path)
+        if error is None and doc.frontmatter.get("disable-model-invocation") is True:
+            why = MODEL_INVOCATION_DISABLED.format(name=doc.name or name)
+            notices.append(f"warning: {path}: {why}")
+    return notices
 
 
 def reason(error: FormatError) -> str:
@@ -138,12 +176,19 @@ def spec_findings(doc: SkillDoc, folder: str | None = None) -> list[Finding]:
                 "'metadata' values should be strings",
                 "warning",
             )
-    tools = fm.get("allowed-tools")
-    if tools is not None and not _string_or_strings(tools):
+    for key in _TOOL_LIST_KEYS:
+        if key in fm and not _string_or_strings(fm[key]):
+            add(
+                f"spec.{key.replace('-', '_')}",
+                key,
+                f"'{key}' must be a string (or a list of strings)",
+            )
+    if fm.get("disable-model-invocation") is True:
         add(
-            "spec.allowed_tools",
-            "allowed-tools",
-            "'allowed-tools' must be a space-separated string (or a list of strings)",
+            "spec.model_invocation_disabled",
+            "disable-model-invocation",
+            MODEL_INVOCATION_DISABLED.format(name=fm.get("name") or folder or "name"),
+            "warning",
         )
     for key in _STRING_KEYS:
         if key in fm and not isinstance(fm[key], str):
@@ -220,6 +265,8 @@ def reference_findings(doc: SkillDoc, folder: Path) -> list[Finding]:
     """
     out: list[Finding] = []
     for line in doc.body_lines:
+        if line.in_code:  # an example command or program names the user's files, not the skill's
+            continue
         links = {m.group(1) for m in _LINK.finditer(line.text)}
         mentions = {m.group(1) for m in _MENTION.finditer(line.text)}
         for target in sorted(links | mentions):
@@ -248,9 +295,24 @@ def reference_findings(doc: SkillDoc, folder: Path) -> list[Finding]:
     return out
 
 
+def _shipped_reference(finding: Finding, doc: SkillDoc, folder: Path) -> bool:
+    """A ``..`` finding on a line whose every ``..`` path is a link to a file that exists: the
+    author ships what it points at (a plugin's README beside its skills), and reading it is
+    what the loader does. Writes and missing targets stay findings."""
+    if finding.rule_id != "path.traversal":
+        return False
+    text = doc.lines[finding.line - 1].text
+    links = [m.group(1).split("#", 1)[0] for m in _LINK.finditer(text)]
+    ups = [t for t in links if ".." in Path(t).parts]
+    if not ups or text.count("..") != sum(t.count("..") for t in ups):
+        return False
+    return all(_exact_case(folder, t) is True for t in ups)
+
+
 def _exact_case(folder: Path, rel: str) -> bool | str | None:
-    """True if ``rel`` names a file under ``folder`` exactly; the path as it really is spelled
-    when only the letter case differs; None when there is no such file (or it leaves folder)."""
+    """True if ``rel`` names a file from ``folder`` exactly; the path as it really is spelled
+    when only the letter case differs; None when there is no such file. A ``..`` goes up as the
+    loader resolving the link would (a plugin's skill links its plugin's README)."""
     here = folder
     spelled: list[str] = []
     exact = True
@@ -258,7 +320,9 @@ def _exact_case(folder: Path, rel: str) -> bool | str | None:
         if part == ".":
             continue
         if part == "..":
-            return None
+            here = here.parent
+            spelled.append(part)
+            continue
         try:
             names = os.listdir(here)
         except OSError:
@@ -313,6 +377,7 @@ __all__ = [
     "Finding",
     "lint",
     "lint_text",
+    "model_invocation_notices",
     "reason",
     "reference_findings",
     "spec_findings",

@@ -175,6 +175,9 @@ class CandidateQueue:
         self.dir = ws.candidates_dir
         self.decisions_path = self.dir / DECISIONS
         self._journal = Journal(self.dir / JOURNAL, _checked_intent)
+        # What a decision did but could not finish (a snapshot refused after a publish): the
+        # decision stands, and the caller shows these as warnings.
+        self.warnings: list[str] = []
 
     # -- reading -----------------------------------------------------------------------------------
     def list(self) -> list[Candidate]:
@@ -622,7 +625,10 @@ class CandidateQueue:
             )
 
             if not any(s.note == note for s in list_snapshots(self.ws)):
-                create_snapshot(self.ws, note=note)
+                try:
+                    create_snapshot(self.ws, note=note)
+                except SkillsmithError as exc:  # published all the same: say why none was taken
+                    self.warnings.append(f"{cand.skill} {version} is published, but {exc}")
         elif intent["op"] == "evaluate":
             self._set_status(store, cand, intent, ["pending_approval"], intent["why"])
         elif intent["op"] in _SET_ASIDE:

@@ -88,10 +88,26 @@ _WRITE_VERB = re.compile(
 _NOT_A_REDIRECT = re.compile(r"(?<=[-=])>|^[ \t]*>")
 
 
+# What may stand right before or after a path: a space, quotes, brackets, `=`, punctuation. A
+# ``..`` glued to ``>`` or ``<`` is a git range (``<a7>..<b7>``), not a folder walk.
+_PATH_EDGE = " \t\"'`([{=,;:)]}."
+
+
+def _reads_as_path(match: re.Match[str], line: str) -> bool:
+    """A ``..`` counts only as a segment of something that reads as a path: ``../x``, ``a/..``,
+    or a bare ``..`` standing on its own (``cd ..``)."""
+    path = match.group(0)
+    if "/" in path:
+        return True
+    before = line[match.start() - 1] if match.start() > 0 else " "
+    after = line[match.end()] if match.end() < len(line) else " "
+    return path == ".." and before in _PATH_EDGE and after in _PATH_EDGE
+
+
 def _traversal(match: re.Match[str], line: str) -> Severity | None:
     """Walk the path from the skill folder; escaping it by two levels, or to write, is an error."""
     path = match.group(0)
-    if path.startswith(("/", "~", "$")):
+    if path.startswith(("/", "~", "$")) or not _reads_as_path(match, line):
         return None
     depth = lowest = 0
     for part in path.split("/"):

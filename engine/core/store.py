@@ -51,7 +51,14 @@ from engine.core.skill_folder import (
     write_resources,
 )
 from engine.core.stamps import utc_now
-from engine.core.taboo import TabooEntry, TabooList, diff_hash, read_taboo, taboo_records
+from engine.core.taboo import (
+    TabooEntry,
+    TabooList,
+    diff_hash,
+    gate_thresholds,
+    read_taboo,
+    taboo_records,
+)
 from engine.core.workspace import INTENT_JOURNAL, RESTORE_JOURNAL, Workspace
 
 __all__ = [
@@ -253,7 +260,12 @@ class SkillStore:
         return sorted(p.name for p in bdir.iterdir() if p.is_dir() and not is_leftover(p.name))
 
     def taboo(self) -> TabooList:
-        return TabooList(self.taboo_path, self._append_taboo, utc_now)
+        return TabooList(
+            self.taboo_path,
+            self._append_taboo,
+            utc_now,
+            lambda: gate_thresholds(self.ws.load_config()),
+        )
 
     # -- writing -----------------------------------------------------------------------------------
     def ensure_adopted(self) -> str | None:
@@ -522,7 +534,8 @@ class SkillStore:
         with self.ws.lock(f"taboo {self.name}"):
             self._settle()
             for known in read_taboo(self.taboo_path):
-                if known.rule_id == entry.rule_id and known.diff_hash == entry.diff_hash:
+                same = (known.rule_id, known.diff_hash, known.gate, known.thresholds)
+                if same == (entry.rule_id, entry.diff_hash, entry.gate, entry.thresholds):
                     return known
             self._commit(
                 {

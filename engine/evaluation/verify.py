@@ -23,9 +23,12 @@ MIN_BODY_LINES = 10
 ABSOLUTES_PER_100_WORDS = 1.0
 ABSOLUTES_FREE = 3
 
-_TRIGGER = re.compile(
+# "This skill should be used when …", "Use when …", "Claude should use this skill whenever …",
+# "Triggers on …", "Invoke it when …": the ways real skills say when they apply (Spec asks too).
+TRIGGER = re.compile(
     r"(?i)\b(?:use (?:this skill |this |it )?(?:when|whenever|for|if|to)\b"
-    r"|when (?:the )?user\b|whenever\b|triggers? (?:on|when)\b|invoke (?:it )?when\b"
+    r"|(?:should|can|may|must) be (?:used|invoked|loaded|triggered) (?:when|whenever|for|if|to)\b"
+    r"|when (?:the )?user\b|whenever\b|triggers? (?:on|when|for)\b|invoke (?:it )?when\b"
     r"|when asked\b|when (?:you |the agent )?(?:need|want)s?\b|when \w+ing\b)"
     r"|当.{1,30}时|适用于|时使用"
 )
@@ -110,7 +113,7 @@ def _frontmatter_valid(s: _Subject) -> Outcome:
 def _trigger_words(s: _Subject) -> Outcome:
     description = s.doc.frontmatter.get("description")
     if isinstance(description, str):
-        match = _TRIGGER.search(description)
+        match = TRIGGER.search(description)
         if match:
             return True, f"description says when to use it ({match.group(0)!r})"
     when = s.doc.section("when_to_use") or s.doc.frontmatter.get("when_to_use")
@@ -214,4 +217,4 @@ def verify_score(text: str) -> VerifyReport:
     return VerifyReport(sum(item.points for item in items), items)
 
 
-__all__ = ["CHECKS", "POINTS", "VerifyItem", "VerifyReport", "verify_score"]
+__all__ = ["CHECKS", "POINTS", "TRIGGER", "VerifyItem", "VerifyReport", "verify_score"]

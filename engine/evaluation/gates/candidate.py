@@ -37,6 +37,8 @@ from engine.core.store import SkillStore, read_text
 from engine.core.vault import secret_values
 from engine.core.workspace import Workspace
 from engine.evaluation.gates.result import GateResult
+from engine.evaluation.patches.textrules import TextRules, default_rules, load_text_rules
+from engine.evaluation.patches.trigger_text import new_slogans, says_when
 
 if TYPE_CHECKING:  # scipy loads only where a verdict is computed, not for every queue listing
     from engine.evaluation.verdict import Verdict
@@ -145,46 +147,76 @@ def existing_skill_names(ws: Workspace) -> list[str]:
 # -- the gates ---------------------------------------------------------------------------------
 
 
-# The Agent Skills convention says when to use a skill in its description ("… Use when building
-# MCP servers …"); real skills (Anthropic's among them) have no separate section for it.
-_USE_WHEN = re.compile(r"\buse (?:it |this skill )?(?:when|whenever|for|if)\b", re.IGNORECASE)
-
-
 @dataclass(frozen=True)
 class Spec:
-    """Name, description and when_to_use (a section, or a "Use when …" in the description)
-    present, enough steps, and a create that is new."""
+    """Name, description and when_to_use present, enough steps, no new slogan where the loader
+    decides whether the skill applies, and a create that is new.
+
+    A change is judged against its parent: an update is refused only for a rule the parent met
+    and the candidate breaks (or a slogan it adds), never for what the parent already lacked —
+    a prose skill with no numbered steps may still be improved. What the parent lacked too is
+    shown as advice. A create has no parent, so every rule is its own.
+    """
 
     min_steps: int = MIN_STEPS
     max_name_chars: int = MAX_NAME_CHARS
     name: str = "spec"
 
     def judge(
-        self, skill: str, text: str, *, operation: Operation, existing: Sequence[str]
+        self,
+        skill: str,
+        text: str,
+        *,
+        operation: Operation,
+        existing: Sequence[str],
+        parent_text: str | None = None,
+        rules: TextRules | None = None,
     ) -> GateResult:
         try:
             doc = SkillDoc.parse(text)
         except FormatError as exc:
-            return self._result([f"SKILL.md does not parse: {exc}"], {})
+            return self._result([f"SKILL.md does not parse: {exc}"], [], {})
+        parent = None if parent_text is None else SkillDoc.parse_lenient(parent_text)[0]
         name = (doc.name or "").strip()
         reasons: list[str] = []
-        if not name:
-            reasons.append("empty skill name")
-        elif len(name) > self.max_name_chars:
-            reasons.append(f"name longer than {self.max_name_chars} characters")
-        if not (doc.description or "").strip():
-            reasons.append("missing description")
-        if not (doc.section("when_to_use") or "").strip() and not _USE_WHEN.search(
-            doc.description or ""
-        ):
-            reasons.append("missing when_to_use")
-        steps = len(doc.steps)
-        if steps < self.min_steps:
-            reasons.append(f"needs at least {self.min_steps} steps, got {steps}")
+        advice: list[str] = []
+        for broken in self._rules(doc):
+            kept = parent is not None and not any(
+                p.split(",")[0] == broken.split(",")[0] for p in self._rules(parent)
+            )
+            if parent is None or kept:
+                reasons.append(broken)
+            else:
+                advice.append(f"{broken} (the parent too)")
+        reasons += [
+            f"new slogan in {s}" for s in new_slogans(parent, doc, rules or default_rules())
+        ]
         if operation == "create":
             reasons += self._novelty(skill, name, existing)
-        figures = {"name": name, "steps": steps, "min_steps": self.min_steps}
-        return self._result(reasons, figures)
+        figures: dict[str, object] = {
+            "name": name,
+            "steps": len(doc.steps),
+            "min_steps": self.min_steps,
+            "advice": advice,
+        }
+        return self._result(reasons, advice, figures)
+
+    def _rules(self, doc: SkillDoc) -> list[str]:
+        """The house rules ``doc`` breaks, one reason each (its text before a comma is its key)."""
+        name = (doc.name or "").strip()
+        broken: list[str] = []
+        if not name:
+            broken.append("empty skill name")
+        elif len(name) > self.max_name_chars:
+            broken.append(f"name longer than {self.max_name_chars} characters")
+        if not (doc.description or "").strip():
+            broken.append("missing description")
+        if not says_when(doc):
+            broken.append("missing when_to_use")
+        steps = len(doc.steps)
+        if steps < self.min_steps:
+            broken.append(f"needs at least {self.min_steps} steps, got {steps}")
+        return broken
 
     @staticmethod
     def _novelty(skill: str, name: str, existing: Sequence[str]) -> list[str]:
@@ -201,13 +233,17 @@ class Spec:
                 return [f"count-specific sibling of generic skill {parent!r}; should be an update"]
         return []
 
-    def _result(self, reasons: list[str], figures: dict[str, object]) -> GateResult:
-        ok = not reasons
+    def _result(
+        self, reasons: list[str], advice: list[str], figures: dict[str, object]
+    ) -> GateResult:
+        passed = "name, description, when_to_use and steps are complete"
+        if advice:
+            passed = "nothing the parent met is broken; advice: " + "; ".join(advice)
         return GateResult(
             gate=self.name,
-            verdict="pass" if ok else "fail",
+            verdict="fail" if reasons else "pass",
             figures=figures,
-            reasons=reasons or ["name, description, when_to_use and steps are complete"],
+            reasons=reasons or [passed],
         )
 
 
@@ -440,7 +476,19 @@ def run_candidate_gates(
         if text is None:
             raise SkillsmithError(f"{ws.skills_dir / skill}: a {operation} needs a SKILL.md text")
         existing = existing_skill_names(ws)
-        results.append(cfg.spec.judge(skill, text, operation=operation, existing=existing))
+        parent_text = None
+        if operation == "update" and parent_version is not None:
+            parent_text = SkillStore(ws, skill).read(parent_version)
+        results.append(
+            cfg.spec.judge(
+                skill,
+                text,
+                operation=operation,
+                existing=existing,
+                parent_text=parent_text,
+                rules=load_text_rules(ws),
+            )
+        )
         results.append(cfg.safety.judge(text, secret_values(ws)))
     structural = next((r for r in results if r.failed), None)
     effectiveness: GateResult | None = None

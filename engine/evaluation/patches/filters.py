@@ -9,6 +9,8 @@ The article's three layers, plus its slim mode:
 - **text_quality** ("anti-slogan"): a step or DO line must name something an agent can act on —
   a tool, a file path with a suffix, backticked code, a CamelCase symbol, a function call or a CLI
   flag; absolute phrases are refused; a line claiming to fix or avoid something must say how;
+  a sentence new in the description or when_to_use may not be a catch-all trigger ("use it for
+  anything") or an absolute order, since the loader reads those on every task;
 - **semantic_traps**: words wider than the verdict ("risk" for "vulnerability") may not come in;
 - **slim**: once SKILL.md is over ``max_skill_bytes``, a patch may only delete or merge lines;
 - **safety**: the Safety gate's rules (``engine.core.safety``: credentials, destructive commands,
@@ -34,6 +36,7 @@ from engine.core.skill import Line, SkillDoc
 from engine.core.taboo import TabooEntry, TabooList
 from engine.evaluation.patches.signature import same_edit, split_taboo_rule, taboo_rule
 from engine.evaluation.patches.textrules import TextRules, default_rules
+from engine.evaluation.patches.trigger_text import new_slogans
 
 Severity = Literal["fatal", "warning"]
 TABOO, STRUCTURE, TEXT, TRAPS, SLIM = "taboo", "structure", "text_quality", "semantic_traps", "slim"
@@ -383,6 +386,8 @@ def run_filters(
         findings += _headings(doc, applied.added_at) + _still_parses(skill_text, applied.text)
         added = {i for i in applied.added_at if not doc.lines[i].in_code}
         findings += _concreteness(doc, added, rules)
+        before, _ = SkillDoc.parse_lenient(skill_text)
+        findings += [FilterFinding(TEXT, "fatal", s) for s in new_slogans(before, doc, rules)]
         numbered = [(doc.lines[i].number, doc.lines[i].text) for i in sorted(added)]
         every = [(doc.lines[i].number, doc.lines[i].text) for i in sorted(applied.added_at)]
     else:

@@ -33,6 +33,7 @@ class TextRules:
     absolute_phrases: list[str] = field(default_factory=list)
     claim_words: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    catch_all: list[str] = field(default_factory=list)
 
     @cached_property
     def _trap_patterns(self) -> list[tuple[Trap, re.Pattern[str]]]:
@@ -52,6 +53,14 @@ class TextRules:
             return None
         names = "|".join(re.escape(t) for t in sorted(self.tools, key=len, reverse=True))
         return re.compile(rf"(?<![\w./-])(?:{names})(?![\w/-])")
+
+    @cached_property
+    def _catch_all(self) -> list[tuple[str, re.Pattern[str]]]:
+        return [(w, _whole(w)) for w in self.catch_all]
+
+    def catch_all_in(self, text: str) -> str | None:
+        """A word saying the skill is for every task ("anything"), or None."""
+        return next((w for w, pattern in self._catch_all if pattern.search(text)), None)
 
     def traps_in(self, text: str) -> list[Trap]:
         """Each trap word ``text`` uses, once per occurrence."""

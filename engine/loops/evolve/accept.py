@@ -126,7 +126,7 @@ def version_figures(evo: Evolution, results: list[GateResult], golden: Rows) -> 
     by_gate = {r.gate: r for r in results}
     holdout = evo.pending.evaluation(text_sha(text), "holdout")
     golden_run = evo.pending.evaluation(text_sha(text), "golden")
-    golden_value = quality(golden, positive)[1]
+    golden_value = quality(golden, positive)[1] if golden else None  # none: no golden case
     verify = verify_score(text).score
     points = [(v.verify, v.golden_f1) for v in evo.pending.versions if v.golden_f1 is not None]
 
@@ -159,7 +159,9 @@ def version_figures(evo: Evolution, results: list[GateResult], golden: Rows) -> 
             "run_id": None if golden_run is None else golden_run.run_id,
         },
         "verify": {"score": verify, "parent_score": verify_score(parent).score},
-        "verify_calibration": verify_calibration([*points, (verify, golden_value)]),
+        "verify_calibration": verify_calibration(
+            points if golden_value is None else [*points, (verify, golden_value)]
+        ),
         "session_id": evo.pending.session_id,
         "round": evo.pending.round,
     }

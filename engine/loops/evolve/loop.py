@@ -81,6 +81,7 @@ class EvolveResult:
     summary_path: str
     spent: dict[str, Any] | None = None  # agent runs, tokens and dollars the session spent
     budget: dict[str, Any] | None = None
+    not_run: list[str] = field(default_factory=list)  # gates a small benchmark could not run
 
     @property
     def headline(self) -> str:
@@ -155,6 +156,8 @@ def run(
             jobs=options.jobs,
             meter=meter,
         )
+        for line in evo.not_run():  # a small benchmark runs with what it has, and says so
+            log.emit("message", text=f"warning: {line}", level="warning")
         try:
             result = _run(evo, resumed)
         except Cancelled:
@@ -238,12 +241,11 @@ def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingR
             f"{bench.source}: field 'splits': evolve needs selection/holdout/golden splits, "
             f"got {'/'.join(bench.splits)}"
         )
-    for split in REQUIRED_SPLITS:
-        if not bench.cases_in(split):
-            raise SkillsmithError(
-                f"{bench.source}: field 'splits': the {split} split has no case "
-                f"({len(bench.cases)} cases in all)"
-            )
+    if not bench.cases_in("selection"):  # nothing to diagnose or target: no round can run
+        raise SkillsmithError(
+            f"{bench.source}: field 'splits': the selection split has no case "
+            f"({len(bench.cases)} cases in all)"
+        )
     _refuse_hand_edits(ws, options.skill)
     proposer = options.proposer or cfg.models.proposer.provider
     if proposer not in PROPOSER_KINDS:
@@ -379,6 +381,8 @@ def _final(evo: Evolution) -> None:
     pending = evo.pending
     current = evo.store.current()
     assert current is not None
+    if "holdout" in evo.empty_splits():
+        return
     if pending.stop_reason == "stagnation":
         value = evo.evaluate(evo.store.read(current), ("holdout",), "final_holdout")
         now = _holdout(evo, current, value["holdout"])
@@ -484,6 +488,7 @@ def _result(evo: Evolution, resumed: bool, stop_reason: str) -> EvolveResult:
         summary_path=str(summary_path.relative_to(evo.ws.root)),
         spent=evo.meter.spent.to_dict(),
         budget=evo.meter.budget.to_dict() if evo.meter.budget.limited else None,
+        not_run=evo.not_run(),
     )
 
 

@@ -150,7 +150,10 @@ class Evolution:
         (only its missing units run) instead of started over.
         """
         digest = text_sha(text)
-        missing = [s for s in splits if self.pending.evaluation(digest, s) is None]
+        empty = self.empty_splits()
+        missing = [
+            s for s in splits if s not in empty and self.pending.evaluation(digest, s) is None
+        ]
         if missing:
             run_id = self.pending.run_ids.get(role)
             if run_id is None:
@@ -179,7 +182,24 @@ class Evolution:
                     digest, Evaluation(run_id, split, figures.f1, figures.pass_rate)
                 )
             self.save()
-        return {s: self.rows_of(digest, s) for s in splits}
+        return {s: [] if s in empty else self.rows_of(digest, s) for s in splits}
+
+    def empty_splits(self) -> tuple[str, ...]:
+        """The splits the benchmark has no case in: a small benchmark runs without them, and
+        the gates that need them say so (see :meth:`not_run`)."""
+        return tuple(s for s in ("holdout", "golden") if not self.bench.cases_in(s))
+
+    def not_run(self) -> list[str]:
+        """What this session cannot judge, one line per missing split, naming the gate."""
+        why = {
+            "holdout": "the Holdout gate and the rollback to the best holdout version",
+            "golden": "the Verify calibration against golden cases",
+        }
+        total = len(self.bench.cases)
+        return [
+            f"{why[s]} cannot run: the benchmark has no {s} case ({total} cases in all)"
+            for s in self.empty_splits()
+        ]
 
     def rows_of(self, digest: str, split: str) -> Rows:
         found = self.pending.evaluation(digest, split)
@@ -261,8 +281,8 @@ class Evolution:
                     sha=text_sha(text),
                     round=0,
                     verify=verify_score(text).score,
-                    holdout_f1=quality(rows["holdout"], positive)[1],
-                    golden_f1=quality(rows["golden"], positive)[1],
+                    holdout_f1=quality(rows["holdout"], positive)[1] if rows["holdout"] else None,
+                    golden_f1=quality(rows["golden"], positive)[1] if rows["golden"] else None,
                 )
             )
 
@@ -375,7 +395,7 @@ class Evolution:
             self.end_round("rejected", reason, RoundSignal.stall())
 
     def holdout_round(self) -> bool:
-        return self.gates.holdout.due(self.pending.round)
+        return "holdout" not in self.empty_splits() and self.gates.holdout.due(self.pending.round)
 
     def evaluate_candidate(self) -> None:
         """The candidate, then a fresh evaluation of the parent on the same cases.
@@ -507,6 +527,11 @@ class Evolution:
             parent_text=parent,
             rerun=self.rerun,
         )
+        if "holdout" in self.empty_splits():
+            reason = self.not_run()[0]
+            results = [
+                self.gates.holdout.not_run(reason) if r.gate == "holdout" else r for r in results
+            ]
         self.write("gate", "gates.json", gates_json(results))
         for result in results:
             self.log.emit("gate_verdict", round=self.pending.round, **result.to_json())
@@ -530,7 +555,7 @@ class Evolution:
         failure = first_failure(results)
         if failure is not None:
             reason = f"gate rejected: {failure.gate}: {'; '.join(failure.reasons)}"
-            self.store.taboo().add(cand.taboo_rule, cand.diff, reason)
+            self.store.taboo().add(cand.taboo_rule, cand.diff, reason, gate=failure.gate)
             self.end_round("rejected", reason, RoundSignal.from_gates(results), gates=verdicts)
             return
         # holdout too, for the summary's per-version figures (no gate reads it off-round)
