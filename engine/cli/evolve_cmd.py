@@ -77,7 +77,7 @@ def _evolve(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         budget=budget_of(args),
     )
-    if show_plan(args, plan(ws, options)):
+    if show_plan(args, plan(ws, options), progress):
         return 0
     try:
         with progress:

@@ -85,6 +85,8 @@ class LoopProgress:
         self.started: dict[str, Any] = {}  # the loop's own ``started`` fields
         self._own: TaskID | None = None
         self._inner: TaskID | None = None
+        # the job's plan, shown once the job has started: a refusal before that stays one line
+        self.plan_line: str | None = None
 
     def __enter__(self) -> LoopProgress:
         self.progress.start()
@@ -100,6 +102,9 @@ class LoopProgress:
     def __call__(self, event: Event) -> None:
         typed = read_event(event)
         if self.session_id is None and isinstance(typed, Started):
+            if self.plan_line is not None:
+                self.line(self.plan_line)
+                self.plan_line = None
             self.session_id = typed.session_id
             self.started = typed.fields
             self._own = self.progress.add_task(
@@ -167,15 +172,19 @@ def resume_line(typed: AnyLoopEvent) -> str | None:
     return None
 
 
-def show_plan(args: argparse.Namespace, plan: JobPlan) -> bool:
-    """Print the job's plan (to stdout for ``--dry-run``, else to stderr before it starts);
-    True when it was a dry run and nothing is to run."""
+def show_plan(
+    args: argparse.Namespace, plan: JobPlan, progress: LoopProgress | None = None
+) -> bool:
+    """Print the job's plan (to stdout for ``--dry-run``, else to stderr: through ``progress``
+    once the job has started, or now); True when it was a dry run and nothing is to run."""
     dry = bool(getattr(args, "dry_run", False))
     if dry and getattr(args, "json", False):
         print(json.dumps({"dry_run": True, **plan.to_dict()}, indent=2))
     elif dry:
         print(plan.line())
         print("dry run: no agent was started")
+    elif progress is not None:
+        progress.plan_line = None if getattr(args, "json", False) else plan.line()
     elif not getattr(args, "json", False):
         sys.stderr.write(plan.line() + "\n")
     return dry

@@ -186,6 +186,7 @@ def plan(ws: Workspace, options: EvolveOptions) -> JobPlan:
     the end. Each gate (Target, Guardrail, Holdout) may add up to ``gates.max_extra_runs``
     case-runs per side, and the Guardrail as many again to confirm a break.
     """
+    _check_skill(ws, options)  # a refusal says so before any plan is shown
     cfg = ws.load_config()
     bench = load_benchmark(ws.benchmarks_dir / options.bench)
     rounds = cfg.limits.max_rounds if options.rounds is None else options.rounds
@@ -229,12 +230,16 @@ def _session_budget(cfg: Config, pending: PendingRound, asked: Budget) -> Budget
     return budget
 
 
-def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingRound:
+def _check_skill(ws: Workspace, options: EvolveOptions) -> None:
     if options.skill not in ws.skill_names():
         have = ", ".join(ws.skill_names()) or "none"
         raise SkillsmithError(f"{ws.skills_dir}: no skill {options.skill!r} (have: {have})")
     if not (ws.benchmarks_dir / options.bench).is_dir():
         raise SkillsmithError(f"{ws.benchmarks_dir / options.bench}: no such benchmark")
+
+
+def _new_session(ws: Workspace, cfg: Config, options: EvolveOptions) -> PendingRound:
+    _check_skill(ws, options)
     bench = load_benchmark(ws.benchmarks_dir / options.bench)
     if set(bench.splits) != set(REQUIRED_SPLITS):
         raise SkillsmithError(
