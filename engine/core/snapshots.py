@@ -52,7 +52,7 @@ from engine.core.inflate import Inflated
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
 from engine.core.schema import from_mapping, to_mapping
 from engine.core.secret_scan import refuse_secrets
-from engine.core.skill import SkillDoc
+from engine.core.skill import frontmatter_error
 from engine.core.stamps import utc_now
 from engine.core.store import stores_of
 from engine.core.vault import secret_values
@@ -507,7 +507,7 @@ def _utf8(raw: bytes, path: Path, name: str) -> str:
 
 def _check_skill(text: str, path: Path, name: str) -> None:
     """A skill the store could not read back would make every later store command refuse."""
-    _doc, error = SkillDoc.parse_lenient(text, f"{path}:{name}")
+    error = frontmatter_error(text, f"{path}:{name}")
     if error is not None:
         raise _Refused(f"refused: {_clip(str(error), 300)}; nothing was changed")
 
