@@ -173,6 +173,9 @@ def _write_archive(
             info = tar.gettarinfo(str(path), arcname)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
+            # whole seconds, as tar keeps them: a fractional mtime costs a PAX header per member,
+            # which doubles the headers a restore must parse
+            info.mtime = int(info.mtime)
             if info.isreg():
                 data = path.read_bytes()
                 refuse_secrets(path, data, known)
