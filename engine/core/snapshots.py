@@ -36,8 +36,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
-
 from engine.core.config import Config
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.fsutil import (
@@ -50,7 +48,7 @@ from engine.core.fsutil import (
 )
 from engine.core.inflate import Inflated
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
-from engine.core.schema import from_mapping, to_mapping
+from engine.core.schema import from_mapping, parse_yaml, to_mapping
 from engine.core.secret_scan import refuse_secrets
 from engine.core.skill import frontmatter_error
 from engine.core.stamps import utc_now
@@ -364,7 +362,7 @@ def _read_archive(
     pointers: dict[str, str] = {}
     total = 0
     config: Config | None = None
-    made: set[Path] = set()
+    made: set[str] = set()
     if dest is not None:
         dest.mkdir(parents=True)
     try:
@@ -425,7 +423,7 @@ def _read_archive(
                 if kinds[name] != "dir" and name in implied:
                     raise refuse(implied[name], f"lies under {name!r}, which is not a folder")
                 if dest is not None and name != MANIFEST:
-                    _write_member(tar, member, dest / name, data, made)
+                    _write_member(tar, member, f"{dest}/{name}", data, made)
             _read_to_end(path, gz)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         reason = _clip(str(exc) or type(exc).__name__, 160)
@@ -452,18 +450,22 @@ def _read_archive(
 def _write_member(
     tar: tarfile.TarFile,
     member: tarfile.TarInfo,
-    target: Path,
+    target: str,
     data: bytes | None,
-    made: set[Path],
+    made: set[str],
 ) -> None:
     """Write one checked member (``data``: its bytes when the checks already read them).
 
     ``made`` holds the folders this extraction has created, so a file in one costs no mkdir.
+    Paths are strings here: pathlib's parents and hashing cost more than the writes of the
+    small files a skill is made of.
     """
-    folder = target if member.isdir() else target.parent
+    folder = target if member.isdir() else os.path.dirname(target)
     if folder not in made:
-        folder.mkdir(parents=True, exist_ok=True)
-        made.update((folder, *folder.parents))
+        os.makedirs(folder, exist_ok=True)
+        while folder not in made:  # it and every folder above it exist now
+            made.add(folder)
+            folder = os.path.dirname(folder)
     if member.isdir():
         return
     if member.issym():
@@ -544,10 +546,10 @@ def _member_name(raw: str) -> str | None:
 
 def _parse_config(raw: bytes, label: str) -> Config:
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError):
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
         raise FormatError(label, None, "expected a valid UTF-8 YAML configuration") from None
-    return from_mapping(Config, data, label)
+    return from_mapping(Config, parse_yaml(text, label), label)  # the C loader, as load_config
 
 
 def _caps(ws: Workspace) -> tuple[int, int]:
