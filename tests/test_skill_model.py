@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.core.errors import FormatError
-from engine.core.skill import SkillDoc, canonical_section, read_skill_text
+from engine.core.skill import SkillDoc, canonical_section, frontmatter_error, read_skill_text
 from tests.conftest import REAL_STYLE, REAL_STYLE_FILES
 
 CORPUS = Path(__file__).parent / "data" / "skills"
@@ -426,6 +426,34 @@ def test_bad_frontmatter_is_a_one_line_format_error(text: str, line: int, expect
     doc, error = SkillDoc.parse_lenient(text, Path("skills/x/SKILL.md"))
     assert error is not None and error.line == line
     assert doc.render() == text
+
+
+_FRONTMATTER_CASES = [
+    "---\nname: x\ndescription: [unclosed\n---\n",
+    "---\nname: a\n  b: c\n---\nbody\n---\n",
+    "---\n- a\n- b\n---\n",
+    "---\nname: x\n",
+    "---\ncreated: 2024-13-45\n---\n",
+    "\ufeff---\r\nname: [x\r\n---  \r\n# Body\r\n",
+    "---\rname: x\rdescription: d\r---\r",
+    "---\nname: x\n--- \t\n```\n---\n",
+    "--- \nname: x\n",
+    "no frontmatter\n---\nname: [x\n---\n",
+    "",
+    "---",
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    _FRONTMATTER_CASES + [read_skill_text(p) for p in REAL_FILES + CORPUS_FILES],
+)
+def test_frontmatter_error_is_parse_lenients_error(text: str) -> None:
+    """The restore's cheap check refuses exactly what the full parse refuses, at the same line."""
+    where = Path("skills/x/SKILL.md")
+    quick = frontmatter_error(text, where)
+    _doc, full = SkillDoc.parse_lenient(text, where)
+    assert (str(quick), getattr(quick, "line", None)) == (str(full), getattr(full, "line", None))
 
 
 def test_tab_after_a_plain_scalar_is_accepted() -> None:

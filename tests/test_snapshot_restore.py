@@ -109,6 +109,8 @@ def test_snapshot_holds_the_agent_state_and_nothing_else(
     # the executable bit survives
     with tarfile.open(snaps[0].path) as tar:
         assert tar.getmember("skills/alpha/scripts/run.sh").mode & 0o111
+        # whole-second times, as tar keeps them: no PAX header per member for a restore to parse
+        assert [m.name for m in tar.getmembers() if m.pax_headers] == []
     # every skill's timeline records the snapshot
     ops = [t for t in SkillStore(workspace, "alpha").timeline() if t["op"] == "snapshot"]
     assert [t["file"] for t in ops] == [

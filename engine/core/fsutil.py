@@ -205,7 +205,7 @@ def hold(path: Path) -> int:
 
 
 @contextlib.contextmanager
-def staged_open(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
+def staged_open(path: Path | str, mode: int = 0o644) -> Iterator[BinaryIO]:
     """Create a NEW file inside a staging folder that is later renamed into place as a whole.
 
     The folder's rename is the atomic step, so the file needs no temp name of its own (a restore

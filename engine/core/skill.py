@@ -271,6 +271,24 @@ def read_skill_text(path: Path | str) -> str:
         raise FormatError(path, None, "file is not UTF-8 text", line=line) from None
 
 
+def frontmatter_error(text: str, path: Path | str | None = None) -> FormatError | None:
+    """The error :meth:`SkillDoc.parse_lenient` returns for ``text``, from its frontmatter alone.
+
+    That error depends only on the lines up to the closing ``---``, so the body is not split or
+    indexed: a restore checks every SKILL.md of an archive, and parsing whole bodies cost more
+    than the rest of those checks together.
+    """
+    start = len(BOM) if text.startswith(BOM) else 0
+    lines = _LINE.finditer(text, start)
+    first = next(lines, None)
+    if first is None or not _DELIM.fullmatch(first.group().rstrip("\r\n")):
+        return None
+    for line in lines:
+        if _DELIM.fullmatch(line.group().rstrip("\r\n")):
+            return SkillDoc.parse_lenient(text[: line.end()], path)[1]
+    return SkillDoc.parse_lenient(text, path)[1]  # never closed: that is the error
+
+
 class SkillDoc:
     """A parsed SKILL.md; immutable, every edit returns a new document."""
 

@@ -36,8 +36,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
-
 from engine.core.config import Config
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.fsutil import (
@@ -50,9 +48,9 @@ from engine.core.fsutil import (
 )
 from engine.core.inflate import Inflated
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
-from engine.core.schema import from_mapping, to_mapping
+from engine.core.schema import from_mapping, parse_yaml, to_mapping
 from engine.core.secret_scan import refuse_secrets
-from engine.core.skill import SkillDoc
+from engine.core.skill import frontmatter_error
 from engine.core.stamps import utc_now
 from engine.core.store import stores_of
 from engine.core.vault import secret_values
@@ -190,6 +188,9 @@ def _write_archive(
             info = tar.gettarinfo(str(path), arcname)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
+            # whole seconds, as tar keeps them: a fractional mtime costs a PAX header per member,
+            # which doubles the headers a restore must parse
+            info.mtime = int(info.mtime)
             data = path.read_bytes() if info.isreg() else None
             if restorable is not None:
                 restorable.check(arcname, path, data)
@@ -417,7 +418,7 @@ def _read_archive(
     state_version: int | None = (
         None  # history/workspace.json's; older snapshots keep it in the config
     )
-    made: set[Path] = set()
+    made: set[str] = set()
     if dest is not None:
         dest.mkdir(parents=True)
     try:
@@ -482,7 +483,7 @@ def _read_archive(
                     raise refuse(implied[name], f"lies under {name!r}, which is not a folder")
                 if dest is not None and name != MANIFEST:
                     try:
-                        _write_member(tar, member, dest / name, data, made)
+                        _write_member(tar, member, f"{dest}/{name}", data, made)
                     except OSError as exc:
                         raise _WriteFailed(dest, exc) from None
             _read_to_end(path, gz)
@@ -526,18 +527,22 @@ class _WriteFailed(Exception):
 def _write_member(
     tar: tarfile.TarFile,
     member: tarfile.TarInfo,
-    target: Path,
+    target: str,
     data: bytes | None,
-    made: set[Path],
+    made: set[str],
 ) -> None:
     """Write one checked member (``data``: its bytes when the checks already read them).
 
     ``made`` holds the folders this extraction has created, so a file in one costs no mkdir.
+    Paths are strings here: pathlib's parents and hashing cost more than the writes of the
+    small files a skill is made of.
     """
-    folder = target if member.isdir() else target.parent
+    folder = target if member.isdir() else os.path.dirname(target)
     if folder not in made:
-        folder.mkdir(parents=True, exist_ok=True)
-        made.update((folder, *folder.parents))
+        os.makedirs(folder, exist_ok=True)
+        while folder not in made:  # it and every folder above it exist now
+            made.add(folder)
+            folder = os.path.dirname(folder)
     if member.isdir():
         return
     if member.issym():
@@ -584,7 +589,7 @@ def _utf8(raw: bytes, path: Path, name: str) -> str:
 
 def _check_skill(text: str, path: Path, name: str) -> None:
     """A skill the store could not read back would make every later store command refuse."""
-    _doc, error = SkillDoc.parse_lenient(text, f"{path}:{name}")
+    error = frontmatter_error(text, f"{path}:{name}")
     if error is not None:
         raise _Refused(f"refused: {_clip(str(error), 300)}; nothing was changed")
 
@@ -618,10 +623,10 @@ def _member_name(raw: str) -> str | None:
 
 def _parse_config(raw: bytes, label: str) -> Config:
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError):
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
         raise FormatError(label, None, "expected a valid UTF-8 YAML configuration") from None
-    return from_mapping(Config, data, label)
+    return from_mapping(Config, parse_yaml(text, label), label)  # the C loader, as load_config
 
 
 def _caps(ws: Workspace) -> tuple[int, int]:
