@@ -85,7 +85,7 @@ def test_agents_md_and_agent_settings_are_editable(ws: Workspace) -> None:
 @pytest.mark.parametrize(
     ("target", "old", "new", "problem"),
     [
-        ("skillsmith.yaml", "version: 0", "version: 5", "may change only the agent section"),
+        ("skillsmith.yaml", "  seed: 7", "  seed: 8", "may change only the agent section"),
         ("skillsmith.yaml", "judge: {provider: offline}", "judge: {provider: anthropic}",
          "not 'models'"),
         ("skillsmith.yaml", "kind: demo", "kind: command", "may not change agent.kind"),
