@@ -48,9 +48,10 @@ def _claude_workspace(root: Path, cases: int = 3, env_allow: tuple[str, ...] = (
 
 
 def _one_error_line(err: str) -> str:
-    """The one error line; a model CLI's units start after a pre-flight line naming its
-    credential (never the value), which is not an error."""
-    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("agent claude-code: ")]
+    """The one error line; a started job's plan, and a model CLI's pre-flight line naming its
+    credential (never the value), are not errors."""
+    info = ("agent claude-code: ", "plan: ")
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith(info)]
     assert API_KEY not in err
     assert len(lines) == 1, err
     return lines[0]

@@ -117,14 +117,14 @@ def _eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         judge=args.judge,
     )
-    if args.resume is None and show_plan(args, plan(ws, options)):
+    progress = LoopProgress(f"eval {args.bench}", quiet=wants_json(args))
+    if args.resume is None and show_plan(args, plan(ws, options), progress):
         return 0
     notice = demo_agent_notice(ws, args.bench)
     if notice:
         sys.stderr.write(notice + "\n")
     for line in model_invocation_notices(ws):
         sys.stderr.write(line + "\n")
-    progress = LoopProgress(f"eval {args.bench}", quiet=wants_json(args))
     try:
         with progress:
             if args.agents:

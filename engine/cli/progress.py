@@ -102,9 +102,9 @@ class LoopProgress:
     def __call__(self, event: Event) -> None:
         typed = read_event(event)
         if self.session_id is None and isinstance(typed, Started):
-            if self.plan_line is not None:
-                self.line(self.plan_line)
-                self.plan_line = None
+            if self.plan_line is not None and not self.quiet:  # one line, however wide
+                self.console.print(self.plan_line, highlight=False, markup=False, soft_wrap=True)
+            self.plan_line = None
             self.session_id = typed.session_id
             self.started = typed.fields
             self._own = self.progress.add_task(

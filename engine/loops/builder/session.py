@@ -52,6 +52,7 @@ from engine.core.scoreboard import (
 from engine.core.sessions import ends_logged, hold, is_held, start_session, verify_record
 from engine.core.standard import STANDARD_FILE, Standard, load_standard, write_standard
 from engine.core.workspace import Workspace
+from engine.core.yaml_log import is_log_file
 from engine.evaluation.agents import make_agent
 from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
@@ -375,7 +376,7 @@ class _Build:
         with self.ws.lock(f"build {self.bench_id}"):
             shutil.rmtree(staged, ignore_errors=True)
             for item in sorted(self.root.iterdir()):
-                if item.name == SCOREBOARD_NAME or _STAGING.match(item.name):
+                if is_log_file(item.name, SCOREBOARD_NAME) or _STAGING.match(item.name):
                     continue
                 if item.is_dir():
                     copy_tree(item, staged / item.name)
