@@ -243,7 +243,8 @@ FLOORS: dict[str, frozenset[str]] = {
     "evaluation": frozenset({"core"}),
     "loops": frozenset({"core", "evaluation"}),
     "views": frozenset({"core", "evaluation"}),
-    "cli": frozenset({"core", "evaluation", "loops", "views"}),
+    "share": frozenset({"core", "evaluation"}),  # reports, exports and check read results
+    "cli": frozenset({"core", "evaluation", "loops", "views", "share"}),
 }
 
 

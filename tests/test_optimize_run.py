@@ -349,21 +349,20 @@ def test_an_inconclusive_holdout_is_decided_by_rerunning_its_deciding_cases(
     assert validation["extra_runs"] == 0 and validation["p_value"] == pytest.approx(0.111, abs=1e-3)
     assert result.pool[1]["why"].startswith("picked: the best validation mean")
     # On Holdout the first look is inconclusive; rerunning only the cases whose runs disagree
-    # decides it, at the third of gates.looks' five looks (two reruns of 20; at three looks the
-    # second decided it after one, the later looks each holding a thinner slice of alpha).
+    # decides it.
     assert result.holdout is not None
     holdout = result.holdout["verdict"]
-    assert holdout["decision"] == "better" and holdout["extra_runs"] == 40
-    assert holdout["line"].endswith("(10 paired cases, 1 run, +40 extra)")
+    assert holdout["decision"] == "better" and holdout["extra_runs"] == 20
+    assert holdout["line"].endswith("(10 paired cases, 1 run, +20 extra)")
     assert result.status == "submitted", result.reason
-    assert "+40 extra" in result.reason
+    assert "+20 extra" in result.reason
     # Every rerun is a metric call: 46 for the search and the first looks, plus both variants'
     # extra runs.
     assert result.metric_calls == 46 + 2 * holdout["extra_runs"]
 
     folder = ws.experiments_dir / result.experiment_id
     stored = json.loads((folder / "result.json").read_text())
-    assert stored["holdout"]["verdict"]["extra_runs"] == 40
+    assert stored["holdout"]["verdict"]["extra_runs"] == 20
     reruns = [json.loads(p.read_text()) for p in sorted((folder / "evaluations").iterdir())]
     reruns = [e for e in reruns if "rerun" in e["phase"]]
     assert {e["phase"] for e in reruns} == {"holdout-rerun-baseline", "holdout-rerun-candidate"}
@@ -373,7 +372,7 @@ def test_an_inconclusive_holdout_is_decided_by_rerunning_its_deciding_cases(
     assert len(base) == len(pick) >= 1  # one rerun a look
     for b, a in zip(base, pick, strict=True):
         assert [r["case_id"] for r in b["results"]] == [r["case_id"] for r in a["results"]]
-    assert sum(len(b["results"]) for b in base) == 40
+    assert sum(len(b["results"]) for b in base) == 20
     cand = CandidateQueue(ws).get(result.candidate or "")
     figures = {g["gate"]: g for g in cand.gates()}["holdout_promotion"]["figures"]
     assert figures["extra_runs"] == holdout["extra_runs"]

@@ -11,7 +11,7 @@ import pytest
 from engine.core.errors import SkillsmithError
 from engine.evaluation.agents import sandbox as sandbox_module
 from engine.evaluation.agents import seatbelt
-from engine.evaluation.agents.limits import Limits
+from engine.evaluation.agents.limits import UnitLimits
 from engine.evaluation.agents.sandbox import make_sandbox, seatbelt_command
 
 
@@ -61,7 +61,7 @@ def test_a_seatbelt_run_is_sandbox_exec_with_its_limits_and_proxy_set_first(
     box = sandbox_module.Sandbox(
         kind="seatbelt",
         read_only=(Path("/usr"),),
-        limits=Limits(memory_mb=256, max_processes=32, disk_mb=8),
+        limits=UnitLimits(memory_mb=256, max_processes=32, disk_mb=8),
         allow=("127.0.0.1:8123", "api.anthropic.com:443"),
     )
     argv = seatbelt_command(box, ["claude", "-p", "hi"], tmp_path)

@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import engine.evaluation.agents.codex as codex
 from engine.core.config import AgentConfig, check_agent_command
 from engine.core.errors import SkillsmithError
 from engine.core.unfollowed import size_inside
 from engine.core.vault import Credential, find_credential, redact, remember_vault
 from engine.core.workspace import Workspace
-from engine.evaluation.agents import codex
 from engine.evaluation.agents.isolation import ANSWER_FILE, HOME_DIR, room_env
-from engine.evaluation.agents.limits import Limits
+from engine.evaluation.agents.limits import UnitLimits
 from engine.evaluation.agents.network import url_host
 from engine.evaluation.agents.process import ProcessResult, run_process
 from engine.evaluation.agents.sandbox import NO_SANDBOX, Sandbox, make_sandbox
@@ -376,7 +376,7 @@ def make_agent(ws: Workspace, cfg: AgentConfig | None = None) -> Agent:
         workspace=ws.root,
         read_only=cfg.read_only_paths,
         writable=cfg.writable_paths,
-        limits=Limits(cfg.memory_mb, cfg.max_processes, cfg.disk_mb),
+        limits=UnitLimits(cfg.memory_mb, cfg.max_processes, cfg.disk_mb),
     )
     return Agent(kind=cfg.kind, command=command, sandbox=sandbox, **extra, **common)
 

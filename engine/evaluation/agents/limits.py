@@ -31,7 +31,7 @@ _NO_FORK = re.compile(r"Resource temporarily unavailable|Cannot fork|fork: retry
 
 
 @dataclass(frozen=True)
-class Limits:
+class UnitLimits:
     """What one unit may use (``agent.memory_mb``, ``agent.max_processes``, ``agent.disk_mb``).
 
     The defaults leave a real Claude Code run (a node process near 400 MB, a few dozen
@@ -85,13 +85,13 @@ class Limits:
         return None
 
 
-DEFAULT_LIMITS = Limits()
+DEFAULT_LIMITS = UnitLimits()
 
 
 class Watch:
     """Counts a sandboxed unit's processes, their memory and its folder, now and then."""
 
-    def __init__(self, limits: Limits, room: Path) -> None:
+    def __init__(self, limits: UnitLimits, room: Path) -> None:
         self.limits, self.room = limits, room
         self._next_process = self._next_disk = 0.0
 

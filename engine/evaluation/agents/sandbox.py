@@ -36,9 +36,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import engine
+import engine.evaluation.agents.forwarder as forwarder
+import engine.evaluation.agents.seatbelt as seatbelt
 from engine.core.errors import SkillsmithError
-from engine.evaluation.agents import forwarder, seatbelt
-from engine.evaluation.agents.limits import DEFAULT_LIMITS, MB, Limits
+from engine.evaluation.agents.limits import DEFAULT_LIMITS, MB, UnitLimits
 from engine.evaluation.agents.network import (
     PROXY_PORT,
     SOCKET_INSIDE,
@@ -74,7 +75,7 @@ class Sandbox:
     # (target, path): links of a folder shown piece by piece around the workspace, kept as links
     links: tuple[tuple[str, Path], ...] = ()
     bwrap: str = BWRAP
-    limits: Limits = DEFAULT_LIMITS
+    limits: UnitLimits = DEFAULT_LIMITS
     setpriv: str = SETPRIV
     prlimit: str = PRLIMIT
 
@@ -247,7 +248,7 @@ def make_sandbox(
     workspace: Path,
     read_only: Iterable[str] = (),
     writable: Iterable[str] = (),
-    limits: Limits = DEFAULT_LIMITS,
+    limits: UnitLimits = DEFAULT_LIMITS,
     allow: Iterable[str] = (),
 ) -> Sandbox:
     """The sandbox ``agent.sandbox`` asks for (the default: the platform's); refuses when it

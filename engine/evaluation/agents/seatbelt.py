@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from engine.evaluation.agents.limits import MB, Limits
+from engine.evaluation.agents.limits import MB, UnitLimits
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 # macOS's own system folders (the Linux ones that exist there are in SYSTEM_DIRS too)
@@ -94,7 +94,7 @@ def command(
     writable: Iterable[Path],
     network: bool,
     ports: Iterable[int],
-    limits: Limits,
+    limits: UnitLimits,
     proxy: str | None = None,
 ) -> list[str]:
     """``sandbox-exec`` around the agent, its limits (and ``proxy``, the allow-list proxy's

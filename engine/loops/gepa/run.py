@@ -469,11 +469,13 @@ class _Run:
         and never past the metric-call budget (``reserve`` calls are kept for what follows)."""
         gates = self.ws.load_config().gates
         left = self.opts.max_metric_calls - self.evaluator.calls - reserve
+        # like the Holdout gate: at most three looks and no futility stop (on the demo, five
+        # looks spent twice the reruns and left its default run's real gain inconclusive)
         sampling = Sampling(
             alpha=gates.alpha,
             max_extra_runs=max(0, min(gates.max_extra_runs, left // 2)),
             looks=gates.looks,
-        )
+        ).without_futility()
         return sampling.decide(
             before,
             after,
