@@ -118,7 +118,8 @@ def test_a_better_skill_passes_and_prints_its_verdict(repo: Workspace) -> None:
     done = check(repo, "--cases", CASES, "--runs", "2", "--seed", SEED)
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith(f"{DEMO_SKILL}: "))
-    assert re.match(rf"{DEMO_SKILL}: better — \+\d+\.\d pts \[.*\] p=.* better", line), line
+    shape = rf"{DEMO_SKILL}: better — \+\d+\.\d pts \[.*\] p\(changed\?\)=.* better"
+    assert re.match(shape, line), line
 
 
 def test_inconclusive_is_a_warning_unless_strict(repo: Workspace) -> None:
