@@ -83,7 +83,8 @@ def test_a_time_limit_exits_1_with_the_failure_recorded(tmp_path: Path) -> None:
     assert code == 1
     assert result["status"] == "failed"
     assert result["reason"].startswith("time limit of 0.5s reached")
-    assert CandidateQueue(Workspace.at(root)).list() == []
+    # the refusal is on record (status rejected, its idea on the taboo list), never approvable
+    assert [c.status for c in CandidateQueue(Workspace.at(root)).list()] == ["rejected"]
     stored = json.loads((Path(result["experiment_dir"]) / "result.json").read_text())
     assert stored["status"] == "failed"
 
@@ -160,4 +161,5 @@ def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Pa
     assert holdout["verdict"]["decision"] == "better"
     assert result["status"] == "not_submitted", result["reason"]
     assert "catch-all trigger" in result["reason"], result["reason"]
-    assert CandidateQueue(Workspace.at(root)).list() == []
+    # the refusal is on record (status rejected, its idea on the taboo list), never approvable
+    assert [c.status for c in CandidateQueue(Workspace.at(root)).list()] == ["rejected"]
