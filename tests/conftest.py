@@ -10,7 +10,8 @@ from engine.core.workspace import Workspace
 
 # The local Messages-API server fixture (`messages_server`), shared by every model-client test;
 # the scripted agents' launch counter (`count_dir`), shared by the runner tests.
-pytest_plugins = ["tests.llm_server", "tests.runner_helpers"]
+# Every toast a Pilot-driven app shows, kept past its timeout (`shown_toasts`, tests/tui_pilot.py).
+pytest_plugins = ["tests.llm_server", "tests.runner_helpers", "tests.tui_toasts"]
 
 
 # Skills written for these tests in the styles public skills use (tests/data/corpus/README.md):

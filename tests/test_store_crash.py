@@ -178,3 +178,23 @@ def test_sigkill_at_random_points_leaves_a_consistent_store(
     snap = create_snapshot(ws, note="after")
     _check_new_snapshots(ws, seen)
     assert snap.exists()
+
+
+def test_opening_removes_a_workspace_version_temp_a_killed_publish_left(
+    workspace: Workspace,
+) -> None:
+    """A publish killed inside the write of history/workspace.json leaves its temp beside it (the
+    random kills above hit this about once in thirty runs): opening the workspace removes it and
+    keeps the version that was committed."""
+    ws = workspace
+    make_skill(ws, "big", "---\nname: big\ndescription: Search the code. Use for search.\n---\n")
+    SkillStore(ws, "big").publish(
+        "---\nname: big\ndescription: Search. Use for search.\n---\nx\n", why="t"
+    )
+    version = ws.version()
+    temp = ws.history_dir / ".workspace.json.k1ll3d0a.tmp"
+    temp.write_text('{"version": 9')
+    reopened = Workspace.at(ws.root)
+    assert not temp.exists()
+    assert leftovers(reopened) == []
+    assert reopened.version() == version

@@ -73,8 +73,10 @@ async def wait_until(
 
 
 def toasts(pilot: Pilot[None]) -> list[str]:
-    """The notifications shown so far (Pilot hides toasts but the app records them)."""
-    return [str(n.message) for n in pilot.app._notifications]
+    """The notifications shown so far, expired ones included (tests/tui_toasts.py keeps them)."""
+    from tests.tui_toasts import SHOWN
+
+    return list(pilot.app.__dict__.get(SHOWN, []))
 
 
 async def confirm(pilot: Pilot[None], key: str, **fields: str) -> None:

@@ -13,7 +13,7 @@ store or queue opened to be read changes nothing on disk.
 from __future__ import annotations
 
 from engine.core.errors import FormatError, LockError, SkillsmithError
-from engine.core.journal import remove_leftovers
+from engine.core.journal import is_leftover, remove_leftovers
 from engine.core.queue import CandidateQueue
 from engine.core.snapshots import recover
 from engine.core.store import stores_of
@@ -46,6 +46,11 @@ def recover_workspace(ws: Workspace) -> None:
                 for stage in folder.iterdir()
                 if stage.name.startswith(IMPORT_STAGE)
             )
+            # a publish killed while writing history/workspace.json (under the lock we hold)
+            if ws.history_dir.is_dir():
+                remove_leftovers(
+                    p for p in ws.history_dir.iterdir() if p.is_file() and is_leftover(p.name)
+                )
             try:
                 CandidateQueue(ws).recover()
             except FormatError:

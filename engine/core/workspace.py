@@ -399,8 +399,9 @@ def _needs_recovery(root: Path) -> bool:
     import."""
     if (root / RESTORE_JOURNAL).exists() or (root / "candidates" / INTENT_JOURNAL).exists():
         return True
-    folders = [root, root / "candidates", root / "snapshots", root / "benchmarks", root / "runs"]
     history = root / "history"
+    folders = [root, root / "candidates", root / "snapshots", root / "benchmarks", root / "runs"]
+    folders.append(history)  # history/workspace.json's temp, when a publish was killed writing it
     if history.is_dir():
         skills = [p for p in history.iterdir() if p.is_dir()]
         folders += [*skills, *(p / "branches" for p in skills)]
