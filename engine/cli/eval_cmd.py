@@ -63,6 +63,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="who grades llm_judge checks this time (default: models.judge in skillsmith.yaml); "
         "the offline judge grades only the decision standard's [evidence] rule",
     )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run again even when a finished run with the same --seed may stand in "
+        "(docs/evaluate.md)",
+    )
     executor_options(p)
     p.set_defaults(func=_eval)
 
@@ -114,6 +120,7 @@ def _eval(args: argparse.Namespace) -> int:
                 run_id=args.resume,
                 seed=args.seed,
                 judge=args.judge,
+                fresh=args.fresh,
             )
             result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
@@ -126,6 +133,8 @@ def _eval(args: argparse.Namespace) -> int:
         )
         return 130
     verdict = _baseline_verdict(result)
+    if result.reused is not None:
+        sys.stderr.write(f"skillsmith: {result.reused}; --fresh runs it again\n")
     if wants_json(args):
         print_json(
             {
@@ -134,6 +143,7 @@ def _eval(args: argparse.Namespace) -> int:
                 "seed": result.seed,
                 "status": result.status,
                 "launched": result.launched,
+                "reused": result.reused,
                 "metrics": result.metrics.to_dict(),
                 "baseline_metrics": (
                     result.baseline_metrics.to_dict() if result.baseline_metrics else None

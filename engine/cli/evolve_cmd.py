@@ -41,6 +41,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, help="proposer seed (default: the benchmark's)")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every evaluation again, even one an earlier session has on record",
+    )
     executor_options(p)
     p.set_defaults(func=_evolve)
 
@@ -64,6 +69,7 @@ def _evolve(args: argparse.Namespace) -> int:
         auto_approve=args.auto_approve,
         seed=args.seed,
         jobs=args.jobs,
+        fresh=args.fresh,
     )
     try:
         with progress:

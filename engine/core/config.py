@@ -38,6 +38,8 @@ class AgentConfig:
     network: bool | None = None  # None: only claude-code (it calls the Messages API) gets it
     read_only_paths: list[str] = field(default_factory=list)  # more host paths the agent may read
     writable_paths: list[str] = field(default_factory=list)  # and may write (outside the workspace)
+    # the same seed gives the same run (a seeded command agent): a repeated seeded eval reuses
+    deterministic: bool = False
 
 
 @dataclass
@@ -245,6 +247,9 @@ class Config:
     online: OnlineConfig = field(default_factory=OnlineConfig)
     curation: CurationConfig = field(default_factory=CurationConfig)
     pinned_skills: list[str] = field(default_factory=list)
+    # when a finished run stands in for a new one (engine.evaluation.reuse): loops and a seeded
+    # eval of a deterministic agent (auto), also a seeded eval of a noisy one (always), never
+    reuse: Literal["auto", "always", "never"] = "auto"
     keymap: dict[str, str] = field(default_factory=dict)
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.workspace import Workspace
+from engine.evaluation.reuse import Reuse
 from engine.evaluation.runner import RunResult, run_evaluation
 
 
@@ -28,6 +29,7 @@ class EvalOptions:
     seed: int | None = None
     # the judge of llm_judge checks for this evaluation (default: models.judge in skillsmith.yaml)
     judge: Literal["offline", "anthropic"] | None = None
+    fresh: bool = False  # run again even when a finished run of the same seed may stand in
 
 
 def run(
@@ -57,6 +59,9 @@ def run(
         judge=judge,
         reporter=reporter,
         cancel=cancel,
+        # a person's seeded eval: a finished run of the same seed stands in for a deterministic
+        # agent, for a noisy one when skillsmith.yaml says reuse: always
+        reuse=Reuse(fresh=options.fresh, loop=False),
     )
 
 

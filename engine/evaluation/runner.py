@@ -91,6 +91,7 @@ from engine.evaluation.executors import Executor, configured_executor
 from engine.evaluation.failfast import FIRST_UNITS, AgentBroken, FirstUnits, preflight
 from engine.evaluation.grading import JudgeModel, grade
 from engine.evaluation.metrics import Metrics, metrics
+from engine.evaluation.reuse import Reuse, allowed, file_run, identity, lookup, reused_line
 
 SKILL, BASELINE = "skill", "baseline"
 SEED_BITS = 31
@@ -117,6 +118,7 @@ class RunResult:
     status: str  # finished | incomplete (some units invalid)
     launched: int  # units this call ran to the end (0 when everything was already done)
     seed: int = 0  # the evaluation's seed (``--seed`` reproduces it)
+    reused: str | None = None  # what stood in for running it (engine.evaluation.reuse)
 
     @property
     def headline(self) -> str:
@@ -143,6 +145,7 @@ class Plan:
     bench_sha256: str
     versions: dict[str, dict[str, str | None]] = field(default_factory=dict)
     seed: int = 0  # the evaluation seed; deliberately not in ``material`` (see the module doc)
+    reuse_id: str | None = None  # filed under it once finished (engine.evaluation.reuse)
 
     def units(self) -> list[UnitKey]:
         """All units, shuffled by the benchmark seed: the same seed, the same order."""
@@ -565,6 +568,7 @@ def run_evaluation(
     seed: int | None = None,
     executor: Executor | None = None,
     folders: Mapping[str, Resources] | None = None,
+    reuse: Reuse | None = None,
 ) -> RunResult:
     """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
 
@@ -580,7 +584,9 @@ def run_evaluation(
     ``executor`` runs the agents (default: the command line's ``--executor``, else the one
     ``executor:`` in skillsmith.yaml names). ``folders`` gives a skill under test its own files
     beside SKILL.md (a candidate whose patch edits a reference) instead of its live folder's;
-    they are kept in the run's ``inputs/`` with the text.
+    they are kept in the run's ``inputs/`` with the text. ``reuse``: a finished run of the
+    same evaluation (and seed) may stand in for a new one, and this one is filed for later
+    reuse (engine.evaluation.reuse); ``RunResult.reused`` says when it did.
     """
     if cancel is not None:
         cancel.check()
@@ -618,6 +624,10 @@ def run_evaluation(
     )
     if folder is not None and folder.exists():
         _refuse_other_inputs(folder, plan)
+    if reuse is not None and seed is not None and (folder is None or not folder.exists()):
+        recorded = _reused(ws, cfg, dataclasses.replace(plan, seed=seed), judge, reuse)
+        if recorded is not None:
+            return recorded
     if folder is None:
         found = find_resumable(ws.runs_dir, plan.key())
         if found is not None and seed in (None, _seed_of(found)):
@@ -633,11 +643,52 @@ def run_evaluation(
             )
         seed = had
     plan = dataclasses.replace(plan, seed=fresh_seed() if seed is None else seed)
+    if reuse is not None:
+        plan = dataclasses.replace(plan, reuse_id=_reuse_id(cfg, plan, judge, reuse))
     judge = judge if judge is not None else _judge(ws, cfg, plan)
     preflight(agent)  # an unreachable model is refused before any run folder exists
     executor = executor if executor is not None else configured_executor(cfg)
     with folder.claim():
         return _evaluate(ws, cfg, plan, folder, jobs, judge, reporter, cancel, scoreboard, executor)
+
+
+def _reuse_id(cfg: Config, plan: Plan, judge: JudgeModel | None, reuse: Reuse) -> str | None:
+    """The plan's reuse identity; None when a rubric asks for a judge the caller brought (its
+    grading cannot be told apart from another's)."""
+    wants = any(check.kind == "llm_judge" for c in plan.cases for check in c.rubric.checks)
+    if wants and judge is not None:
+        return None
+    grading = {"provider": cfg.models.judge.provider, "model": cfg.models.judge.model}
+    return identity(plan.key(), plan.seed, plan.agent, grading if wants else None, reuse.purpose)
+
+
+def _reused(
+    ws: Workspace, cfg: Config, plan: Plan, judge: JudgeModel | None, reuse: Reuse
+) -> RunResult | None:
+    """The recorded finished run of this very evaluation, read (never written), if one may
+    stand in for it and still holds a valid row for every unit."""
+    ident = _reuse_id(cfg, plan, judge, reuse)
+    folder = None if ident is None or not allowed(cfg, reuse) else lookup(ws.runs_dir, ident)
+    if folder is None:
+        return None
+    units = plan.units()
+    try:
+        tally = _tally(plan, folder.run_id, units, folder.rows(), record=False)
+    except SkillsmithError:  # a row edited since: run it again
+        return None
+    if tally.status != "finished" or len(tally.rows) != len(units):
+        return None
+    return RunResult(
+        run_id=folder.run_id,
+        run_dir=folder.path,
+        rows=tally.rows,
+        metrics=tally.metrics,
+        baseline_metrics=tally.baseline_metrics,
+        status=tally.status,
+        launched=0,
+        seed=plan.seed,
+        reused=reused_line(folder.run_id, plan.skills_record(SKILL), len(units), plan.seed),
+    )
 
 
 def _seed_of(folder: RunFolder) -> int:
@@ -910,6 +961,7 @@ def _manifest(plan: Plan, folder: RunFolder, jobs: int) -> dict[str, Any]:
         "units_total": len(plan.cases) * plan.runs * len(plan.variants),
         "jobs": jobs,
         "key": plan.key(),
+        "reuse": plan.reuse_id,
         "inputs": plan.material(),
         "started_at": utc_now(),
         "finished_at": None,
@@ -1011,6 +1063,8 @@ def _complete(
         manifest["scoreboard_recorded"] = True
         record = functools.partial(_append_records, plan.bench.root, tally.records)
     _finish(ws, folder, manifest, units, tally.status, stored, record)
+    if tally.status == "finished" and plan.reuse_id is not None:
+        file_run(folder, plan.reuse_id)
     result = RunResult(
         run_id=folder.run_id,
         run_dir=folder.path,

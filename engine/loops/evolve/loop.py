@@ -55,6 +55,7 @@ class EvolveOptions:
     auto_approve: bool = False
     seed: int | None = None  # default: the benchmark's seed
     jobs: int | None = None
+    fresh: bool = False  # run every evaluation, even one an earlier session has on record
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def run(
             reporter=reporter,
             cancel=cancel,
             jobs=options.jobs,
+            fresh=options.fresh,
         )
         result = _run(evo, resumed)
         log.emit(
