@@ -1,7 +1,8 @@
 """A second evolve session on an unchanged version and benchmark pays for none of the first's runs.
 
-Both sessions run ``skillsmith evolve`` as a subprocess on one family of the noisy demo with one
-run per case and one round, to stay fast. The session seed is fixed (``--seed 7``, the same in
+Both sessions run ``skillsmith evolve`` as a subprocess on nine path-traversal cases of the noisy
+demo with one run per case and one round, to stay fast (enough for a candidate, the gates'
+paired parent and their reruns). The session seed is fixed (``--seed 7``, the same in
 both) because it fixes the seed of every evaluation a session asks for: a second session with the
 same seed asks for exactly the measurements the first made, which is what may be reused; another
 seed asks for other draws. The units are read from the run folders on disk, not from the loop's
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,17 @@ from tests.evolve_helpers import demo, run_evolve, session_events
 pytestmark = pytest.mark.slow
 
 Unit = tuple[str, int, int]  # case, run index, unit seed
+KEEP = {
+    "path-go-base",
+    "path-go-join",
+    "path-java-file",
+    "path-java-normalize",
+    "path-js-readfile",
+    "path-js-root",
+    "path-php-readfile",
+    "path-py-basename",
+    "path-py-concat",
+}
 
 
 def units_by_text(ws: Workspace, runs: set[str]) -> dict[str, set[Unit]]:
@@ -51,8 +64,12 @@ def test_a_second_evolve_session_reuses_the_first_sessions_runs_and_fresh_runs_t
     tmp_path: Path,
 ) -> None:
     ws = demo(tmp_path / "ws", ("path",))
-    bench = ws.benchmarks_dir / DEMO_BENCHMARK / "benchmark.yaml"
-    bench.write_text(re.sub(r"runs_per_case: \d+", "runs_per_case: 1", bench.read_text()))
+    bench = ws.benchmarks_dir / DEMO_BENCHMARK
+    for case in bench.iterdir():
+        if case.is_dir() and case.name not in KEEP:
+            shutil.rmtree(case)
+    spec = bench / "benchmark.yaml"
+    spec.write_text(re.sub(r"runs_per_case: \d+", "runs_per_case: 1", spec.read_text()))
     store = SkillStore(ws, DEMO_SKILL)
     args = ("--rounds", "1", "--seed", "7")
 
