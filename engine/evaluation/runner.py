@@ -678,17 +678,8 @@ def _reused(
         return None
     if tally.status != "finished" or len(tally.rows) != len(units):
         return None
-    return RunResult(
-        run_id=folder.run_id,
-        run_dir=folder.path,
-        rows=tally.rows,
-        metrics=tally.metrics,
-        baseline_metrics=tally.baseline_metrics,
-        status=tally.status,
-        launched=0,
-        seed=plan.seed,
-        reused=reused_line(folder.run_id, plan.skills_record(SKILL), len(units), plan.seed),
-    )
+    line = reused_line(folder.run_id, plan.skills_record(SKILL), len(units), plan.seed)
+    return tally.result(folder, plan.seed, launched=0, reused=line)
 
 
 def _seed_of(folder: RunFolder) -> int:
@@ -1026,6 +1017,22 @@ class _Tally:
     baseline_metrics: Metrics | None
     records: list[PreparedRecord] | None
 
+    def result(
+        self, folder: RunFolder, seed: int, *, launched: int, reused: str | None = None
+    ) -> RunResult:
+        """What the caller gets, alike for a run just finished and a recorded one reused."""
+        return RunResult(
+            run_id=folder.run_id,
+            run_dir=folder.path,
+            rows=self.rows,
+            metrics=self.metrics,
+            baseline_metrics=self.baseline_metrics,
+            status=self.status,
+            launched=launched,
+            seed=seed,
+            reused=reused,
+        )
+
 
 def _tally(
     plan: Plan, run_id: str, units: list[UnitKey], stored: list[dict[str, Any]], record: bool
@@ -1065,16 +1072,7 @@ def _complete(
     _finish(ws, folder, manifest, units, tally.status, stored, record)
     if tally.status == "finished" and plan.reuse_id is not None:
         file_run(folder, plan.reuse_id)
-    result = RunResult(
-        run_id=folder.run_id,
-        run_dir=folder.path,
-        rows=tally.rows,
-        metrics=tally.metrics,
-        baseline_metrics=tally.baseline_metrics,
-        status=tally.status,
-        launched=launched,
-        seed=plan.seed,
-    )
+    result = tally.result(folder, plan.seed, launched=launched)
     notes.last(
         "finished",
         run_id=folder.run_id,
