@@ -17,6 +17,8 @@ import pytest
 
 from engine.cli import main
 from engine.core.workspace import Workspace
+from engine.evaluation.reuse import Reuse
+from engine.evaluation.runner import run_evaluation
 from tests.runner_helpers import add_skill, command_workspace, launches, mode_benchmark
 
 CASES = {
@@ -121,3 +123,22 @@ def test_an_eval_without_a_seed_is_a_new_draw(
     # its seed, typed back, is answered by the run that drew it
     again = eval_json(ws, capsys, "--seed", str(second["seed"]))
     assert again["run_id"] == second["run_id"] and len(launches(count_dir)) == 6
+
+
+def test_rows_a_loop_picked_targets_on_stand_in_only_for_picking_targets_again(
+    tmp_path: Path, count_dir: Path
+) -> None:
+    # the rule that keeps a patch from being judged on the rows its targets came from
+    ws = workspace(tmp_path / "ws", deterministic=True)
+    diagnosed = run_evaluation(ws, "b", seed=5, jobs=1, reuse=Reuse("targets"))
+    measured = run_evaluation(ws, "b", seed=5, jobs=1, reuse=Reuse("measure"))
+    assert len(launches(count_dir)) == 6 and measured.run_id != diagnosed.run_id
+    again = run_evaluation(ws, "b", seed=5, jobs=1, reuse=Reuse("targets"))
+    assert (again.run_id, again.launched) == (diagnosed.run_id, 0)
+    assert run_evaluation(ws, "b", seed=5, jobs=1, reuse=Reuse("measure")).run_id == (
+        measured.run_id
+    )
+    # a caller that offers no purpose neither reuses nor is filed for reuse
+    plain = run_evaluation(ws, "b", seed=7, jobs=1)
+    assert run_evaluation(ws, "b", seed=7, jobs=1, reuse=Reuse()).run_id != plain.run_id
+    assert len(launches(count_dir)) == 12
