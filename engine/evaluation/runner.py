@@ -14,7 +14,9 @@ Agents vary from run to run, so every evaluation has a seed: drawn fresh unless 
 one, recorded in the manifest, and turned into one seed per (case, run) that the agent gets as
 ``SKILLSMITH_SEED`` and the results row keeps. The same seed reproduces a noisy demo evaluation
 exactly; two variants of one evaluation share their unit seeds, so a paired comparison can pair
-on them. The seed is not part of the resume key: resuming keeps the run's own seed.
+on them. The seed is not part of the resume key: resuming keeps the run's own seed. A caller that
+says what it uses the rows for may get a finished run of the same evaluation and seed instead of
+a new one (engine.evaluation.reuse): no run is paid for twice.
 """
 
 from __future__ import annotations
