@@ -70,6 +70,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="run the benchmark on each of these agents (claude-code,codex,…) with one seed and "
         "report the paired difference between them per skill version",
     )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run again even when a finished run with the same --seed may stand in "
+        "(docs/evaluate.md)",
+    )
     dry_run_option(p)
     executor_options(p)
     p.set_defaults(func=_eval)
@@ -116,6 +122,7 @@ def _eval(args: argparse.Namespace) -> int:
         run_id=args.resume,
         seed=args.seed,
         judge=args.judge,
+        fresh=args.fresh,
     )
     progress = LoopProgress(f"eval {args.bench}", quiet=wants_json(args))
     if args.resume is None and show_plan(args, plan(ws, options), progress):
@@ -140,6 +147,8 @@ def _eval(args: argparse.Namespace) -> int:
         )
         return 130
     verdict = _baseline_verdict(result)
+    if result.reused is not None:
+        sys.stderr.write(f"skillsmith: {result.reused}; --fresh runs it again\n")
     if wants_json(args):
         print_json(
             {
@@ -148,6 +157,7 @@ def _eval(args: argparse.Namespace) -> int:
                 "seed": result.seed,
                 "status": result.status,
                 "launched": result.launched,
+                "reused": result.reused,
                 "metrics": result.metrics.to_dict(),
                 "baseline_metrics": (
                     result.baseline_metrics.to_dict() if result.baseline_metrics else None

@@ -51,6 +51,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
     budget_options(p)
     dry_run_option(p)
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every evaluation again, even one an earlier session has on record",
+    )
     executor_options(p)
     p.set_defaults(func=_evolve)
 
@@ -76,6 +81,7 @@ def _evolve(args: argparse.Namespace) -> int:
         seed=args.seed,
         jobs=args.jobs,
         budget=budget_of(args),
+        fresh=args.fresh,
     )
     if show_plan(args, plan(ws, options), progress):
         return 0

@@ -51,6 +51,8 @@ class AgentConfig:
     # tracked files at HEAD (the commit evaluated), the working tree as git sees it (tracked
     # and untracked-but-not-ignored files, as they are now), or nothing (docs/agents.md)
     project: Literal["tracked", "worktree", "none"] = "tracked"
+    # the same seed gives the same run (a seeded command agent): a repeated seeded eval reuses
+    deterministic: bool = False
 
 
 @dataclass
@@ -272,6 +274,9 @@ class Config:
     online: OnlineConfig = field(default_factory=OnlineConfig)
     curation: CurationConfig = field(default_factory=CurationConfig)
     pinned_skills: list[str] = field(default_factory=list)
+    # when a finished run stands in for a new one (engine.evaluation.reuse): loops and a seeded
+    # eval of a deterministic agent (auto), also a seeded eval of a noisy one (always), never
+    reuse: Literal["auto", "always", "never"] = "auto"
     keymap: dict[str, str] = field(default_factory=dict)
 
 

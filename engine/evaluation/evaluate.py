@@ -17,6 +17,7 @@ from engine.core.events import CancelToken, Reporter, null_reporter
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
 from engine.evaluation.costplan import JobPlan, per_run, workers
+from engine.evaluation.reuse import Reuse
 from engine.evaluation.runner import RunResult, make_plan, run_evaluation
 
 
@@ -33,6 +34,7 @@ class EvalOptions:
     # the judge of llm_judge checks for this evaluation (default: models.judge in skillsmith.yaml)
     judge: Literal["offline", "anthropic"] | None = None
     agent: AgentConfig | None = None  # default: skillsmith.yaml's agent (eval --agents: each)
+    fresh: bool = False  # run again even when a finished run of the same seed may stand in
 
 
 def run(
@@ -63,6 +65,9 @@ def run(
         agent_config=options.agent,
         reporter=reporter,
         cancel=cancel,
+        # a person's seeded eval: a finished run of the same seed stands in for a deterministic
+        # agent, for a noisy one when skillsmith.yaml says reuse: always
+        reuse=Reuse(fresh=options.fresh, loop=False),
     )
 
 

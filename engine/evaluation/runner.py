@@ -14,7 +14,9 @@ Agents vary from run to run, so every evaluation has a seed: drawn fresh unless 
 one, recorded in the manifest, and turned into one seed per (case, run) that the agent gets as
 ``SKILLSMITH_SEED`` and the results row keeps. The same seed reproduces a noisy demo evaluation
 exactly; two variants of one evaluation share their unit seeds, so a paired comparison can pair
-on them. The seed is not part of the resume key: resuming keeps the run's own seed.
+on them. The seed is not part of the resume key: resuming keeps the run's own seed. A caller that
+says what it uses the rows for may get a finished run of the same evaluation and seed instead of
+a new one (engine.evaluation.reuse): no run is paid for twice.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ from engine.evaluation.executors import Executor, configured_executor
 from engine.evaluation.failfast import FIRST_UNITS, AgentBroken, FirstUnits, preflight
 from engine.evaluation.grading import JudgeModel, grade
 from engine.evaluation.metrics import Metrics, metrics
+from engine.evaluation.reuse import Reuse, allowed, file_run, identity, lookup, reused_line
 
 SKILL, BASELINE = "skill", "baseline"
 SEED_BITS = 31
@@ -118,6 +121,7 @@ class RunResult:
     status: str  # finished | incomplete (some units invalid)
     launched: int  # units this call ran to the end (0 when everything was already done)
     seed: int = 0  # the evaluation's seed (``--seed`` reproduces it)
+    reused: str | None = None  # what stood in for running it (engine.evaluation.reuse)
 
     @property
     def headline(self) -> str:
@@ -145,6 +149,7 @@ class Plan:
     versions: dict[str, dict[str, str | None]] = field(default_factory=dict)
     seed: int = 0  # the evaluation seed; deliberately not in ``material`` (see the module doc)
     project: ProjectTree | None = None  # the project each room holds (adopted workspaces)
+    reuse_id: str | None = None  # filed under it once finished (engine.evaluation.reuse)
 
     def units(self) -> list[UnitKey]:
         """All units, shuffled by the benchmark seed: the same seed, the same order."""
@@ -574,6 +579,7 @@ def run_evaluation(
     executor: Executor | None = None,
     folders: Mapping[str, Resources] | None = None,
     agent_config: AgentConfig | None = None,
+    reuse: Reuse | None = None,
 ) -> RunResult:
     """Evaluate the skills on benchmark ``bench_id``; resume instead of redoing finished units.
 
@@ -590,7 +596,9 @@ def run_evaluation(
     ``executor:`` in skillsmith.yaml names). ``folders`` gives a skill under test its own files
     beside SKILL.md (a candidate whose patch edits a reference) instead of its live folder's;
     they are kept in the run's ``inputs/`` with the text. ``agent_config`` runs another agent
-    than skillsmith.yaml's (``eval --agents``).
+    than skillsmith.yaml's (``eval --agents``). ``reuse``: a finished run of the same
+    evaluation (and seed) may stand in for a new one, and this one is filed for later reuse
+    (engine.evaluation.reuse); ``RunResult.reused`` says when it did.
     """
     if cancel is not None:
         cancel.check()
@@ -600,7 +608,9 @@ def run_evaluation(
         version_number(split_version(baseline)[1])
     cfg = ws.load_config()
     bench = load_benchmark(ws.benchmarks_dir / bench_id)
-    agent_config = agent_config or cfg.agent
+    if agent_config is not None:  # eval --agents: this evaluation's agent, everywhere below
+        cfg = dataclasses.replace(cfg, agent=agent_config)
+    agent_config = cfg.agent
     agent = make_agent(ws, agent_config)
     folder: RunFolder | None = None
     if run_id is not None:
@@ -631,7 +641,7 @@ def run_evaluation(
             project=project,
         )
         return _run_plan(
-            ws, cfg, plan, folder, seed, jobs, judge, reporter, cancel, scoreboard, executor
+            ws, cfg, plan, folder, seed, jobs, judge, reporter, cancel, scoreboard, executor, reuse
         )
 
 
@@ -647,11 +657,17 @@ def _run_plan(
     cancel: CancelToken | None,
     scoreboard: bool,
     executor: Executor | None,
+    reuse: Reuse | None,
 ) -> RunResult:
-    """Find or name the run folder of ``plan``, check the agent can run, and evaluate."""
+    """Find or name the run folder of ``plan`` (or a recorded run that stands in for it), check
+    the agent can run, and evaluate."""
     agent = plan.agent
     if folder is not None and folder.exists():
         _refuse_other_inputs(folder, plan)
+    if reuse is not None and seed is not None and (folder is None or not folder.exists()):
+        recorded = _reused(ws, cfg, dataclasses.replace(plan, seed=seed), judge, reuse)
+        if recorded is not None:
+            return recorded
     if folder is None:
         found = find_resumable(ws.runs_dir, plan.key())
         if found is not None and seed in (None, _seed_of(found)):
@@ -667,6 +683,8 @@ def _run_plan(
             )
         seed = had
     plan = dataclasses.replace(plan, seed=fresh_seed() if seed is None else seed)
+    if reuse is not None:
+        plan = dataclasses.replace(plan, reuse_id=_reuse_id(cfg, plan, judge, reuse))
     judge = judge if judge is not None else _judge(ws, cfg, plan)
     preflight(agent)  # an unreachable model is refused before any run folder exists
     executor = executor if executor is not None else configured_executor(cfg)
@@ -685,6 +703,36 @@ def _preflight_line(plan: Plan) -> str | None:
     if plan.project is not None:
         parts.append(plan.project.line())
     return "; ".join(parts) or None
+
+
+def _reuse_id(cfg: Config, plan: Plan, judge: JudgeModel | None, reuse: Reuse) -> str | None:
+    """The plan's reuse identity; None when a rubric asks for a judge the caller brought (its
+    grading cannot be told apart from another's)."""
+    wants = any(check.kind == "llm_judge" for c in plan.cases for check in c.rubric.checks)
+    if wants and judge is not None:
+        return None
+    grading = {"provider": cfg.models.judge.provider, "model": cfg.models.judge.model}
+    return identity(plan.key(), plan.seed, plan.agent, grading if wants else None, reuse.purpose)
+
+
+def _reused(
+    ws: Workspace, cfg: Config, plan: Plan, judge: JudgeModel | None, reuse: Reuse
+) -> RunResult | None:
+    """The recorded finished run of this very evaluation, read (never written), if one may
+    stand in for it and still holds a valid row for every unit."""
+    ident = _reuse_id(cfg, plan, judge, reuse)
+    folder = None if ident is None or not allowed(cfg, reuse) else lookup(ws.runs_dir, ident)
+    if folder is None:
+        return None
+    units = plan.units()
+    try:
+        tally = _tally(plan, folder.run_id, units, folder.rows(), record=False)
+    except SkillsmithError:  # a row edited since: run it again
+        return None
+    if tally.status != "finished" or len(tally.rows) != len(units):
+        return None
+    line = reused_line(folder.run_id, plan.skills_record(SKILL), len(units), plan.seed)
+    return tally.result(folder, plan.seed, launched=0, reused=line)
 
 
 def _seed_of(folder: RunFolder) -> int:
@@ -964,6 +1012,7 @@ def _manifest(plan: Plan, folder: RunFolder, jobs: int) -> dict[str, Any]:
         "units_total": len(plan.cases) * plan.runs * len(plan.variants),
         "jobs": jobs,
         "key": plan.key(),
+        "reuse": plan.reuse_id,
         "inputs": plan.material(),
         "started_at": utc_now(),
         "finished_at": None,
@@ -1028,6 +1077,22 @@ class _Tally:
     baseline_metrics: Metrics | None
     records: list[PreparedRecord] | None
 
+    def result(
+        self, folder: RunFolder, seed: int, *, launched: int, reused: str | None = None
+    ) -> RunResult:
+        """What the caller gets, alike for a run just finished and a recorded one reused."""
+        return RunResult(
+            run_id=folder.run_id,
+            run_dir=folder.path,
+            rows=self.rows,
+            metrics=self.metrics,
+            baseline_metrics=self.baseline_metrics,
+            status=self.status,
+            launched=launched,
+            seed=seed,
+            reused=reused,
+        )
+
 
 def _tally(
     plan: Plan, run_id: str, units: list[UnitKey], stored: list[dict[str, Any]], record: bool
@@ -1065,16 +1130,9 @@ def _complete(
         manifest["scoreboard_recorded"] = True
         record = functools.partial(_append_records, plan.bench.root, tally.records)
     _finish(ws, folder, manifest, units, tally.status, stored, record)
-    result = RunResult(
-        run_id=folder.run_id,
-        run_dir=folder.path,
-        rows=tally.rows,
-        metrics=tally.metrics,
-        baseline_metrics=tally.baseline_metrics,
-        status=tally.status,
-        launched=launched,
-        seed=plan.seed,
-    )
+    if tally.status == "finished" and plan.reuse_id is not None:
+        file_run(folder, plan.reuse_id)
+    result = tally.result(folder, plan.seed, launched=launched)
     notes.last(
         "finished",
         run_id=folder.run_id,

@@ -61,6 +61,7 @@ class EvolveOptions:
     budget: Budget = field(
         default_factory=Budget
     )  # outranks the session's and skillsmith.yaml's where it sets one
+    fresh: bool = False  # run every evaluation, even one an earlier session has on record
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ def run(
             cancel=meter.token,
             jobs=options.jobs,
             meter=meter,
+            fresh=options.fresh,
         )
         for line in evo.not_run():  # a small benchmark runs with what it has, and says so
             log.emit("message", text=f"warning: {line}", level="warning")

@@ -40,7 +40,8 @@ from engine.evaluation.gates.result import GateResult, first_failure, gates_json
 from engine.evaluation.gt_audit import audit_runs
 from engine.evaluation.metrics import metrics
 from engine.evaluation.patches import ProposalContext, Proposer, load_text_rules, run_filters
-from engine.evaluation.runner import run_evaluation
+from engine.evaluation.reuse import Purpose, Reuse
+from engine.evaluation.runner import RunResult, run_evaluation
 from engine.evaluation.verify import verify_score
 from engine.loops.evolve import accept, checkpoint
 from engine.loops.evolve.checkpoint import (
@@ -54,6 +55,9 @@ from engine.loops.evolve.convergence import Convergence, RoundSignal
 
 Rows = list[dict[str, Any]]
 PREVIOUS_VERSIONS_AUDITED = 2  # older versions whose runs join the GT audit's cross-version signal
+# the roles whose rows diagnosis picks targets on: their runs are reused only to pick targets
+# again, never as a side of a gate's comparison (engine.evaluation.reuse)
+TARGET_ROLES = frozenset({"selection"})
 
 
 @dataclass
@@ -72,6 +76,7 @@ class Evolution:
     jobs: int | None = None
     # counts the agent runs of every evaluation (``reporter``/``cancel`` should be its own)
     meter: BudgetMeter = field(default_factory=lambda: BudgetMeter(Budget(), Spent()))
+    fresh: bool = False  # --fresh: no recorded run of an earlier session stands in for a new one
     _diagnosed: dict[str, tuple[LoadedRun, Diagnosis]] = field(default_factory=dict)
     _reruns: int = 0  # reruns the current gate stage asked for (their roles are numbered)
 
@@ -143,8 +148,20 @@ class Evolution:
         digest = hashlib.sha256(f"{self.pending.seed}:evaluate:{self.pending.round}".encode())
         return int.from_bytes(digest.digest()[:4], "big") >> 1
 
+    def reuse(self, role: str) -> Reuse:
+        """How a finished run of an earlier session may stand in for this role's evaluation."""
+        purpose: Purpose = "targets" if role in TARGET_ROLES else "measure"
+        return Reuse(purpose, fresh=self.fresh)
+
+    def measured(self, role: str, result: RunResult) -> str:
+        """The run whose rows a role got (a recorded one, when reused: said in the log)."""
+        if result.reused is not None:
+            self.log.emit("message", text=f"{role}: {result.reused}", run_id=result.run_id)
+        return result.run_id
+
     def evaluate(self, text: str, splits: Sequence[str], role: str) -> dict[str, Rows]:
-        """Rows of ``text`` on each split; an evaluation already made of the same text is reused.
+        """Rows of ``text`` on each split; an evaluation already made of the same text is reused,
+        in this session or, by its identity, in an earlier one (engine.evaluation.reuse).
 
         The run id is written down before the runner starts, so a killed evaluation is resumed
         (only its missing units run) instead of started over.
@@ -173,13 +190,15 @@ class Evolution:
                 reporter=self.reporter,
                 cancel=self.cancel,
                 seed=self.evaluation_seed(),
+                reuse=self.reuse(role),
             )
+            used = self.measured(role, result)
             positive = self.bench.positive_label
             for split in missing:
                 rows = [r for r in result.rows if r.get("split") == split]
                 figures = metrics(rows, positive)
                 self.pending.remember(
-                    digest, Evaluation(run_id, split, figures.f1, figures.pass_rate)
+                    digest, Evaluation(used, split, figures.f1, figures.pass_rate)
                 )
             self.save()
         return {s: [] if s in empty else self.rows_of(digest, s) for s in splits}
@@ -418,8 +437,8 @@ class Evolution:
         missing = [s for s in splits if s not in have]
         if missing:
             seed = self.role_seed("gate")
-            self.evaluate_fresh(parent, missing, "parent_paired", seed=seed)
-            run_id = self.pending.run_ids["parent_paired"]
+            result = self.evaluate_fresh(parent, missing, "parent_paired", seed=seed)
+            run_id = self.measured("parent_paired", result)
             made = self.pending.paired.setdefault(text_sha(parent), {})
             made.update(dict.fromkeys(missing, run_id))
             self.save()
@@ -442,8 +461,9 @@ class Evolution:
         seed: int | None = None,
         case_ids: Sequence[str] | None = None,
         runs: int | None = None,
-    ) -> Rows:
-        """A new evaluation of ``text`` under ``role`` (resumed, never reused from another role)."""
+    ) -> RunResult:
+        """A new evaluation of ``text`` under ``role``: resumed, never reused from another role
+        of this session; a finished identical one of an earlier session (same seed) stands in."""
         run_id = self.pending.run_ids.get(role)
         if run_id is None:
             run_id = new_id("run")
@@ -466,8 +486,9 @@ class Evolution:
             seed=seed,
             reporter=self.reporter,
             cancel=self.cancel,
+            reuse=self.reuse(role),
         )
-        return [r for r in result.rows if r.get("variant") == "skill"]
+        return result
 
     def paired_rows(self, split: str) -> tuple[Rows, Rows]:
         """(fresh parent, candidate) rows of one split, from the parent's paired evaluation."""
@@ -486,22 +507,15 @@ class Evolution:
         self._reruns += 1
         splits = tuple(sorted({c.split for c in self.bench.cases if c.id in set(case_ids)}))
         seed = self.role_seed(f"rerun-{number}")
-        after = self.evaluate_fresh(
-            self.candidate_text(),
-            splits,
-            f"rerun-candidate-{number}",
-            seed=seed,
-            case_ids=case_ids,
-            runs=runs,
-        )
-        before = self.evaluate_fresh(
-            self.parent_text(),
-            splits,
-            f"rerun-parent-{number}",
-            seed=seed,
-            case_ids=case_ids,
-            runs=runs,
-        )
+        rows: list[Rows] = []
+        for side, text in (("candidate", self.candidate_text()), ("parent", self.parent_text())):
+            role = f"rerun-{side}-{number}"
+            result = self.evaluate_fresh(
+                text, splits, role, seed=seed, case_ids=case_ids, runs=runs
+            )
+            self.measured(role, result)
+            rows.append([r for r in result.rows if r.get("variant") == "skill"])
+        after, before = rows
         return before, after
 
     def gate(self) -> None:
