@@ -71,6 +71,7 @@ from engine.evaluation.patches.offline_proposer import (
     found,
 )
 from engine.evaluation.patches.proposer import PatchTarget
+from engine.evaluation.patches.textrules import default_rules
 from engine.loops.gepa.reflection import RECORDS_CLOSE, RECORDS_OPEN
 from engine.loops.gepa.sinks import Sink, sinks
 
@@ -542,6 +543,9 @@ def _trigger_words(
 ) -> tuple[str, str] | None:
     """Words of failing tasks the agent did not load the skill for, missing from the section."""
     have = set(_WORD.findall(sections.get(section, "").lower()))
+    # a word that says "every task" ("anything") would make the skill load everywhere: the
+    # candidate filters refuse such a trigger, so never propose one
+    rules = default_rules()
     words: list[str] = []
     for record in records:
         loaded = "Skill " in str(record.get("trace", ""))
@@ -549,7 +553,12 @@ def _trigger_words(
             continue
         task = str(record.get("input", "")).split("\n\n--- file ", 1)[0]
         for word in _WORD.findall(task_text(task).lower()):
-            if word not in have and word not in _COMMON and word not in words:
+            if (
+                word not in have
+                and word not in _COMMON
+                and word not in words
+                and rules.catch_all_in(word) is None
+            ):
                 words.append(word)
     if not words:
         return None
