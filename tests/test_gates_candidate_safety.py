@@ -10,7 +10,7 @@ import pytest
 
 from engine.core.safety import RULES_BY_ID
 from engine.core.workspace import Workspace
-from tests.candidate_helpers import safety_of, skill_text
+from tests.candidate_helpers import add_skill, safety_of, skill_text
 
 # Key-shaped strings are assembled at run time so the repository holds none verbatim.
 _R = "Qm3ZpX7vB1nR4tY6uW0eS5cH2gFa8Kd92jdL"
@@ -143,3 +143,38 @@ def test_a_leaked_secret_is_not_quoted_in_the_reasons(ws: Workspace) -> None:
     _decision, safety = _judge(ws, f"GITHUB_TOKEN: {key}")
     assert safety.failed
     assert all(key not in reason for reason in safety.reasons)
+
+
+@pytest.mark.parametrize(
+    "rule_id", sorted(r for r in CASES if r not in WARNING_ONLY and not r.startswith("secret."))
+)
+def test_a_command_the_parent_already_had_does_not_block_a_change(
+    workspace: Workspace, rule_id: str
+) -> None:
+    """Safety judges what a candidate changes: a skill whose text already shows a flagged
+    command (a real skill's reference section may) can still be improved; a second copy of it,
+    added by the candidate, is new and blocks."""
+    line = CASES[rule_id][0]
+    parent = skill_text("audit", steps=["List the files: `ls`.", line, "Write the verdict."])
+    add_skill(workspace, "audit", parent)
+    improved = parent.replace("List the files: `ls`.", "List the source files: `ls src/`.")
+    decision, safety = safety_of(workspace, "audit", improved)
+    assert safety.verdict == "pass", safety.reasons
+    assert safety.figures["inherited"] >= 1
+    assert any("already in the parent" in r and rule_id in r for r in safety.reasons)
+    assert decision.status in ("pending_approval", "approved")
+    doubled = improved.replace("Write the verdict.", f"Write the verdict. {line}")
+    _decision, safety = safety_of(workspace, "audit", doubled)
+    assert safety.verdict == "fail", safety.reasons
+
+
+def test_a_credential_in_the_parent_still_blocks(workspace: Workspace) -> None:
+    """A key blocks whoever wrote it: a text holding one could never be snapshotted."""
+    line = CASES["secret.github_token"][0]
+    parent = skill_text("audit", steps=["List the files: `ls`.", line, "Write the verdict."])
+    add_skill(workspace, "audit", parent)
+    improved = parent.replace("List the files: `ls`.", "List the source files: `ls src/`.")
+    decision, safety = safety_of(workspace, "audit", improved)
+    assert safety.verdict == "fail"
+    assert safety.figures["inherited"] == 0
+    assert decision.status == "rejected"

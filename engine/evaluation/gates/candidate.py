@@ -25,13 +25,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from engine.core.config import GatesConfig
 from engine.core.errors import FormatError, SkillsmithError
+from engine.core.findings import Finding
 from engine.core.safety import scan
+from engine.core.secret_scan import SECRET_RULES, VAULT_RULE
 from engine.core.skill import SkillDoc
 from engine.core.store import SkillStore, read_text
 from engine.core.vault import secret_values
@@ -247,26 +250,57 @@ class Spec:
         )
 
 
+# a credential blocks whoever wrote it: these findings are never inherited from the parent
+_SECRET_RULES = frozenset({*(rule.id for rule in SECRET_RULES), VAULT_RULE})
+
+
 @dataclass(frozen=True)
 class Safety:
     """No credential, destructive command or path traversal in the text (``engine.core.safety``).
 
-    Warnings are reported but do not block; one error-level finding fails the gate.
+    Warnings are reported but do not block; one error-level finding fails the gate. The gate
+    judges what the candidate changes: a command or path finding its parent already had (the
+    same rule on the same matched text — a real skill's reference may show ``rm -rf /``) is
+    inherited, reported and not blocking, since refusing it would refuse every improvement of
+    that skill. A credential never is: a text holding one cannot be snapshotted, whoever wrote it.
     """
 
     name: str = "safety"
 
-    def judge(self, text: str, known: Sequence[str] = ()) -> GateResult:
-        """``known``: the workspace's vault values, refused like keys (what a snapshot refuses)."""
+    def judge(
+        self, text: str, known: Sequence[str] = (), parent_text: str | None = None
+    ) -> GateResult:
+        """``known``: the workspace's vault values, refused like keys (what a snapshot refuses);
+        ``parent_text``: the version the candidate changes, whose command findings it inherits."""
         findings = scan(text, known)
-        errors = [f for f in findings if f.severity == "error"]
+        had = Counter(
+            (f.rule_id, f.message)
+            for f in (scan(parent_text, known) if parent_text is not None else [])
+            if f.severity == "error"
+        )
+        errors: list[Finding] = []
+        inherited: list[Finding] = []
+        for f in findings:
+            if f.severity != "error":
+                continue
+            key = (f.rule_id, f.message)
+            if had[key] > 0 and f.rule_id not in _SECRET_RULES:
+                had[key] -= 1
+                inherited.append(f)
+            else:
+                errors.append(f)
         warnings = [f for f in findings if f.severity == "warning"]
         reasons = [f"line {f.line}: {f.rule_id}: {f.message}" for f in errors + warnings]
+        reasons += [
+            f"line {f.line}: {f.rule_id}: {f.message} (already in the parent; not blocking)"
+            for f in inherited
+        ]
         return GateResult(
             gate=self.name,
             verdict="fail" if errors else "pass",
             figures={
                 "errors": len(errors),
+                "inherited": len(inherited),
                 "warnings": len(warnings),
                 "rules": sorted({f.rule_id for f in findings}),
             },
@@ -489,7 +523,7 @@ def run_candidate_gates(
                 rules=load_text_rules(ws),
             )
         )
-        results.append(cfg.safety.judge(text, secret_values(ws)))
+        results.append(cfg.safety.judge(text, secret_values(ws), parent_text))
     structural = next((r for r in results if r.failed), None)
     effectiveness: GateResult | None = None
     if structural is None or shadow:
