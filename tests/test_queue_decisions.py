@@ -283,6 +283,28 @@ def test_the_listing_index_follows_every_change_to_a_candidate(workspace: Worksp
     assert sorted(json.loads(index.read_text())) == sorted([second, third])
 
 
+def test_a_hand_edit_and_a_tampered_index_entry_are_listed_as_on_disk(
+    workspace: Workspace,
+) -> None:
+    """The index is keyed by each candidate.yaml's mtime and size, so an edit in place (an
+    editor, a script) shows at the next listing; an entry that is not a whole record (an index
+    edited by hand, or one of another layout) is read from the candidate's own file."""
+    queue, _ = _queue(workspace)
+    cid = _submit(queue)
+    index = workspace.candidates_dir / ".index.json"
+    assert [c.summary for c in queue.list()] == ["grep for exec too"]
+    path = workspace.candidates_dir / cid / "candidate.yaml"
+    record = yaml.safe_load(path.read_text(encoding="utf-8"))
+    record["summary"] = "grep for exec and eval"
+    path.write_text(yaml.safe_dump(record, sort_keys=False), encoding="utf-8")
+    assert [c.summary for c in queue.list()] == ["grep for exec and eval"]
+    entries = json.loads(index.read_text(encoding="utf-8"))
+    entries[cid][2] = {"id": cid, "status": "published"}
+    index.write_text(json.dumps(entries), encoding="utf-8")
+    assert queue.list() == [queue.get(cid)]
+    assert json.loads(index.read_text(encoding="utf-8"))[cid][2] == queue.get(cid).record()
+
+
 def test_approving_twice_does_not_say_evaluate_it_first(workspace: Workspace) -> None:
     """Only a candidate waiting for its evaluation is told to get one; a published one is not."""
     queue, _ = _queue(workspace)
