@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
 import os
 from dataclasses import dataclass, field
@@ -82,7 +83,8 @@ class CandidateRecord:
         }
 
 
-FIELDS = frozenset(f.name for f in dataclasses.fields(CandidateRecord))
+FIELDS = tuple(f.name for f in dataclasses.fields(CandidateRecord))
+_CREATED, _ID = FIELDS.index("created_at"), FIELDS.index("id")
 
 
 def load_record(folder: Path) -> CandidateRecord:
@@ -95,12 +97,30 @@ def load_record(folder: Path) -> CandidateRecord:
 
 
 def listing(folder: Path) -> list[Record]:
-    """Every candidate's record (as :meth:`CandidateRecord.record` gives it), oldest first."""
+    """Every candidate's record (as :meth:`CandidateRecord.record` gives it), oldest first.
+
+    The index holds ``{"fields": [...], "candidates": {folder: [mtime_ns, size, [values]]}}``:
+    values in the order of ``fields`` rather than one mapping each, which halves the time to
+    read it (a key costs as much to decode as its value); another order of fields is rebuilt.
+    """
     if not folder.is_dir():
         return []
+    # The index's lists and records hold no cycles: the collector's passes over thousands of
+    # them as they are decoded and copied cost a fifth of the listing, and find nothing.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _listing(folder)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _listing(folder: Path) -> list[Record]:
     index = _read_index(folder / INDEX)
     fresh: dict[str, list[Any]] = {}
     changed = False
+    width = len(FIELDS)
     with os.scandir(folder) as entries:
         for entry in entries:
             if is_leftover(entry.name) or not entry.is_dir():
@@ -115,30 +135,36 @@ def listing(folder: Path) -> list[Record]:
                 and len(hit) == 3
                 and hit[0] == st.st_mtime_ns
                 and hit[1] == st.st_size
-                and type(hit[2]) is dict
-                and hit[2].keys() == FIELDS
+                and type(hit[2]) is list
+                and len(hit[2]) == width
             ):
                 fresh[entry.name] = hit
                 continue
-            record = load_record(folder / entry.name).record()
-            fresh[entry.name] = [st.st_mtime_ns, st.st_size, record]
+            values = list(load_record(folder / entry.name).record().values())
+            fresh[entry.name] = [st.st_mtime_ns, st.st_size, values]
             changed = True
     if changed or len(fresh) != len(index):
         # compact: at thousands of candidates, indentation alone doubles the time to read it
-        data = json.dumps(fresh, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = {"fields": FIELDS, "candidates": fresh}
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         with contextlib.suppress(OSError):
-            atomic_write_bytes(folder / INDEX, data, sync_dir=False)
-    found = [entry[2] for entry in fresh.values()]
-    found.sort(key=lambda r: (r["created_at"], r["id"]))
-    return found
+            atomic_write_bytes(folder / INDEX, text.encode("utf-8"), sync_dir=False)
+    rows = [entry[2] for entry in fresh.values()]
+    rows.sort(key=lambda row: (row[_CREATED], row[_ID]))
+    return [dict(zip(FIELDS, row, strict=True)) for row in rows]
 
 
 def _read_index(path: Path) -> dict[str, Any]:
+    """The index's entries by candidate folder; none when it is unreadable or its fields are
+    not this version's."""
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict) or data.get("fields") != list(FIELDS):
+        return {}
+    entries = data.get("candidates")
+    return entries if isinstance(entries, dict) else {}
 
 
 def behind(
