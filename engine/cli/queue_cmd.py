@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
 from engine.cli import dry_run_option, executor_options, print_json, wants_json, workspace_of
@@ -119,6 +118,8 @@ def _list(args: argparse.Namespace) -> int:
             flag += f" stale (skill at {stale}: queue repropose {cand_id})"
         summary = r["summary"]
         if len(summary) > LIST_SUMMARY or "\n" in summary:
+            from textwrap import shorten  # here: most summaries fit
+
             summary = shorten(summary, LIST_SUMMARY, placeholder=" …")
         lines.append(
             f"{cand_id}  {status:<16} {r['skill']:<20} {r['operation']:<6} "

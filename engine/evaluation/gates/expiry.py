@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from engine.core.stamps import utc_now
 from engine.core.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -36,6 +35,7 @@ def expire_pending(
     """
     # imported here: a view that sweeps an unset timeout (the default) never decides anything
     from engine.core.queue import CandidateQueue
+    from engine.core.stamps import utc_now
     from engine.core.store import SkillStore
 
     moment = now or dt.datetime.now(dt.UTC)
