@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from engine.cli import dry_run_option, executor_options, print_json, wants_json, workspace_of
-from engine.core.candidates import Record, behind, listing
+from engine.core.candidates import COLUMN, Record, behind, listing, rows
 from engine.core.errors import check_counts
 from engine.evaluation.gates.expiry import sweep_expired
 
@@ -20,6 +20,21 @@ if TYPE_CHECKING:
 # it when they run.
 
 LIST_SUMMARY = 60  # characters of a summary on a list line; `queue show` prints it whole
+# Where a list line's fields sit in a row of the listing index (engine.core.candidates.rows).
+ID, STATUS, SKILL, OPERATION, PARENT, DELTA, HASH, UNPROVEN, SUMMARY = (
+    COLUMN[name]
+    for name in (
+        "id",
+        "status",
+        "skill",
+        "operation",
+        "parent_version",
+        "delta_score",
+        "content_hash",
+        "unproven",
+        "summary",
+    )
+)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -101,30 +116,29 @@ def _list(args: argparse.Namespace) -> int:
     # With gates.approval_timeout_s set, what waited too long is decided before it is shown.
     for cand_id, what in sweep_expired(ws, config):
         sys.stderr.write(f"approval timeout: {cand_id} {what}\n")
-    found = listing(ws.candidates_dir)
     if wants_json(args):
         where = str(ws.candidates_dir)
-        print_json([_json_row(r, f"{where}/{r['id']}") for r in found])
+        print_json([_json_row(r, f"{where}/{r['id']}") for r in listing(ws.candidates_dir)])
         return 0
+    found = rows(ws.candidates_dir)
     if not found:
         print("no candidates")
     current: dict[str, str | None] = {}  # one look at each skill's current version
     lines = []
-    for r in found:
-        cand_id, status, delta = r["id"], r["status"], r["delta_score"]
-        flag = " unproven" if r["unproven"] else ""
-        stale = behind(ws, r["skill"], r["operation"], status, r["parent_version"], current)
+    for row in found:
+        cand_id, status, delta, parent = row[ID], row[STATUS], row[DELTA], row[PARENT]
+        flag = " unproven" if row[UNPROVEN] else ""
+        stale = behind(ws, row[SKILL], row[OPERATION], status, parent, current)
         if stale is not None:
             flag += f" stale (skill at {stale}: queue repropose {cand_id})"
-        summary = r["summary"]
+        summary = row[SUMMARY]
         if len(summary) > LIST_SUMMARY or "\n" in summary:
             from textwrap import shorten  # here: most summaries fit
 
             summary = shorten(summary, LIST_SUMMARY, placeholder=" …")
         lines.append(
-            f"{cand_id}  {status:<16} {r['skill']:<20} {r['operation']:<6} "
-            f"{r['parent_version'] or '-':<5} {'' if delta is None else f'{delta:+.3f}':>7} "
-            f"{r['content_hash'][:12]}{flag}  {summary}\n"
+            f"{cand_id}  {status:<16} {row[SKILL]:<20} {row[OPERATION]:<6} {parent or '-':<5} "
+            f"{'' if delta is None else f'{delta:+.3f}':>7} {row[HASH][:12]}{flag}  {summary}\n"
         )
     sys.stdout.write("".join(lines))
     return 0
