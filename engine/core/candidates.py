@@ -26,7 +26,6 @@ from typing import Any, Literal
 
 from engine.core.errors import FormatError
 from engine.core.fsutil import atomic_write_bytes
-from engine.core.journal import is_leftover
 from engine.core.pointer import check_name, read_pointer
 from engine.core.schema import from_mapping, load_yaml, to_mapping
 from engine.core.workspace import Workspace
@@ -130,7 +129,8 @@ def _rows(folder: Path) -> list[list[Any]]:
     width = len(FIELDS)
     with os.scandir(folder) as entries:
         for entry in entries:
-            if is_leftover(entry.name) or not entry.is_dir():
+            # a candidate's name starts with a letter or digit; a dot-name is a stage or a temp
+            if entry.name[0] == "." or not entry.is_dir():
                 continue
             try:
                 st = os.stat(f"{entry.path}/{RECORD}")  # a Path per candidate costs more
@@ -151,14 +151,20 @@ def _rows(folder: Path) -> list[list[Any]]:
             fresh[entry.name] = [st.st_mtime_ns, st.st_size, values]
             changed = True
     if changed or len(fresh) != len(index):
+        fresh = dict(sorted(fresh.items(), key=lambda item: _oldest_first(item[1][2])))
         # compact: at thousands of candidates, indentation alone doubles the time to read it
         data = {"fields": FIELDS, "candidates": fresh}
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         with contextlib.suppress(OSError):
             atomic_write_bytes(folder / INDEX, text.encode("utf-8"), sync_dir=False)
-    found = [entry[2] for entry in fresh.values()]
-    found.sort(key=lambda row: (row[_CREATED], row[_ID]))
+        index = fresh  # else the index holds the same entries, in the order it was written
+    found = [entry[2] for entry in index.values()]
+    found.sort(key=_oldest_first)  # one pass over an index written in order
     return found
+
+
+def _oldest_first(row: list[Any]) -> tuple[Any, Any]:
+    return row[_CREATED], row[_ID]
 
 
 def _read_index(path: Path) -> dict[str, Any]:
