@@ -150,6 +150,29 @@ def test_quick_commands_load_only_what_they_run(
     assert commands & modules == expected
 
 
+def test_listing_the_queue_loads_none_of_its_decisions(tmp_path: Path) -> None:
+    """`skillsmith queue` reads the listing index and each skill's current pointer: the
+    decisions' machinery (the queue's decisions, the version store with its SKILL.md parser,
+    the vault's secret scanner) would cost more than listing thousands of candidates. Both the
+    run that builds the index and the one that reads it go without it, stale flags included."""
+    from engine.core.store import SkillStore
+    from tests.tui_workspace import SKILL, build_workspace, edited, skill_text
+
+    ws = build_workspace(tmp_path / "ws", candidates=1)
+    SkillStore(ws, SKILL).publish(edited(skill_text(), "moved on"), why="the skill moved on")
+    code = (
+        f"sys.argv = ['skillsmith', '-w', {str(ws.root)!r}, 'queue']\n"
+        "import tui.launch\n"
+        "tui.launch.main()"
+    )
+    heavy = ("engine.core.queue", "engine.core.store", "engine.core.skill", "engine.core.vault")
+    for _ in ("builds the index", "reads it"):
+        modules = loaded_after(code)
+        assert "engine.cli.queue_cmd" in modules and "engine.core.candidates" in modules
+        assert not leaked(modules, heavy), leaked(modules, heavy)
+    assert (ws.candidates_dir / ".index.json").is_file()
+
+
 def test_opening_a_workspace_reads_no_yaml(tmp_path: Path) -> None:
     """The workbench and quick commands open a workspace before they read any YAML file: the
     parser (a tenth of a second on a busy machine) is imported by the first read or write."""

@@ -267,7 +267,7 @@ def test_the_listing_index_follows_every_change_to_a_candidate(workspace: Worksp
     first, second = _submit(queue), _submit(queue, summary="second")
     index = workspace.candidates_dir / ".index.json"
     assert [c.status for c in queue.list()] == ["pending_approval"] * 2
-    assert sorted(json.loads(index.read_text())) == sorted([first, second])
+    assert sorted(json.loads(index.read_text())["candidates"]) == sorted([first, second])
     queue.reject(second, why="not needed")
     assert sorted((c.id, c.status) for c in queue.list()) == sorted(
         [(first, "pending_approval"), (second, "rejected")]
@@ -280,7 +280,35 @@ def test_the_listing_index_follows_every_change_to_a_candidate(workspace: Worksp
     assert sorted(c.id for c in queue.list()) == sorted([second, third])
     index.write_text("[broken")
     assert sorted(c.summary for c in queue.list()) == ["second", "third"]
-    assert sorted(json.loads(index.read_text())) == sorted([second, third])
+    assert sorted(json.loads(index.read_text())["candidates"]) == sorted([second, third])
+
+
+def test_a_hand_edit_and_a_tampered_index_entry_are_listed_as_on_disk(
+    workspace: Workspace,
+) -> None:
+    """The index is keyed by each candidate.yaml's mtime and size, so an edit in place (an
+    editor, a script) shows at the next listing; an entry that is not a whole record (an index
+    edited by hand, or one of another layout) is read from the candidate's own file."""
+    queue, _ = _queue(workspace)
+    cid = _submit(queue)
+    index = workspace.candidates_dir / ".index.json"
+    assert [c.summary for c in queue.list()] == ["grep for exec too"]
+    path = workspace.candidates_dir / cid / "candidate.yaml"
+    record = yaml.safe_load(path.read_text(encoding="utf-8"))
+    record["summary"] = "grep for exec and eval"
+    path.write_text(yaml.safe_dump(record, sort_keys=False), encoding="utf-8")
+    assert [c.summary for c in queue.list()] == ["grep for exec and eval"]
+    data = json.loads(index.read_text(encoding="utf-8"))
+    data["candidates"][cid][2] = [cid, "published"]
+    index.write_text(json.dumps(data), encoding="utf-8")
+    assert queue.list() == [queue.get(cid)]
+    data = json.loads(index.read_text(encoding="utf-8"))
+    assert dict(zip(data["fields"], data["candidates"][cid][2], strict=True)) == (
+        queue.get(cid).record()
+    )
+    data["fields"].reverse()  # another layout of the entries: each is read from its file
+    index.write_text(json.dumps(data), encoding="utf-8")
+    assert queue.list() == [queue.get(cid)]
 
 
 def test_approving_twice_does_not_say_evaluate_it_first(workspace: Workspace) -> None:

@@ -5,17 +5,36 @@ from __future__ import annotations
 
 import argparse
 import sys
-from textwrap import shorten
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.cli import dry_run_option, executor_options, print_json, wants_json, workspace_of
+from engine.core.candidates import COLUMN, Record, behind, listing, rows
 from engine.core.errors import check_counts
-from engine.core.queue import Candidate, CandidateQueue
-from engine.core.store import SkillStore
 from engine.evaluation.gates.expiry import sweep_expired
-from engine.evaluation.gates.stale import dismiss, repropose, stale_against
+
+if TYPE_CHECKING:
+    from engine.core.queue import Candidate, CandidateQueue
+
+# The listing imports none of the queue's decision machinery (engine.core.queue, the store, the
+# gates): at thousands of candidates loading it cost more than listing them. The actions import
+# it when they run.
 
 LIST_SUMMARY = 60  # characters of a summary on a list line; `queue show` prints it whole
+# Where a list line's fields sit in a row of the listing index (engine.core.candidates.rows).
+ID, STATUS, SKILL, OPERATION, PARENT, DELTA, HASH, UNPROVEN, SUMMARY = (
+    COLUMN[name]
+    for name in (
+        "id",
+        "status",
+        "skill",
+        "operation",
+        "parent_version",
+        "delta_score",
+        "content_hash",
+        "unproven",
+        "summary",
+    )
+)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -76,40 +95,50 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _queue(args: argparse.Namespace) -> CandidateQueue:
+    from engine.core.queue import CandidateQueue
+
     ws = workspace_of(args)
     ws.load_config()  # a broken skillsmith.yaml is reported before anything is touched
     return CandidateQueue(ws)
 
 
 def _row(c: Candidate) -> dict[str, Any]:
-    return {**c.record(), "dir": str(c.dir)}
+    return _json_row(c.record(), str(c.dir))
+
+
+def _json_row(record: Record, folder: str) -> dict[str, Any]:
+    return {**record, "dir": folder}
 
 
 def _list(args: argparse.Namespace) -> int:
-    queue = _queue(args)
+    ws = workspace_of(args)
+    config = ws.load_config()  # a broken skillsmith.yaml is reported before anything is touched
     # With gates.approval_timeout_s set, what waited too long is decided before it is shown.
-    for cand_id, what in sweep_expired(queue.ws):
+    for cand_id, what in sweep_expired(ws, config):
         sys.stderr.write(f"approval timeout: {cand_id} {what}\n")
-    found = queue.list()
     if wants_json(args):
-        print_json([_row(c) for c in found])
+        where = str(ws.candidates_dir)
+        print_json([_json_row(r, f"{where}/{r['id']}") for r in listing(ws.candidates_dir)])
         return 0
+    found = rows(ws.candidates_dir)
     if not found:
         print("no candidates")
     current: dict[str, str | None] = {}  # one look at each skill's current version
     lines = []
-    for c in found:
-        delta = "" if c.delta_score is None else f"{c.delta_score:+.3f}"
-        flag = " unproven" if c.unproven else ""
-        behind = stale_against(queue.ws, c, current)
-        if behind is not None:
-            flag += f" stale (skill at {behind}: queue repropose {c.id})"
-        summary = c.summary
+    for row in found:
+        cand_id, status, delta, parent = row[ID], row[STATUS], row[DELTA], row[PARENT]
+        flag = " unproven" if row[UNPROVEN] else ""
+        stale = behind(ws, row[SKILL], row[OPERATION], status, parent, current)
+        if stale is not None:
+            flag += f" stale (skill at {stale}: queue repropose {cand_id})"
+        summary = row[SUMMARY]
         if len(summary) > LIST_SUMMARY or "\n" in summary:
+            from textwrap import shorten  # here: most summaries fit
+
             summary = shorten(summary, LIST_SUMMARY, placeholder=" …")
         lines.append(
-            f"{c.id}  {c.status:<16} {c.skill:<20} {c.operation:<6} "
-            f"{c.parent_version or '-':<5} {delta:>7} {c.content_hash[:12]}{flag}  {summary}\n"
+            f"{cand_id}  {status:<16} {row[SKILL]:<20} {row[OPERATION]:<6} {parent or '-':<5} "
+            f"{'' if delta is None else f'{delta:+.3f}':>7} {row[HASH][:12]}{flag}  {summary}\n"
         )
     sys.stdout.write("".join(lines))
     return 0
@@ -132,6 +161,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _approve(args: argparse.Namespace) -> int:
+    from engine.core.store import SkillStore
+
     queue = _queue(args)
     version = queue.approve(args.id, expected_hash=args.expect, why=args.why)
     cand = queue.get(args.id)
@@ -194,6 +225,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _repropose(args: argparse.Namespace) -> int:
+    from engine.evaluation.gates.stale import repropose
+
     ws = _queue(args).ws
     new, decision = repropose(ws, args.id)
     if wants_json(args):
@@ -216,6 +249,8 @@ def _repropose(args: argparse.Namespace) -> int:
 
 
 def _dismiss(args: argparse.Namespace) -> int:
+    from engine.evaluation.gates.stale import dismiss
+
     why = dismiss(_queue(args).ws, args.id, args.why)
     if wants_json(args):
         print_json({"id": args.id, "status": "dismissed", "why": why})

@@ -12,7 +12,6 @@ import functools
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -48,6 +47,8 @@ class StagedFile:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # here: a command that only reads never loads it
+
         fd, self._tmp = tempfile.mkstemp(
             prefix=f".{self.path.name}.", suffix=TEMP_SUFFIX, dir=self.path.parent
         )

@@ -19,82 +19,43 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from engine.core.candidates import (
+    OPEN,
+    CandidateRecord,
+    StatusChange,
+    listing,
+    load_record,
+)
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.fsutil import (
     append_jsonl,
-    atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     atomic_write_yaml,
     fsync_dir,
-    json_bytes,
     read_jsonl,
 )
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
-from engine.core.schema import from_mapping, load_yaml, to_mapping
+from engine.core.schema import from_mapping, to_mapping
 from engine.core.skill_folder import Resource
 from engine.core.stamps import new_id, utc_now
 from engine.core.store import SkillStore, TabooEntry, check_name, read_text
 from engine.core.vault import secret_values
 from engine.core.workspace import INTENT_JOURNAL, Workspace
 
-Status = Literal[
-    "proposed",
-    "rejected",
-    "pending_eval",
-    "pending_approval",
-    "approved",
-    "published",
-    "dismissed",
-    "superseded",
-]
-Source = Literal["evolve", "optimize", "optimize-agent", "review", "manual", "curate"]
-Operation = Literal["update", "create", "delete"]
-
 Records = list[dict[str, Any]]
 Names = list[str]  # spelled as aliases: inside CandidateQueue, ``list`` is the method
 Steps = list[tuple[str, str]]
 
 DECISIONS = "decisions.jsonl"
-INDEX = ".index.json"  # the listing cache (CandidateQueue.list)
 JOURNAL = INTENT_JOURNAL
-_UNDECIDED = ("proposed", "pending_eval", "pending_approval")
 # Decisions that set an open candidate aside without a taboo entry, and the status they leave.
 _SET_ASIDE = {"dismiss": "dismissed", "supersede": "superseded"}
-
-
-@dataclass
-class StatusChange:
-    status: Status
-    at: str
-    why: str | None = None
-
-
-@dataclass
-class CandidateRecord:
-    """The fields of ``candidate.yaml`` (the brief's Candidate format)."""
-
-    id: str
-    skill: str
-    source: Source
-    operation: Operation
-    status: Status
-    parent_version: str | None
-    summary: str
-    delta_score: float | None = None
-    unproven: bool = False
-    reason: str | None = None
-    root_causes: list[str] = field(default_factory=list)
-    rule_id: str | None = None
-    created_at: str = ""
-    history: list[StatusChange] = field(default_factory=list)
-    content_hash: str = ""
 
 
 @dataclass
@@ -146,11 +107,6 @@ class Candidate(CandidateRecord):
             self.operation,
         )
 
-    def record(self) -> dict[str, Any]:
-        return {
-            f.name: to_mapping(getattr(self, f.name)) for f in dataclasses.fields(CandidateRecord)
-        }
-
 
 def _from_index(record: Any, path: Path) -> Candidate | None:
     """A candidate from the listing index, which holds only records this module wrote after
@@ -181,50 +137,12 @@ class CandidateQueue:
 
     # -- reading -----------------------------------------------------------------------------------
     def list(self) -> list[Candidate]:
-        """Every candidate, oldest first.
-
-        A queue of thousands must list at once, so the parsed records are kept in a compact
-        index (``candidates/.index.json``) keyed by each candidate.yaml's mtime and size: a
-        listing stats every candidate and parses only those whose file changed since, then
-        rewrites the index if anything did. The index is a cache, rebuilt when unreadable.
-        """
-        if not self.dir.is_dir():
-            return []
-        index = self._read_index()
-        fresh: dict[str, Any] = {}
+        """Every candidate, oldest first, from the listing index (engine.core.candidates)."""
         found = []
-        with os.scandir(self.dir) as entries:
-            for entry in entries:
-                if is_leftover(entry.name) or not entry.is_dir():
-                    continue
-                try:
-                    st = os.stat(os.path.join(entry.path, "candidate.yaml"))
-                except FileNotFoundError:
-                    continue
-                stamp = [st.st_mtime_ns, st.st_size]
-                hit = index.get(entry.name)
-                path = self.dir / entry.name
-                if isinstance(hit, list) and len(hit) == 2 and hit[0] == stamp:
-                    cand = _from_index(hit[1], path)
-                    if cand is not None:
-                        fresh[entry.name] = hit
-                        found.append(cand)
-                        continue
-                cand = self._load(path)
-                fresh[entry.name] = [stamp, cand.record()]
-                found.append(cand)
-        if fresh != index:
-            # a cache: a queue folder that cannot take it is listed from the files each time
-            with contextlib.suppress(OSError):
-                atomic_write_bytes(self.dir / INDEX, json_bytes(fresh), sync_dir=False)
-        return sorted(found, key=lambda c: (c.created_at, c.id))
-
-    def _read_index(self) -> dict[str, Any]:
-        try:
-            data = json.loads((self.dir / INDEX).read_bytes())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        for record in listing(self.dir):
+            path = self.dir / record["id"]
+            found.append(_from_index(record, path) or self._load(path))
+        return found
 
     def get(self, candidate_id: str) -> Candidate:
         check_name("candidate", candidate_id)
@@ -238,10 +156,7 @@ class CandidateQueue:
 
     @staticmethod
     def _load(path: Path) -> Candidate:
-        yaml_path = path / "candidate.yaml"
-        record = from_mapping(CandidateRecord, load_yaml(yaml_path), yaml_path)
-        if record.id != path.name:
-            raise FormatError(yaml_path, "id", f"expected {path.name!r} (the folder name)")
+        record = load_record(path)
         fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
         return Candidate(**fields, dir=path)
 
@@ -383,7 +298,7 @@ class CandidateQueue:
         with self.ws.lock(f"reject {candidate_id}"):
             self.recover()
             cand = self._decidable(candidate_id, expected_hash, "reject")
-            if cand.status not in _UNDECIDED:
+            if cand.status not in OPEN:
                 raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
             intent = self._commit(
                 {
@@ -451,7 +366,7 @@ class CandidateQueue:
         with self.ws.lock(f"{op} {candidate_id}"):
             self.recover()
             cand = self.get(candidate_id)
-            if cand.status not in _UNDECIDED:
+            if cand.status not in OPEN:
                 raise SkillsmithError(f"{cand.dir}: is already {cand.status}")
             self._commit(
                 {

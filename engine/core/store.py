@@ -39,6 +39,7 @@ from engine.core.fsutil import (
     read_jsonl,
 )
 from engine.core.journal import Intent, Journal, is_leftover, remove_leftovers
+from engine.core.pointer import NAME, VERSION, check_name, read_pointer
 from engine.core.skill import SKILL_FILE
 from engine.core.skill_folder import (
     Resource,
@@ -76,8 +77,6 @@ VERSION_FILES = ("SKILL.md", "metrics.json", "gate_verdict.json", "patch.diff", 
 RESOURCES_DIR = "files"  # vN/files/: the skill folder's other files, paths kept
 ARCHIVE_DIR = "archived"  # history/<name>/archived/: the live folder of an archived skill
 JOURNAL = INTENT_JOURNAL
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_VERSION = re.compile(r"^v(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -89,17 +88,8 @@ class VersionInfo:
     parent: str | None
 
 
-def check_name(kind: str, name: str) -> str:
-    """Skill and branch names become folder names, so they may not climb out of history/."""
-    if not _NAME.fullmatch(name) or ".." in name:  # fullmatch: `$` alone lets "x\n" through
-        raise SkillsmithError(
-            f"{kind} name {name!r}: expected letters, digits, '.', '_' or '-' (no '..', no '/')"
-        )
-    return name
-
-
 def version_number(version: str) -> int:
-    match = _VERSION.match(version)
+    match = VERSION.match(version)
     if not match:
         raise SkillsmithError(f"version {version!r}: expected vN (for example v3)")
     return int(match.group(1))
@@ -181,21 +171,7 @@ class SkillStore:
 
     # -- reading -----------------------------------------------------------------------------------
     def current(self) -> str | None:
-        return self._pointer(self.dir)
-
-    def _pointer(self, vdir: Path) -> str | None:
-        pointer = vdir / "current"
-        if pointer.is_symlink():
-            target = os.readlink(pointer)
-        elif pointer.is_file():
-            target = pointer.read_text(encoding="utf-8").strip()
-        else:
-            return None
-        if not _VERSION.match(target) or not (vdir / target).is_dir():
-            raise FormatError(
-                pointer, None, f"expected a pointer to an existing vN, got {target!r}"
-            )
-        return target
+        return read_pointer(self.dir)
 
     def versions(self) -> list[VersionInfo]:
         found: list[VersionInfo] = []
@@ -219,7 +195,7 @@ class SkillStore:
     def _version_names(vdir: Path) -> list[str]:
         if not vdir.is_dir():
             return []
-        names = [p.name for p in vdir.iterdir() if _VERSION.match(p.name) and p.is_dir()]
+        names = [p.name for p in vdir.iterdir() if VERSION.match(p.name) and p.is_dir()]
         return sorted(names, key=version_number)
 
     def read(self, version: str) -> str:
@@ -733,11 +709,11 @@ def _checked_intent(journal: Path, intent: Any) -> Intent:
         raise bad("op", f"expected one of {', '.join(_OPS)}")
     branch = intent.get("branch")
     if branch is not None and (
-        not isinstance(branch, str) or not _NAME.match(branch) or ".." in branch
+        not isinstance(branch, str) or not NAME.match(branch) or ".." in branch
     ):
         raise bad("branch", "expected a branch name")
     if intent["op"] not in _TABOO_OPS and not (
-        isinstance(intent.get("to"), str) and _VERSION.match(intent["to"])
+        isinstance(intent.get("to"), str) and VERSION.match(intent["to"])
     ):
         raise bad("to", "expected a version vN")
     if intent["op"] in _TABOO_OPS:
@@ -765,5 +741,5 @@ def stores_of(ws: Workspace) -> Iterator[SkillStore]:
     if not ws.history_dir.is_dir():
         return
     for path in sorted(ws.history_dir.iterdir()):
-        if path.is_dir() and not is_leftover(path.name) and _NAME.match(path.name):
+        if path.is_dir() and not is_leftover(path.name) and NAME.match(path.name):
             yield SkillStore(ws, path.name)

@@ -409,14 +409,17 @@ def _needs_recovery(root: Path) -> bool:
 
 
 def _holds_leftovers(folder: Path) -> bool:
+    """Every leftover's name starts with a dot, so only those are looked at: candidates/ may
+    hold thousands of folders, and opening the workspace must not cost a look at each."""
     try:
-        with os.scandir(folder) as entries:
-            return any(
-                e.name == INTENT_JOURNAL or is_leftover(e.name) or e.name.startswith(IMPORT_STAGE)
-                for e in entries
-            )
+        names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
         return False
+    return any(
+        name == INTENT_JOURNAL or is_leftover(name) or name.startswith(IMPORT_STAGE)
+        for name in names
+        if name[0] == "."
+    )
 
 
 def _read_holder(lock_path: Path) -> str:

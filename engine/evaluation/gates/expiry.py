@@ -8,11 +8,13 @@ before it gates, and a view of the queue sweeps when it opens.
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
-from engine.core.queue import Candidate, CandidateQueue
-from engine.core.stamps import utc_now
-from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from engine.core.config import Config
+    from engine.core.queue import Candidate
 
 
 def _entered_pending(cand: Candidate) -> dt.datetime | None:
@@ -31,6 +33,11 @@ def expire_pending(
     A candidate gone stale while it waited is rejected instead (its parent is not active any
     more). Returns (candidate id, what happened) pairs.
     """
+    # imported here: a view that sweeps an unset timeout (the default) never decides anything
+    from engine.core.queue import CandidateQueue
+    from engine.core.stamps import utc_now
+    from engine.core.store import SkillStore
+
     moment = now or dt.datetime.now(dt.UTC)
     queue = CandidateQueue(ws)
     done: list[tuple[str, str]] = []
@@ -57,12 +64,13 @@ def expire_pending(
     return done
 
 
-def sweep_expired(ws: Workspace) -> list[tuple[str, str]]:
-    """:func:`expire_pending` with the workspace's ``gates.approval_timeout_s`` (off when unset).
+def sweep_expired(ws: Workspace, config: Config | None = None) -> list[tuple[str, str]]:
+    """:func:`expire_pending` with the workspace's ``gates.approval_timeout_s`` (off when unset;
+    ``config``: the workspace's, when the caller has loaded it already).
 
     Candidate submission sweeps first; a view of the queue should sweep when it opens.
     """
-    timeout = ws.load_config().gates.approval_timeout_s
+    timeout = (config or ws.load_config()).gates.approval_timeout_s
     return [] if timeout is None else expire_pending(ws, timeout)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.core.candidates import behind
 from engine.core.errors import SkillsmithError
 from engine.core.queue import Candidate, CandidateQueue
 from engine.core.store import SkillStore
@@ -20,22 +21,20 @@ from engine.core.workspace import Workspace
 if TYPE_CHECKING:
     from engine.evaluation.gates.candidate import GateDecision
 
-OPEN = ("proposed", "pending_eval", "pending_approval")
-
 
 def stale_against(
     ws: Workspace, cand: Candidate, currents: dict[str, str | None] | None = None
 ) -> str | None:
     """The version an open update candidate is behind (None: it is not stale). A listing of
     many candidates passes ``currents`` to look each skill's current version up once."""
-    if cand.operation != "update" or cand.status not in OPEN:
-        return None
-    if currents is None:
-        currents = {}
-    if cand.skill not in currents:
-        currents[cand.skill] = SkillStore(ws, cand.skill).current()
-    current = currents[cand.skill]
-    return current if current != cand.parent_version else None
+    return behind(
+        ws,
+        cand.skill,
+        cand.operation,
+        cand.status,
+        cand.parent_version,
+        {} if currents is None else currents,
+    )
 
 
 def repropose(ws: Workspace, candidate_id: str) -> tuple[Candidate, GateDecision]:

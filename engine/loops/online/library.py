@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from engine.core.candidates import OPEN
 from engine.core.queue import CandidateQueue
 from engine.core.skill import SkillDoc
 from engine.core.store import SkillStore, read_text
@@ -144,7 +145,6 @@ def concerned_skill(
 
 # -- the review candidates waiting in the queue ------------------------------------------------
 
-OPEN = ("proposed", "pending_eval", "pending_approval")
 ALL_SECTIONS = frozenset({"description", "when_to_use", "steps", "pitfalls"})
 
 
