@@ -27,7 +27,7 @@ from engine.core.benchmark import Benchmark
 from engine.core.budget import Budget, BudgetMeter, Spent
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError
-from engine.core.events import CancelToken, Reporter, SessionLog
+from engine.core.events import CancelToken, Event, Reporter, SessionLog
 from engine.core.fsutil import atomic_write_json, atomic_write_text
 from engine.core.results import read_results
 from engine.core.stamps import new_id
@@ -153,6 +153,21 @@ class Evolution:
         purpose: Purpose = "targets" if role in TARGET_ROLES else "measure"
         return Reuse(purpose, fresh=self.fresh)
 
+    def counting(self, role: str) -> Reporter:
+        """The reporter of one evaluation: each agent run it finishes (a ``case_finished``
+        event, what the budget meter counts too) is added to the session's and the round's
+        ``agent_runs`` under the role's kind (a gate's reruns, ``rerun-<side>-<n>``: ``rerun``).
+        A recorded run that stands in finishes none, so it counts none."""
+        kind = "rerun" if role.startswith("rerun-") else role
+
+        def report(event: Event) -> None:
+            if event.kind == "case_finished":
+                for tally in (self.pending.agent_runs, self.pending.round_runs):
+                    tally[kind] = tally.get(kind, 0) + 1
+            self.reporter(event)
+
+        return report
+
     def measured(self, role: str, result: RunResult) -> str:
         """The run whose rows a role got (a recorded one, when reused: said in the log)."""
         if result.reused is not None:
@@ -187,7 +202,7 @@ class Evolution:
                 skills={self.pending.skill: text},
                 case_ids=[c.id for c in self.bench.cases if c.split in missing],
                 run_id=run_id,
-                reporter=self.reporter,
+                reporter=self.counting(role),
                 cancel=self.cancel,
                 seed=self.evaluation_seed(),
                 reuse=self.reuse(role),
@@ -267,6 +282,7 @@ class Evolution:
             stagnation=self.pending.stagnation,
             rule_id=cand.taboo_rule if cand is not None else None,
             folder=str(self.round_dir.relative_to(self.ws.root)),
+            agent_runs=dict(self.pending.round_runs),
             **extra,
         )
         self.pending.rounds.append(record)
@@ -276,6 +292,7 @@ class Evolution:
             round=record.round,
             outcome=outcome,
             stagnation=record.stagnation,
+            agent_runs=record.agent_runs,
         )
 
     def round_closed(self) -> bool:
@@ -484,7 +501,7 @@ class Evolution:
             ],
             run_id=run_id,
             seed=seed,
-            reporter=self.reporter,
+            reporter=self.counting(role),
             cancel=self.cancel,
             reuse=self.reuse(role),
         )
