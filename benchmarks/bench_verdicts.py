@@ -19,7 +19,10 @@ after the Target gate refused. Each decision draws from its own random stream, s
 kind, decision), so both rules meet the same planted candidates and the same first evaluations.
 Beside the error rates each path prints the agent runs a decision added by its reruns (both
 variants; mean and 90th percentile) under both rules; the evaluation a decision starts from is
-the same under both and is not counted.
+the same under both and is not counted. The runs are counted in the rerun callback itself, and
+the evolve, Holdout and queue paths print beside them what the decision recorded: its verdicts'
+``extra_runs`` (which leave the Guardrail's confirmation out) and its gates' ``agent_runs``
+(every rerun by kind), with the number of decisions whose ``agent_runs`` equal what ran.
 
 * **timeouts** (issue 26): a no-effect candidate whose failing runs become timeouts — on the 5
   cases it aims at (evolve's Target + Guardrail) or on the whole benchmark (queue eval naming no
