@@ -213,8 +213,9 @@ def confirmation_runs(max_extra_runs: int, broken: int) -> int:
 
 
 def most_confirmation_runs(max_extra_runs: int, cases: int) -> int:
-    """The most case-runs a side the Guardrail's confirmation may spend when up to ``cases``
-    cases can break: ``max(max_extra_runs, 2 × cases)`` at most, exactly this."""
+    """The exact most case-runs a side the Guardrail's confirmation may spend when up to
+    ``cases`` cases can break; never above ``max(max_extra_runs, 2 × cases)`` (the plans of
+    evolve and queue eval add it to their gates' ``max_extra_runs``)."""
     return max((b * confirmation_runs(max_extra_runs, b) for b in range(1, cases + 1)), default=0)
 
 
