@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,19 +44,34 @@ def rows_on_disk(ws: Workspace, session_id: str) -> int:
     return sum(len(read_results(folder / "results.jsonl")) for folder in folders)
 
 
-def test_an_evolve_sessions_recorded_runs_equal_the_result_rows_on_disk(tmp_path: Path) -> None:
+def path_demo(tmp_path: Path) -> Workspace:
+    """The demo's path-traversal cases, one run each; the Holdout gate due every second round."""
     ws = demo(tmp_path / "ws", ("path",))
     spec = ws.benchmarks_dir / DEMO_BENCHMARK / "benchmark.yaml"
     spec.write_text(re.sub(r"runs_per_case: \d+", "runs_per_case: 1", spec.read_text()))
     cfg = ws.load_config()
     cfg.gates.holdout_every = 2  # round 2 judges the Holdout gate: its reruns are counted too
     ws.save_config(cfg)
+    return ws
 
+
+def all_rows(ws: Workspace) -> list[dict[str, Any]]:
+    return [row for p in ws.runs_dir.glob("*/results.jsonl") for row in read_results(p)]
+
+
+def tokens(rows: list[dict[str, Any]]) -> int:
+    """Tokens as the budget meter adds them: every number a row's ``tokens`` holds."""
+    counts = [v for r in rows for v in (r.get("tokens") or {}).values()]
+    return int(sum(v for v in counts if isinstance(v, (int, float))))
+
+
+def test_an_evolve_sessions_recorded_runs_equal_the_result_rows_on_disk(tmp_path: Path) -> None:
+    ws = path_demo(tmp_path)
     result = run_evolve(ws, *ARGS)
     by_kind: dict[str, int] = result["agent_runs"]
     total = sum(by_kind.values())
     assert total == rows_on_disk(ws, result["session_id"]) == result["spent"]["runs"]
-    assert total == sum(len(read_results(p)) for p in ws.runs_dir.glob("*/results.jsonl"))
+    assert total == len(all_rows(ws))
 
     finished = session_events(ws, result["session_id"])[-1]
     assert finished["kind"] == "finished"
@@ -81,3 +97,39 @@ def test_an_evolve_sessions_recorded_runs_equal_the_result_rows_on_disk(tmp_path
     session_level = {"baseline", "final_holdout", "rollback_holdout"}
     per_round = sum(sum(r["agent_runs"].values()) for r in rounds)
     assert per_round + sum(v for k, v in by_kind.items() if k in session_level) == total
+
+
+def test_runs_finished_after_a_kills_last_checkpoint_are_counted_when_the_session_resumes(
+    tmp_path: Path,
+) -> None:
+    """A process killed outright saved its counts last when the evaluation it was running
+    started; the rows that evaluation wrote since are on disk, and resuming must count them.
+
+    The budget stops the session inside an evaluation at a clean point (its counts saved); the
+    checkpoint is then put back to what it held when that evaluation started — exactly what a
+    SIGKILL at that moment leaves — so the test does not depend on when a kill lands."""
+    ws = path_demo(tmp_path)
+    stopped = run_evolve(
+        ws, "--rounds", "1", "--auto-approve", "--seed", "1", "--budget-runs", "20"
+    )
+    assert stopped["stop_reason"] == "budget"
+    pending = json.loads(ws.pending_round_path.read_text())
+    ((role, run_id),) = [
+        (role, run_id)
+        for role, run_id in pending["run_ids"].items()
+        if json.loads((ws.runs_dir / run_id / "manifest.json").read_text())["status"]
+        == "interrupted"
+    ]
+    lost = read_results(ws.runs_dir / run_id / "results.jsonl")
+    assert lost and pending["run_rows"].pop(run_id) == len(lost)
+    pending["spent_runs"] -= len(lost)
+    pending["spent_tokens"] -= tokens(lost)
+    for tally in ("agent_runs", "round_runs"):
+        pending[tally][role] -= len(lost)
+    ws.pending_round_path.write_text(json.dumps(pending))
+
+    done = run_evolve(ws, "--rounds", "1", "--auto-approve", "--seed", "1", "--budget-runs", "5000")
+    assert done["resumed"] and done["stop_reason"] == "max_rounds"
+    rows = all_rows(ws)
+    assert sum(done["agent_runs"].values()) == done["spent"]["runs"] == len(rows)
+    assert done["spent"]["tokens"] == tokens(rows)

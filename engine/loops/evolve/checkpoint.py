@@ -140,6 +140,9 @@ class PendingRound:
     # the session's, and the open round's (its record takes them when it closes)
     agent_runs: dict[str, int] = field(default_factory=dict)
     round_runs: dict[str, int] = field(default_factory=dict)
+    # run id → its rows counted above: rows a killed process wrote after its last checkpoint
+    # are the ones past this, counted when the evaluation resumes
+    run_rows: dict[str, int] = field(default_factory=dict)
 
     def finished(self, stage: str) -> bool:
         return stage in self.done
