@@ -8,9 +8,10 @@ session seed is fixed (``--seed 1``) because the noisy demo agent then makes the
 time, and with this one round 1's Target gate reruns its cases and the Guardrail confirms a
 case that broke on fresh runs — the runs no figure counted before.
 
-The runner appends one row to ``results.jsonl`` for every agent run it finishes (a retried
-invalid unit appends another), so the rows of every run folder the session wrote are the runs it
-launched, whatever the loop believes.
+The runner appends one row to ``results.jsonl`` for every agent run it finishes, so the rows
+of every run folder the session wrote are the runs it launched, whatever the loop believes (a
+unit run again after an invalid run keeps only its latest row once its run finishes: the one
+case where the two differ, which these sessions do not meet).
 """
 
 from __future__ import annotations
