@@ -19,7 +19,10 @@ after the Target gate refused. Each decision draws from its own random stream, s
 kind, decision), so both rules meet the same planted candidates and the same first evaluations.
 Beside the error rates each path prints the agent runs a decision added by its reruns (both
 variants; mean and 90th percentile) under both rules; the evaluation a decision starts from is
-the same under both and is not counted.
+the same under both and is not counted. The runs are counted in the rerun callback itself, and
+the evolve, Holdout and queue paths print beside them what the decision recorded: its verdicts'
+``extra_runs`` (which leave the Guardrail's confirmation out) and its gates' ``agent_runs``
+(every rerun by kind), with the number of decisions whose ``agent_runs`` equal what ran.
 
 * **timeouts** (issue 26): a no-effect candidate whose failing runs become timeouts — on the 5
   cases it aims at (evolve's Target + Guardrail) or on the whole benchmark (queue eval naming no
@@ -101,6 +104,7 @@ from engine.evaluation.gates.outcome import (  # noqa: E402
     judge_aimed,
 )
 from engine.evaluation.gates.queued import evaluate_queued, judge_queued  # noqa: E402
+from engine.evaluation.gates.result import GateResult  # noqa: E402
 from engine.evaluation.gates.submission import submit_candidate  # noqa: E402
 from engine.evaluation.runner import run_evaluation  # noqa: E402
 from engine.evaluation.verdict import can_improve  # noqa: E402
@@ -144,13 +148,24 @@ class Meter:
 
     futility: bool = True  # False: today's rule (no futility stopping, three looks)
     spent: int = 0
+    # what the decision's gates recorded of it: their verdicts' extra_runs (both variants; queue
+    # eval: its extra_runs_total), and their agent_runs figures (every rerun, by kind); None:
+    # the path records neither
+    extra: int | None = None
+    recorded: int | None = None
 
     def looks(self) -> int:
         return GatesConfig().looks if self.futility else TODAY_LOOKS
 
     def start(self, seed: int, kind: str, index: int) -> random.Random:
         self.spent = 0
+        self.extra = self.recorded = None
         return random.Random(f"{seed}/{kind}/{index}")
+
+    def note(self, *gates: GateResult) -> None:
+        """What the decision's gates recorded of the runs they caused, to set beside what ran."""
+        self.extra = sum(2 * int(g.figures.get("extra_runs", 0)) for g in gates)
+        self.recorded = sum(sum(g.figures.get("agent_runs", {}).values()) for g in gates)
 
     def count(self, cases: int, runs: int) -> None:
         self.spent += 2 * cases * runs
@@ -164,11 +179,16 @@ class Tally:
     accepted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     decided: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     runs: list[int] = field(default_factory=list)  # agent runs each decision added
+    extra: list[int] = field(default_factory=list)  # its verdicts' extra_runs (both variants)
+    recorded: list[int] = field(default_factory=list)  # its gates' agent_runs
 
     def add(self, kind: str, accepted: bool) -> None:
         self.decided[kind] += 1
         self.accepted[kind] += int(accepted)
         self.runs.append(METER.spent)
+        if METER.extra is not None and METER.recorded is not None:
+            self.extra.append(METER.extra)
+            self.recorded.append(METER.recorded)
 
     def mean_runs(self) -> float:
         return statistics.fmean(self.runs) if self.runs else 0.0
@@ -311,6 +331,7 @@ def evolve_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[Ta
             after = draw(selection, after_p, runs, rng)
             rerun = rerunner(selection, parent, after_p, rng)
             t, g, _ = judge_aimed(target, guardrail, before, after, targeted, rerun)
+            METER.note(t, g)
             new.add(kind, t.passed and g.passed)
             old.add(kind, old_evolve(diagnosed, after, targeted))
     return new, old
@@ -342,6 +363,7 @@ def holdout_path(cases: Sequence[Case], n: int, seed: int, runs: int) -> tuple[T
                 positive_label="vulnerable",
                 rerun=rerunner(holdout, parent, after_p, rng),
             )
+            METER.note(result)
             new.add(kind, result.passed)
             old.add(kind, _f1(after) - _f1(before) >= -0.01)
     return new, old
@@ -379,6 +401,7 @@ def queue_path(
             before, after = draw(cases, parent, runs, rng), draw(cases, after_p, runs, rng)
             rerun = rerunner(cases, parent, after_p, rng)
             found = judge_queued(before, after, targeted if named else [], sampling, rerun)
+            METER.extra, METER.recorded = 2 * found.extra_runs, sum(found.agent_runs.values())
             new.add(kind, found.passed)
             old.add(kind, mean(after) > mean(before))
     return new, old
@@ -750,6 +773,15 @@ def report(name: str, new: Tally, old: Tally | None, old_name: str, today: Tally
             f"   ({ratio:.2f}× today's)"
         )
     print(line)
+    if new.recorded:
+        same = sum(r == s for r, s in zip(new.recorded, new.runs, strict=True))
+        print(
+            f"  recorded per decision (both variants): verdicts' extra_runs mean "
+            f"{statistics.fmean(new.extra):.1f}, gates' agent_runs mean "
+            f"{statistics.fmean(new.recorded):.1f}, ran mean {new.mean_runs():.1f}; "
+            f"agent_runs = ran in {same} "
+            f"of {len(new.runs)} decisions"
+        )
 
 
 PATH_KEYS = (

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from engine.cli import main
+from engine.core.benchmark import load_benchmark
 from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_BENCHMARK, DEMO_SKILL, copy_demo
 
@@ -60,3 +61,21 @@ def test_evolve_dry_run_plans_every_round_and_writes_no_checkpoint(tmp_path: Pat
     assert code == 0 and "(at most, 2 rounds), up to " in out
     assert not ws.pending_round_path.exists()
     assert not ws.runs_dir.is_dir() or not any(ws.runs_dir.glob("run-*"))
+
+
+def test_evolve_plan_counts_a_guardrail_confirmation_past_max_extra_runs(tmp_path: Path) -> None:
+    """With ``max_extra_runs: 4`` a confirmation of many broken cases costs 2 runs of each, more
+    than the budget: the plan's most is what the gates can really spend (docs/verdicts.md)."""
+    ws = Workspace(copy_demo(tmp_path / "ws"))
+    cfg = ws.load_config()
+    cfg.gates.max_extra_runs = 4
+    ws.save_config(cfg)
+    selection = sum(1 for c in load_benchmark(ws.benchmarks_dir / DEMO_BENCHMARK).cases
+                    if c.split == "selection")  # fmt: skip
+    code, out, _ = _cli(
+        "--json", "evolve", DEMO_SKILL, "--bench", DEMO_BENCHMARK, "--rounds", "1", "--dry-run",
+        "-w", str(ws.root),
+    )  # fmt: skip
+    assert code == 0
+    # per side: Target 4, Guardrail 4, its confirmation 2 runs of every selection case
+    assert json.loads(out)["max_extra_runs"] == 2 * (4 + 4 + 2 * selection) > 2 * 3 * 4

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from engine.core.results import read_results
 from engine.core.workspace import Workspace
 from engine.loops.evolve import checkpoint
 from engine.loops.evolve.checkpoint import STAGES
@@ -145,6 +146,9 @@ def test_sigkill_at_every_stage_then_restart_ends_with_the_reference_versions(
     ]
     assert not ws.pending_round_path.exists()
     assert not list(ws.root.glob("*.pending_round.json.*"))
+    # every run a killed process finished after its last checkpoint is counted on resuming
+    rows = sum(len(read_results(p)) for p in ws.runs_dir.glob("*/results.jsonl"))
+    assert sum(finished["agent_runs"].values()) == finished["spent"]["runs"] == rows
     starts = [e for e in session_events(ws, finished["session_id"]) if e["kind"] == "started"]
     # the first process may die before its "started" line; every later one resumed
     assert len(starts) in (len(killed), len(killed) + 1)

@@ -20,6 +20,8 @@ from engine.evaluation.gates.outcome import (
     Sampling,
     Target,
     Verify,
+    confirmation_runs,
+    most_confirmation_runs,
     verify_calibration,
 )
 from engine.evaluation.verdict import compare_f1
@@ -100,6 +102,7 @@ def test_target_reruns_an_inconclusive_comparison_and_counts_the_extra_runs() ->
     result = gate.judge(before, after, ["a", "b"], rerun=rerun)
     assert result.verdict == "pass"
     assert result.figures["extra_runs"] == 4 and result.figures["looks"] == 2
+    assert result.figures["agent_runs"] == {"rerun": 2 * 4}  # both variants
     assert "+4 extra" in result.figures["line"]
     assert Target().judge(before, after, ["a", "b"], rerun=rerun).verdict == "fail"  # no budget
 
@@ -149,6 +152,49 @@ def test_guardrail_fails_a_break_that_repeats_on_fresh_runs_even_when_fixes_hide
     assert asked[-1] == (["a", "b"], 6)  # only the broken cases, 12 // 2 runs each
     assert "broke again on fresh runs" in result.reasons[-1] and "(a, b)" in result.reasons[-1]
     assert Guardrail().judge(before, after, rerun=repeats).verdict == "pass"  # no budget: pooled
+
+
+def test_guardrail_records_every_run_it_asked_for_its_confirmation_included() -> None:
+    # the pooled figure stays at delta 0 (fixes cancel breaks), so the only reruns are the
+    # confirmation's: counted in agent_runs (both variants) though its verdict records no extra
+    before = rows({"a": (True, True), "b": (True, True), "c": (False, False), "d": (False, False)})
+    after = rows({"a": (False, False), "b": (False, False), "c": (True, True), "d": (True, True)})
+    ran = 0
+
+    def repeats(cases: Any, runs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        nonlocal ran
+        ran += 2 * len(cases) * runs  # both variants
+        return rows({c: (True,) * runs for c in cases}), rows({c: (False,) * runs for c in cases})
+
+    result = Guardrail(Sampling(alpha=0.05, max_extra_runs=12, looks=3)).judge(
+        before, after, rerun=repeats
+    )
+    assert result.figures["extra_runs"] == 0  # what the verdict's own sampling added
+    assert result.figures["agent_runs"] == {"rerun": 0, "confirm": 2 * 2 * 6} and ran == 24
+
+
+def test_a_confirmation_of_many_broken_cases_costs_more_than_the_budget_and_says_so() -> None:
+    # 30 passing cases break once each and 30 failing ones get fixed: pooled, not worse; each
+    # broken case is confirmed on 2 fresh runs (never fewer), 60 case-runs a side past 48
+    broke = {f"b{i}": ((True, True), (True, False)) for i in range(30)}
+    fixed = {f"f{i}": ((False, False), (True, False)) for i in range(30)}
+    spec = broke | fixed
+    before = rows({c: pair[0] for c, pair in spec.items()})
+    after = rows({c: pair[1] for c, pair in spec.items()})
+    asked: list[tuple[int, int]] = []
+
+    def flips(cases: Any, runs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        asked.append((len(cases), runs))
+        return rows({c: (True,) * runs for c in cases}), rows({c: (True,) * runs for c in cases})
+
+    result = Guardrail(Sampling(alpha=0.05, max_extra_runs=48, looks=3)).judge(
+        before, after, rerun=flips
+    )
+    assert result.newly_broken == sorted(broke) and asked[-1] == (30, 2)
+    assert result.figures["agent_runs"]["confirm"] == 2 * 60
+    assert confirmation_runs(48, 30) == 2 and most_confirmation_runs(48, 30) == 60
+    assert most_confirmation_runs(48, 8) == 48 and most_confirmation_runs(48, 5) == 30
+    assert most_confirmation_runs(0, 30) == 0
 
 
 def test_guardrail_keeps_a_chance_flip_that_does_not_repeat() -> None:

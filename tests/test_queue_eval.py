@@ -199,6 +199,7 @@ def test_a_narrow_fix_naming_no_targets_is_screened_and_confirmed(ws: Workspace)
     (gate,) = [g for g in CandidateQueue(ws).get(cand_id).gates() if g["gate"] == "effectiveness"]
     figures = gate["figures"]
     assert figures["screening"] == data["screening"] and figures["extra_runs_total"] == 52
+    assert figures["agent_runs"] == {"screening": 2 * 52}  # by step, both variants
     assert figures["runs"] == data["run_ids"] and figures["targets"] == []
     assert "2 screened cases (sqli-js-concat, sqli-py-format): +" in gate["reasons"][0]
 

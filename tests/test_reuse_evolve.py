@@ -91,6 +91,10 @@ def test_a_second_evolve_session_reuses_the_first_sessions_runs_and_fresh_runs_t
     assert {"baseline", "selection", "parent_paired"} <= roles
     saved = sum(int(re.search(r": (\d+) units", m).group(1)) for m in reused)  # type: ignore[union-attr]
     assert saved == len(before)
+    # a reused evaluation launched no agent and counts none: the session's runs are its rows
+    wrote = sum(len(read_results(ws.runs_dir / r / "results.jsonl")) for r in new)
+    assert sum(second["agent_runs"].values()) == second["spent"]["runs"] == wrote
+    assert "baseline" not in second["agent_runs"]
 
     third = run_evolve(ws, *args, "--fresh")
     again = units_by_text(ws, runs(ws) - made)[sha]

@@ -148,6 +148,9 @@ def _print_result(result: EvolveResult) -> None:
             f"${result.spent['usd']:.2f}",
         ]
         console.print("spent: " + ", ".join(figures), markup=False, highlight=False)
+    if result.agent_runs:  # the same runs by the evaluation that made them (docs/evolve.md)
+        kinds = ", ".join(f"{kind} {n}" for kind, n in result.agent_runs.items())
+        console.print(f"agent runs by kind: {kinds}", markup=False, highlight=False)
     for line in result.not_run:
         console.print(Text(f"not run: {line}"))
     if result.stop_reason != "budget":  # a session stopped by its budget has no summary yet

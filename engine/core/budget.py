@@ -114,10 +114,11 @@ class BudgetMeter:
 
     def report(self, event: Event) -> None:
         if event.kind == "case_finished":
-            self._count(event.data)
+            self.count(event.data)
         self.forward(event)
 
-    def _count(self, data: dict[str, Any]) -> None:
+    def count(self, data: dict[str, Any]) -> None:
+        """One agent run, from its ``case_finished`` event or its result row."""
         tokens = data.get("tokens")
         cost = data.get("cost_usd")
         with self._lock:

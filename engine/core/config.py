@@ -89,10 +89,12 @@ class GatesConfig:
 
     ``alpha`` is the one-sided false-accept rate of every paired verdict
     (engine.evaluation.verdict);
-    ``max_extra_runs`` the case-runs per variant a decision may add when it is inconclusive,
-    spread over ``looks − 1`` extra looks: 48, because with 24 an 8-case Optimizer round and
-    the holdout gate find a real +50-point fix only about 70 % of the time on the noisy demo
-    (``benchmarks/bench_verdicts.py``); a decision that is clear at once adds nothing.
+    ``max_extra_runs`` the case-runs per variant a comparison may add when it is inconclusive,
+    spread over ``looks − 1`` extra looks (a decision's several comparisons and confirmations
+    may spend more in all: docs/verdicts.md, "What a decision can spend"): 48, because with
+    24 an 8-case Optimizer round and the holdout gate find a real +50-point fix only about
+    70 % of the time on the noisy demo (``benchmarks/bench_verdicts.py``); a decision that is
+    clear at once adds nothing.
     """
 
     alpha: float = 0.05

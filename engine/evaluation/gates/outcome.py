@@ -20,7 +20,9 @@ rows diagnosis picked the targets from, where chance failures look fixable:
   ``−max_f1_drop``; the change since the session's first version is recorded beside it.
 
 Each may rerun the cases that can still decide it (``gates.max_extra_runs``; see
-``engine.evaluation.verdict.decide``) and records how many extra runs it took.
+``engine.evaluation.verdict.decide``) and records how many extra runs it took; its
+``agent_runs`` figure counts every agent run its reruns asked for, by kind and both variants
+(the Guardrail's confirmation of broken cases included: ``engine.evaluation.gates.counted``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 from engine.core.config import GatesConfig
 from engine.evaluation.failures import counted
+from engine.evaluation.gates.counted import CountedRuns
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.metrics import CaseStatus, case_status, metrics
 from engine.evaluation.verdict import (
@@ -169,8 +172,9 @@ class Target:
                 b, a, cases=aimed, alpha=alpha, test="runs", alternative="greater"
             )
 
+        runs = CountedRuns(rerun)
         verdict, before_all, after_all = self.sampling.decide(
-            before, after, judge, lambda v: not v.better, rerun, aimed
+            before, after, judge, lambda v: not v.better, runs.kind("rerun"), aimed
         )
         fixed = _fixed(before_all, after_all, aimed)
         ok = verdict.better
@@ -180,11 +184,39 @@ class Target:
         return GateResult(
             gate=self.name,
             verdict="pass" if ok else "fail",
-            figures={"targeted": len(aimed), "fixed": len(fixed), **verdict_figures(verdict)},
+            figures={
+                "targeted": len(aimed),
+                "fixed": len(fixed),
+                **verdict_figures(verdict),
+                "agent_runs": runs.by_kind("rerun"),
+            },
             reasons=[reason],
             case_ids=aimed,
             fixed=fixed,
         )
+
+
+CONFIRM_RUNS = (2, 6)  # the fewest and the most fresh runs a broken case gets to confirm it
+
+
+def confirmation_runs(max_extra_runs: int, broken: int) -> int:
+    """Runs each broken case gets to confirm its break (0: no confirmation).
+
+    The budget shared among the broken cases, each held between 2 (one fresh pair proves
+    nothing) and 6 runs: so a confirmation costs at most ``max_extra_runs`` case-runs a side
+    unless more than half that many cases broke — then 2 runs each, which is more.
+    """
+    if broken <= 0 or max_extra_runs <= 0:
+        return 0
+    low, high = CONFIRM_RUNS
+    return max(low, min(high, max_extra_runs // broken))
+
+
+def most_confirmation_runs(max_extra_runs: int, cases: int) -> int:
+    """The exact most case-runs a side the Guardrail's confirmation may spend when up to
+    ``cases`` cases can break; never above ``max(max_extra_runs, 2 × cases)`` (the plans of
+    evolve and queue eval add it to their gates' ``max_extra_runs``)."""
+    return max((b * confirmation_runs(max_extra_runs, b) for b in range(1, cases + 1)), default=0)
 
 
 @dataclass(frozen=True)
@@ -218,12 +250,13 @@ class Guardrail:
         def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
             return compare_paired(b, a, cases=guarded, alpha=alpha, test="runs", alternative="less")
 
+        runs = CountedRuns(rerun)
         verdict, before_all, after_all = self.sampling.without_futility().decide(
             before,
             after,
             judge,
             lambda v: v.decision == "inconclusive" and v.delta < 0,
-            rerun,
+            runs.kind("rerun"),
             guarded,
         )
         broken = _broken(before_all, after_all, guarded)
@@ -231,7 +264,11 @@ class Guardrail:
         reasons = [f"{_plural(len(guarded), 'other case')}: {verdict.line()}"]
         if verdict.worse:
             reasons[0] += f" (worse at one-sided p<{self.sampling.alpha:g})"
-        confirmed = None if verdict.worse else self._confirm(broken, before_all, after_all, rerun)
+        confirmed = (
+            None
+            if verdict.worse
+            else self._confirm(broken, before_all, after_all, runs.kind("confirm"))
+        )
         if confirmed is not None and confirmed.worse:
             reasons.append(
                 f"{_plural(len(broken), 'case')} that passed before broke again on fresh runs: "
@@ -252,6 +289,7 @@ class Guardrail:
                 "unmeasured": len(unmeasured),
                 "fixed": len(fixed),
                 **verdict_figures(verdict),
+                "agent_runs": runs.by_kind("rerun", "confirm"),
             },
             reasons=reasons,
             case_ids=guarded,
@@ -270,10 +308,9 @@ class Guardrail:
         independent experiment: a break that repeats is a regression, one chance flip is not.
         This can only turn a pass into a fail, so the false-accept rate stays within ``alpha``.
         """
-        budget = self.sampling.max_extra_runs
-        if rerun is None or not broken or budget <= 0:
+        runs_each = confirmation_runs(self.sampling.max_extra_runs, len(broken))
+        if rerun is None or not runs_each:
             return None
-        runs_each = max(2, min(6, budget // len(broken)))
         new_before, new_after = rerun(list(broken), runs_each)
         existing = [*before, *after]
         return compare_paired(
@@ -387,8 +424,9 @@ class Holdout:
         def judge(b: Rows, a: Rows, alpha: float) -> Verdict:
             return holdout_change(b, a, positive_label=positive_label, alpha=alpha, threshold=floor)
 
+        runs = CountedRuns(rerun)
         verdict, before_all, after_all = self.sampling.without_futility().decide(
-            before, after, judge, lambda v: v.decision == "inconclusive", rerun
+            before, after, judge, lambda v: v.decision == "inconclusive", runs.kind("rerun")
         )
         ok = verdict.better
         cases = sorted(set(case_statuses(before_all)) | set(case_statuses(after_all)))
@@ -403,6 +441,7 @@ class Holdout:
             "max_drop": self.max_f1_drop,
             "cases": len(cases),
             **verdict_figures(verdict),
+            "agent_runs": runs.by_kind("rerun"),
         }
         reasons = [reason]
         if start is not None:
@@ -564,8 +603,10 @@ __all__ = [
     "Target",
     "Verify",
     "case_statuses",
+    "confirmation_runs",
     "holdout_change",
     "judge_aimed",
+    "most_confirmation_runs",
     "quality",
     "verdict_figures",
     "verify_calibration",

@@ -50,7 +50,14 @@ from engine.evaluation.agents import make_agent
 from engine.evaluation.costplan import JobPlan, per_run, workers
 from engine.evaluation.gates.candidate import Effectiveness
 from engine.evaluation.gates.cost import Cost
-from engine.evaluation.gates.outcome import Guardrail, Sampling, Target, judge_aimed
+from engine.evaluation.gates.counted import VARIANTS, CountedRuns
+from engine.evaluation.gates.outcome import (
+    Guardrail,
+    Sampling,
+    Target,
+    judge_aimed,
+    most_confirmation_runs,
+)
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.screening import Screened, screen_and_confirm
 from engine.evaluation.runner import BASELINE, SKILL, run_evaluation
@@ -130,6 +137,7 @@ class Judgement:
     broad: Verdict | None = None  # better on the whole benchmark? (no targets named)
     extra_runs: int = 0  # every case-run (per variant) any gate added to the first evaluation
     cost: GateResult | None = None  # the Cost gate (None: cost not judged)
+    agent_runs: dict[str, int] = dataclasses.field(default_factory=dict)  # by step, both sides
 
 
 def with_cost(
@@ -160,19 +168,6 @@ def with_cost(
     return dataclasses.replace(found, passed=passed, reasons=reasons, cost=judged)
 
 
-@dataclass
-class _Counted:
-    """A rerun that counts what it ran: the gates' own figures leave out the guardrail's
-    confirmation of broken cases, and a decision's cost is every run it added."""
-
-    rerun: Rerun
-    runs: int = 0
-
-    def __call__(self, cases: Sequence[str], runs: int) -> tuple[Rows, Rows]:
-        self.runs += len(cases) * runs
-        return self.rerun(cases, runs)
-
-
 def judge_queued(
     before: Rows,
     after: Rows,
@@ -184,19 +179,22 @@ def judge_queued(
     """The paired judgement of a queued candidate: on its targets and the rest when it names
     targets (Target and Guardrail, as evolve judges its own), else screened and confirmed;
     with ``cost``, the Cost gate read beside it (:func:`with_cost`)."""
-    counted = None if rerun is None else _Counted(rerun)
+    counted = CountedRuns(rerun)
     found = _judged(before, after, targets, sampling, counted)
-    if counted is not None:
-        found = dataclasses.replace(found, extra_runs=counted.runs)
+    found = dataclasses.replace(
+        found, extra_runs=counted.per_variant, agent_runs=dict(counted.runs)
+    )
     return found if cost is None else with_cost(found, cost, before, after, sampling)
 
 
 def _judged(
-    before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, rerun: Rerun | None
+    before: Rows, after: Rows, targets: Sequence[str], sampling: Sampling, runs: CountedRuns
 ) -> Judgement:
+    """The judgement; every rerun goes through ``runs``, counted under the step that asked
+    (``gates``: Target and Guardrail; ``broad``, ``guardrail``, ``screening``: no targets)."""
     if targets:
         aimed, guarded, _ = judge_aimed(
-            Target(sampling), Guardrail(sampling), before, after, targets, rerun
+            Target(sampling), Guardrail(sampling), before, after, targets, runs.kind("gates")
         )
         return Judgement(
             aimed.passed and guarded.passed,
@@ -204,7 +202,7 @@ def _judged(
             Verdict.from_dict(guarded.figures),
             aimed.reasons + guarded.reasons,
         )
-    if rerun is None or sampling.max_extra_runs <= 0:
+    if runs.rerun is None or sampling.max_extra_runs <= 0:
         verdict = compare_paired(
             before, after, alpha=sampling.alpha, test="runs", alternative="greater"
         )
@@ -215,20 +213,22 @@ def _judged(
         return compare_paired(b, a, alpha=alpha, test="runs", alternative="greater")
 
     broad, before_all, after_all = dataclasses.replace(sampling, alpha=broad_alpha).decide(
-        before, after, judge, lambda v: not v.better, rerun
+        before, after, judge, lambda v: not v.better, runs.kind("broad")
     )
     if broad.better:
         return Judgement(True, broad, None, [f"whole benchmark: {broad.line()}"], broad=broad)
     reasons = [f"whole benchmark: {_wanted(broad, broad_alpha)}"]
     # the reruns picked the cases whose runs disagree, whichever side they favoured: the
     # guardrail may read them, and screening may start from them
-    whole = Guardrail(sampling).judge(before_all, after_all, rerun=rerun)
+    whole = Guardrail(sampling).judge(before_all, after_all, rerun=runs.kind("guardrail"))
     kept = Verdict.from_dict(whole.figures)
     reasons += [f"whole benchmark not worse: {r}" for r in whole.reasons]
     if not whole.passed:
         return Judgement(False, kept, kept, reasons, broad=broad)
     narrow = dataclasses.replace(sampling, alpha=sampling.alpha - broad_alpha)
-    screened = screen_and_confirm(before_all, after_all, narrow, rerun)
+    screening = runs.kind("screening")
+    assert screening is not None  # a rerun was given (checked above)
+    screened = screen_and_confirm(before_all, after_all, narrow, screening)
     if screened.confirmed:
         found = f"{len(screened.confirmed)} screened cases ({', '.join(screened.confirmed)})"
     else:
@@ -265,6 +265,17 @@ def _evaluable(queue: CandidateQueue, candidate_id: str) -> Candidate:
     return cand
 
 
+def most_extra_runs(max_extra_runs: int, cases: int) -> int:
+    """The most case-runs a side a queued decision's reruns may add on ``cases`` cases.
+
+    Naming no targets (the costlier route): the whole-benchmark comparison, the Guardrail's
+    reruns, screening and confirmation each up to ``max_extra_runs``, and the Guardrail's
+    confirmation of broken cases (:func:`~engine.evaluation.gates.outcome.most_confirmation_runs`).
+    Naming targets: Target and Guardrail, each up to ``max_extra_runs``, and that confirmation.
+    """
+    return 4 * max_extra_runs + most_confirmation_runs(max_extra_runs, cases)
+
+
 def plan_queued(
     ws: Workspace,
     candidate_id: str,
@@ -275,9 +286,8 @@ def plan_queued(
 ) -> JobPlan:
     """The agent runs a queued candidate's evaluation makes, and their estimated cost.
 
-    The paired evaluation runs every case on both variants; its reruns may add up to
-    ``gates.max_extra_runs`` case-runs a side three times (the whole-benchmark comparison,
-    screening, confirmation; or Target, Guardrail and the Guardrail's confirmation).
+    The paired evaluation runs every case on both variants; its reruns may add
+    :func:`most_extra_runs` case-runs a side.
     """
     cand = _evaluable(CandidateQueue(ws), candidate_id)
     bench_id = bench or default_bench(ws, cand)
@@ -288,7 +298,7 @@ def plan_queued(
     return JobPlan(
         job=f"queue eval {candidate_id}",
         base=2 * len(loaded.cases) * n,
-        extra=2 * 3 * cfg.gates.max_extra_runs,
+        extra=VARIANTS * most_extra_runs(cfg.gates.max_extra_runs, len(loaded.cases)),
         workers=workers(ws, jobs),
         per_run=per_run(ws, bench_id, agent.describe()),
         detail=f"{len(loaded.cases)} cases × {n} runs × 2 variants",
@@ -363,6 +373,7 @@ def evaluate_queued(
             "against": baseline,
             "runs": run_ids,
             "extra_runs_total": found.extra_runs,
+            "agent_runs": found.agent_runs,
             **judged.figures,
             "cost": None if found.cost is None else found.cost.to_json(),
         },
@@ -392,6 +403,7 @@ __all__ = [
     "default_bench",
     "evaluate_queued",
     "judge_queued",
+    "most_extra_runs",
     "plan_queued",
     "recorded_targets",
     "with_cost",

@@ -20,8 +20,10 @@ So the search and the proof use different runs:
   "no effect" the confirmation runs are as fair a coin as any: the false-accept rate stays within
   ``alpha``, however the cases were picked.
 
-A decision therefore adds up to twice ``gates.max_extra_runs`` case-runs per variant (96 at the
-defaults): one budget to find the cases, one to prove them.
+Screening and confirmation therefore add up to twice ``gates.max_extra_runs`` case-runs per
+variant (96 at the defaults): one budget to find the cases, one to prove them; the whole
+decision, with the broad comparison and the Guardrail before them, is bounded in
+``engine.evaluation.gates.queued.most_extra_runs``.
 """
 
 from __future__ import annotations

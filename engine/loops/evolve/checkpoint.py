@@ -96,6 +96,7 @@ class RoundRecord:
     candidate: str | None = None
     gates: dict[str, str] = field(default_factory=dict)
     folder: str = ""
+    agent_runs: dict[str, int] = field(default_factory=dict)  # the round's, by kind
 
 
 @dataclass
@@ -135,6 +136,13 @@ class PendingRound:
     spent_runs: int = 0
     spent_tokens: int = 0
     spent_usd: float = 0.0
+    # the agent runs launched, by kind (the role of the evaluation; a gate's reruns: ``rerun``):
+    # the session's, and the open round's (its record takes them when it closes)
+    agent_runs: dict[str, int] = field(default_factory=dict)
+    round_runs: dict[str, int] = field(default_factory=dict)
+    # run id → its rows counted above: rows a killed process wrote after its last checkpoint
+    # are the ones past this, counted when the evaluation resumes
+    run_rows: dict[str, int] = field(default_factory=dict)
 
     def finished(self, stage: str) -> bool:
         return stage in self.done

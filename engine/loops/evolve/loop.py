@@ -32,7 +32,8 @@ from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
 from engine.evaluation.costplan import JobPlan, per_run, workers
-from engine.evaluation.gates.outcome import holdout_change
+from engine.evaluation.gates.counted import VARIANTS
+from engine.evaluation.gates.outcome import holdout_change, most_confirmation_runs
 from engine.evaluation.patches import make_proposer
 from engine.evaluation.patches.proposer import PROPOSER_KINDS
 from engine.loops.evolve import checkpoint
@@ -83,6 +84,8 @@ class EvolveResult:
     spent: dict[str, Any] | None = None  # agent runs, tokens and dollars the session spent
     budget: dict[str, Any] | None = None
     not_run: list[str] = field(default_factory=list)  # gates a small benchmark could not run
+    # the agent runs the session launched, by kind (engine.loops.evolve.stages.Evolution.counting)
+    agent_runs: dict[str, int] = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
@@ -175,6 +178,8 @@ def run(
             holdout_final=result.holdout_final,
             rounds=len(result.rounds),
             headline=result.headline,
+            agent_runs=sum(result.agent_runs.values()),
+            agent_runs_by_kind=result.agent_runs,
         )
         return result
 
@@ -186,7 +191,9 @@ def plan(ws: Workspace, options: EvolveOptions) -> JobPlan:
     candidate on the selection cases (a parent that stays current is measured once, so this is
     the most), both on holdout every ``gates.holdout_every`` rounds; the holdout once more at
     the end. Each gate (Target, Guardrail, Holdout) may add up to ``gates.max_extra_runs``
-    case-runs per side, and the Guardrail as many again to confirm a break.
+    case-runs per side, and the Guardrail its confirmation of the cases that broke
+    (:func:`~engine.evaluation.gates.outcome.most_confirmation_runs`: as many again, or two
+    runs of each selection case when more than half ``max_extra_runs`` of them broke).
     """
     _check_skill(ws, options)  # a refusal says so before any plan is shown
     cfg = ws.load_config()
@@ -206,7 +213,9 @@ def plan(ws: Workspace, options: EvolveOptions) -> JobPlan:
         + holdout_rounds * 2 * units("holdout")
         + units("holdout")
     )
-    extra = 2 * cfg.gates.max_extra_runs * (3 * rounds + holdout_rounds)
+    most = cfg.gates.max_extra_runs
+    confirm = most_confirmation_runs(most, len(bench.cases_in("selection")))
+    extra = VARIANTS * (rounds * (2 * most + confirm) + holdout_rounds * most)
     agent = make_agent(ws, cfg.agent)
     return JobPlan(
         job=f"evolve {options.skill}",
@@ -376,6 +385,7 @@ def _next_round(evo: Evolution) -> None:
         pending.stage = "evaluate"
         pending.done = []
         pending.run_ids = {}
+        pending.round_runs = {}
         pending.artifacts = {}
         pending.candidate = None
         pending.candidate_id = None
@@ -496,6 +506,7 @@ def _result(evo: Evolution, resumed: bool, stop_reason: str) -> EvolveResult:
         spent=evo.meter.spent.to_dict(),
         budget=evo.meter.budget.to_dict() if evo.meter.budget.limited else None,
         not_run=evo.not_run(),
+        agent_runs=dict(pending.agent_runs),
     )
 
 

@@ -27,8 +27,8 @@ from engine.core.benchmark import Benchmark
 from engine.core.budget import Budget, BudgetMeter, Spent
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError
-from engine.core.events import CancelToken, Reporter, SessionLog
-from engine.core.fsutil import atomic_write_json, atomic_write_text
+from engine.core.events import CancelToken, Event, Reporter, SessionLog
+from engine.core.fsutil import atomic_write_json, atomic_write_text, read_jsonl
 from engine.core.results import read_results
 from engine.core.stamps import new_id
 from engine.core.store import SkillStore
@@ -153,6 +153,40 @@ class Evolution:
         purpose: Purpose = "targets" if role in TARGET_ROLES else "measure"
         return Reuse(purpose, fresh=self.fresh)
 
+    def counting(self, role: str, run_id: str) -> Reporter:
+        """The reporter of one evaluation: each agent run it finishes (a ``case_finished``
+        event, what the budget meter counts too) is added to the session's and the round's
+        ``agent_runs`` under the role's kind (a gate's reruns, ``rerun-<side>-<n>``: ``rerun``).
+        A recorded run that stands in finishes none, so it counts none."""
+
+        def report(event: Event) -> None:
+            if event.kind == "case_finished":
+                self._counted(role, run_id)
+            self.reporter(event)
+
+        return report
+
+    def _counted(self, role: str, run_id: str) -> None:
+        kind = "rerun" if role.startswith("rerun-") else role
+        for tally in (self.pending.agent_runs, self.pending.round_runs):
+            tally[kind] = tally.get(kind, 0) + 1
+        self.pending.run_rows[run_id] = self.pending.run_rows.get(run_id, 0) + 1
+
+    def recount(self, role: str, run_id: str) -> None:
+        """Before resuming ``run_id``: count the rows a killed process wrote after its last
+        checkpoint.
+
+        Every row is an agent run this session launched; a process killed outright loses the
+        count of those it finished since it last saved (the budget meter's too), while their
+        rows stay and the resumed evaluation does not run them again. Rows are appended in the
+        order they were counted, so the uncounted ones are those past ``run_rows``; a line the
+        kill tore is no finished run (the runner runs its unit again).
+        """
+        rows = read_jsonl(self.ws.runs_dir / run_id / "results.jsonl")
+        for row in rows[self.pending.run_rows.get(run_id, 0) :]:
+            self._counted(role, run_id)
+            self.meter.count(row)
+
     def measured(self, role: str, result: RunResult) -> str:
         """The run whose rows a role got (a recorded one, when reused: said in the log)."""
         if result.reused is not None:
@@ -180,6 +214,7 @@ class Evolution:
             self.log.emit(
                 "message", text=f"evaluating {role} on {', '.join(missing)}", run_id=run_id
             )
+            self.recount(role, run_id)
             result = run_evaluation(
                 self.ws,
                 self.bench.id,
@@ -187,7 +222,7 @@ class Evolution:
                 skills={self.pending.skill: text},
                 case_ids=[c.id for c in self.bench.cases if c.split in missing],
                 run_id=run_id,
-                reporter=self.reporter,
+                reporter=self.counting(role, run_id),
                 cancel=self.cancel,
                 seed=self.evaluation_seed(),
                 reuse=self.reuse(role),
@@ -267,6 +302,7 @@ class Evolution:
             stagnation=self.pending.stagnation,
             rule_id=cand.taboo_rule if cand is not None else None,
             folder=str(self.round_dir.relative_to(self.ws.root)),
+            agent_runs=dict(self.pending.round_runs),
             **extra,
         )
         self.pending.rounds.append(record)
@@ -276,6 +312,7 @@ class Evolution:
             round=record.round,
             outcome=outcome,
             stagnation=record.stagnation,
+            agent_runs=record.agent_runs,
         )
 
     def round_closed(self) -> bool:
@@ -471,6 +508,7 @@ class Evolution:
             self.save()
         wanted = set(case_ids) if case_ids is not None else None
         self.log.emit("message", text=f"evaluating {role} on {', '.join(splits)}", run_id=run_id)
+        self.recount(role, run_id)
         result = run_evaluation(
             self.ws,
             self.bench.id,
@@ -484,7 +522,7 @@ class Evolution:
             ],
             run_id=run_id,
             seed=seed,
-            reporter=self.reporter,
+            reporter=self.counting(role, run_id),
             cancel=self.cancel,
             reuse=self.reuse(role),
         )
