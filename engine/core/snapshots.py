@@ -63,6 +63,7 @@ from engine.core.workspace import (
     Workspace,
     parse_version,
 )
+from engine.core.writers import Writers
 
 MANIFEST = ".skillsmith-snapshot.json"
 STATE_ITEMS = (CONFIG_NAME, "AGENTS.md", "skills", "history")
@@ -74,6 +75,7 @@ MAX_HEADER_CHAIN = 8
 MAX_PATH_CHARS = 1024
 MAX_NAME_BYTES = 255  # the longest file name Linux and macOS filesystems take
 MAX_TRAILER_BYTES = 1024 * 1024  # tar pads its end to 10 KB records; more is not ours
+_HELD_BYTES = 8 * 1024 * 1024  # a restored file up to this size is read whole, written on a thread
 _EXTENSION_HEADERS = (
     tarfile.GNUTYPE_LONGNAME,
     tarfile.GNUTYPE_LONGLINK,
@@ -422,7 +424,7 @@ def _read_archive(
     if dest is not None:
         dest.mkdir(parents=True)
     try:
-        with _open_archive(path) as (tar, gz):
+        with _open_archive(path) as (tar, gz), Writers() as writers:
             for member in tar:
                 name = _member_name(member.name)
                 if name is None:
@@ -483,7 +485,7 @@ def _read_archive(
                     raise refuse(implied[name], f"lies under {name!r}, which is not a folder")
                 if dest is not None and name != MANIFEST:
                     try:
-                        _write_member(tar, member, f"{dest}/{name}", data, made)
+                        _write_member(tar, member, dest, name, data, made, writers)
                     except OSError as exc:
                         raise _WriteFailed(dest, exc) from None
             _read_to_end(path, gz)
@@ -527,19 +529,27 @@ class _WriteFailed(Exception):
 def _write_member(
     tar: tarfile.TarFile,
     member: tarfile.TarInfo,
-    target: str,
+    dest: Path,
+    name: str,
     data: bytes | None,
     made: set[str],
+    writers: Writers,
 ) -> None:
     """Write one checked member (``data``: its bytes when the checks already read them).
 
-    ``made`` holds the folders this extraction has created, so a file in one costs no mkdir.
-    Paths are strings here: pathlib's parents and hashing cost more than the writes of the
-    small files a skill is made of.
+    Folders and links are made here, in archive order, so a folder exists before the files in
+    it; a file's bytes are read here (the stream is read in order) and written on one of
+    ``writers``' threads, except a file too large to hold, copied here. ``made`` holds the
+    folders this extraction has created, so a file in one costs no mkdir. Paths are strings:
+    pathlib's parents and hashing cost more than the writes of the small files a skill is made of.
     """
+    target = f"{dest}/{name}"
     folder = target if member.isdir() else os.path.dirname(target)
     if folder not in made:
-        os.makedirs(folder, exist_ok=True)
+        if os.path.dirname(folder) in made:
+            os.mkdir(folder)  # the usual case: tar lists a folder after its parent
+        else:
+            os.makedirs(folder, exist_ok=True)
         while folder not in made:  # it and every folder above it exist now
             made.add(folder)
             folder = os.path.dirname(folder)
@@ -552,14 +562,27 @@ def _write_member(
             with staged_open(target) as out:
                 out.write((member.linkname + "\n").encode("utf-8"))
         return
-    with staged_open(target, mode=member.mode & 0o755 | 0o600) as out:
-        if data is not None:
-            out.write(data)
-        else:
-            src = tar.extractfile(member)
-            assert src is not None  # checked: a regular file
-            shutil.copyfileobj(src, out, 1024 * 1024)
+    mode = member.mode & 0o755 | 0o600
+    if data is None and member.size <= _HELD_BYTES:
+        data = _member_bytes(tar, member)
+    if data is not None:
+        writers.submit(partial(_write_file, dest, target, data, mode, member.mtime), len(data))
+        return
+    with staged_open(target, mode=mode) as out:
+        src = tar.extractfile(member)
+        assert src is not None  # checked: a regular file
+        shutil.copyfileobj(src, out, 1024 * 1024)
     os.utime(target, (member.mtime, member.mtime))
+
+
+def _write_file(dest: Path, target: str, data: bytes, mode: int, mtime: float) -> None:
+    """A new file with ``data``, its mode and time (on a writer thread: a failure is the disk's)."""
+    try:
+        with staged_open(target, mode=mode) as out:
+            out.write(data)
+        os.utime(target, (mtime, mtime))
+    except OSError as exc:
+        raise _WriteFailed(dest, exc) from None
 
 
 def _check_name_length(name: str, refuse: Callable[[str, str], _Refused]) -> None:
