@@ -22,8 +22,10 @@ from engine.core.workspace import Workspace
 from engine.evaluation.demo import DEMO_SKILL
 from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.cost import Cost, cost_change
-from engine.evaluation.gates.queued import evaluate_queued
+from engine.evaluation.gates.outcome import Sampling
+from engine.evaluation.gates.queued import Judgement, evaluate_queued, with_cost
 from engine.evaluation.gates.submission import submit_candidate
+from engine.evaluation.verdict import compare_paired
 from tests.bench_helpers import mini_demo
 
 MINI = "mini"
@@ -125,3 +127,32 @@ def test_runs_that_failed_outside_the_agent_are_not_costed_and_nothing_recorded_
     assert change is not None and change.n_cases == 1 and change.change == 0.0
     bare = [{"case_id": "a", "run_index": 0, "pass_fail": "pass"}]
     assert Cost().judge(bare, bare, better=False).verdict == "held"
+
+
+def test_a_saving_never_buys_back_a_loss_the_reruns_showed() -> None:
+    """A cheaper candidate is accepted on cost alone only when it is not worse: on the first
+    rows and on every verdict the judgement reached with its reruns. The first rows here lose
+    one case of eight (not worse with confidence), while the reruns showed the loss."""
+    cases = [f"c{i}" for i in range(8)]
+
+    def rows(tokens: int, failing: set[str]) -> list[dict[str, object]]:
+        return [
+            {"case_id": c, "run_index": i, "seed": i, "tokens": {"input": tokens},
+             "pass_fail": "fail" if c in failing else "pass"}
+            for c in cases for i in range(2)
+        ]  # fmt: skip
+
+    before, after = rows(1000, set()), rows(500, {"c0"})
+    sampling = Sampling(alpha=0.05, max_extra_runs=0)
+    shown = compare_paired(rows(1000, set()), rows(1000, set(cases[:5])), test="runs",
+                           alternative="less")  # fmt: skip
+    assert shown.worse
+    cheap = Cost(max_increase=0.25)
+    found = Judgement(passed=False, verdict=shown, guardrail=shown, reasons=["not better"])
+    judged = with_cost(found, cheap, before, after, sampling)
+    assert judged.cost is not None and judged.cost.figures["cheaper"]
+    assert not judged.passed
+    # without the rerun evidence the same first rows are accepted on the saving alone
+    calm = compare_paired(before, before, test="runs", alternative="less")
+    found = Judgement(passed=False, verdict=calm, guardrail=calm, reasons=["not better"])
+    assert with_cost(found, cheap, before, after, sampling).passed

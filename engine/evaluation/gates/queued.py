@@ -147,7 +147,9 @@ def with_cost(
 
     A candidate that costs more with confidence (beyond ``gates.max_cost_increase``) and is not
     better is refused by it; one that is not better but cheaper with confidence is accepted on
-    that alone when the whole benchmark is not worse (the Guardrail gate on every case).
+    that alone when the whole benchmark is not worse (the Guardrail gate on every case) — on
+    the first rows and on every verdict the judgement reached with its reruns: a saving never
+    buys back a loss the reruns showed.
     """
     judged = cost.judge(before, after, better=found.passed)
     reasons = list(found.reasons)
@@ -159,7 +161,10 @@ def with_cost(
         # the guardrail spends its error rate over looks; a cost-only accept also needs the
         # data in hand, tested once at the full rate, to show no loss
         loss = compare_paired(before, after, alpha=sampling.alpha, test="runs", alternative="less")
-        if whole.passed and loss.decision != "worse":
+        shown_worse = any(
+            v is not None and v.worse for v in (found.verdict, found.guardrail, found.broad)
+        )
+        if whole.passed and loss.decision != "worse" and not shown_worse:
             passed = True
             reasons = [f"Cost gate: cheaper with confidence and not worse: {whole.reasons[0]}"]
             reasons += [f"Cost gate: {judged.reasons[0]}"]
