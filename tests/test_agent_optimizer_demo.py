@@ -19,6 +19,7 @@ from engine.core.workspace import Workspace
 
 BENCH = "opt"
 SKILL = "security-audit"
+SEED = "2"
 
 
 def _cli(*args: str) -> dict[str, Any]:
@@ -49,7 +50,10 @@ def test_optimize_agent_keeps_a_round_on_the_shipped_demo(tmp_path: Path) -> Non
     shipped = ws.skill_path(SKILL).read_text(encoding="utf-8")
 
     # No publish past the human: the kept round waits in the queue, the skill stays at v0.
-    held = _cli("optimize-agent", "--bench", BENCH, "-w", str(root))
+    # The session seed fixes every evaluation's draws. At the shipped noise a session keeps a
+    # round on most seeds (4 of seeds 1-6, each seed's rounds repeatable), not on every one: an
+    # assertion on a kept round needs a seed that keeps one.
+    held = _cli("optimize-agent", "--bench", BENCH, "-w", str(root), "--seed", SEED)
     assert held["stop_reason"] == "awaiting_approval" and held["version"] == 0
     (waiting,) = [a for a in held["attempts"] if a["decision"] == "queued"]
     queued = CandidateQueue(ws).get(waiting["candidate_id"])
@@ -59,7 +63,7 @@ def test_optimize_agent_keeps_a_round_on_the_shipped_demo(tmp_path: Path) -> Non
     assert ws.skill_path(SKILL).read_text(encoding="utf-8") == shipped
 
     # With --auto-approve the kept rounds are published as they are kept.
-    _cli("optimize-agent", "--bench", BENCH, "-w", str(root), "--auto-approve")
+    _cli("optimize-agent", "--bench", BENCH, "-w", str(root), "--auto-approve", "--seed", SEED)
     folder = sorted(ws.experiments_dir.iterdir())[-1]
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     assert state["status"] == "finished" and state["valid_rounds"] >= 1

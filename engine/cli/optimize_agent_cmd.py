@@ -31,6 +31,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--target-score", type=float, help="stop once the score reaches this")
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
     p.add_argument(
+        "--seed",
+        type=int,
+        help="fix every evaluation's seed, so the session can be repeated (default: fresh seeds)",
+    )
+    p.add_argument(
         "--auto-approve",
         action="store_true",
         help="apply a kept round at once (default: it waits in the queue for a person)",
@@ -52,6 +57,7 @@ def _optimize(args: argparse.Namespace) -> int:
                 target_score=args.target_score,
                 jobs=args.jobs,
                 auto_approve=args.auto_approve,
+                seed=args.seed,
             )
             result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):

@@ -105,10 +105,16 @@ def fresh_seed() -> int:
     return secrets.randbits(SEED_BITS)
 
 
+def derived_seed(seed: int, *parts: object) -> int:
+    """A seed fixed by ``seed`` and ``parts`` (a session's seed and a round, say): the same
+    again whenever it is asked, unrelated to every other part's."""
+    digest = hashlib.sha256(":".join(str(p) for p in (seed, *parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> (32 - SEED_BITS)
+
+
 def unit_seed(seed: int, case_id: str, run_index: int) -> int:
     """The seed of one (case, run) of an evaluation; the same for every variant, so they pair."""
-    digest = hashlib.sha256(f"{seed}:{case_id}:{run_index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") >> (32 - SEED_BITS)
+    return derived_seed(seed, case_id, run_index)
 
 
 @dataclass

@@ -70,7 +70,14 @@ from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.patches import taboo_rule
 from engine.evaluation.protocol import ProtocolExhausted, ask, data_message
-from engine.evaluation.runner import SKILL, RunResult, agent_runtime, fresh_seed, run_evaluation
+from engine.evaluation.runner import (
+    SKILL,
+    RunResult,
+    agent_runtime,
+    derived_seed,
+    fresh_seed,
+    run_evaluation,
+)
 from engine.evaluation.verdict import Rerun, Rows, Verdict, can_improve, compare_paired
 from engine.loops.agent_optimizer.candidate import (
     CANDIDATE_SYSTEM,
@@ -129,6 +136,7 @@ class AgentOptimizerOptions:
     target_score: float | None = None
     jobs: int | None = None
     auto_approve: bool = False  # apply a kept round without a person (else it waits in the queue)
+    seed: int | None = None  # every evaluation's seed follows from it (default: fresh ones)
     model: LLM | None = None
     judge: ProtocolJudge | None = None
 
@@ -350,7 +358,9 @@ class _Optimizer:
         was drawn with other seeds (and, for the first round, with other runs per case)."""
         self._put(attempt, candidate, candidate.before)
         if attempt.seed is None or attempt.parent_run_id is None:
-            attempt.seed = fresh_seed() if attempt.seed is None else attempt.seed
+            attempt.seed = (
+                self._seed("round", attempt.number) if attempt.seed is None else attempt.seed
+            )
             attempt.parent_run_id = attempt.parent_run_id or new_id("run")
             self.save()
         result = self._complete(attempt, attempt.parent_run_id)
@@ -361,6 +371,12 @@ class _Optimizer:
         attempt.parent_score = figures(_skill_rows(result.rows)).score
         self.save()
         return True
+
+    def _seed(self, *parts: object) -> int:
+        """An evaluation's seed: fixed by the session's ``--seed`` and ``parts`` (so a session
+        repeated with it draws the same runs), else a fresh one."""
+        session = self.state.seed
+        return fresh_seed() if session is None else derived_seed(session, *parts)
 
     def _rerun(self, attempt: Attempt, candidate: AgentCandidate) -> Rerun:
         """Reruns for adaptive sampling: both states, the chosen cases, one fresh shared seed.
@@ -377,7 +393,7 @@ class _Optimizer:
                     {
                         "cases": list(case_ids),
                         "runs": runs,
-                        "seed": fresh_seed(),
+                        "seed": self._seed("rerun", attempt.number, index),
                         "before": new_id("run"),
                         "after": new_id("run"),
                     }
@@ -785,6 +801,7 @@ def run(
             target_score=target_score,
             jobs=jobs,
             auto_approve=options.auto_approve,
+            seed=options.seed,
             baseline=_reference(
                 baseline.record,
                 baseline.index,

@@ -89,6 +89,8 @@ class OptimizerState:
     valid_rounds: int = 0
     attempts: list[Attempt] = field(default_factory=list)
     auto_approve: bool = False  # a kept round is applied without a person's approval
+    # --seed: every evaluation's seed follows from it (None: each draws a fresh one)
+    seed: int | None = None
 
     def awaiting(self) -> Attempt | None:
         """The kept round that waits for a person (the session stops there, as evolve does)."""
