@@ -23,7 +23,7 @@ from engine.cli import (
     wants_json,
     workspace_of,
 )
-from engine.cli.progress import LoopProgress, show_plan
+from engine.cli.progress import LoopProgress, show_plan, spent_line
 from engine.core.errors import check_counts
 from engine.core.events import Cancelled
 from engine.evaluation.demo import demo_agent_notice
@@ -139,15 +139,9 @@ def _print_result(result: EvolveResult) -> None:
         f"{result.final_version} {_num(result.holdout_final)}; stopped: {result.stop_reason}"
     )
     if result.spent is not None:
-        budget = result.budget or {}
-        figures = [
-            f"{result.spent['runs']}/{budget['runs']} agent runs"
-            if budget.get("runs") is not None
-            else f"{result.spent['runs']} agent runs",
-            f"{result.spent['tokens']:,} tokens",
-            f"${result.spent['usd']:.2f}",
-        ]
-        console.print("spent: " + ", ".join(figures), markup=False, highlight=False)
+        console.print(
+            "spent: " + spent_line(result.spent, result.budget), markup=False, highlight=False
+        )
     for line in result.not_run:
         console.print(Text(f"not run: {line}"))
     if result.stop_reason != "budget":  # a session stopped by its budget has no summary yet

@@ -15,9 +15,12 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.events import CancelToken, Event, Reporter, null_reporter
+
+if TYPE_CHECKING:
+    from engine.core.config import BudgetConfig
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,15 @@ class Spent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"runs": self.runs, "tokens": self.tokens, "usd": round(self.usd, 6)}
+
+
+def session_budget(configured: BudgetConfig, *over: Budget) -> Budget:
+    """skillsmith.yaml's ``budget:`` (the default of every loop), then each of ``over`` where it
+    sets a limit, the last one winning: every loop resolves its budget the same way."""
+    budget = Budget(configured.runs, configured.usd, configured.tokens)
+    for other in over:
+        budget = budget.merged(other)
+    return budget
 
 
 def check_budget(budget: Budget, where: str) -> Budget:
@@ -137,4 +149,4 @@ class BudgetMeter:
         return self.spent.line(self.budget)
 
 
-__all__ = ["Budget", "BudgetMeter", "Spent", "check_budget"]
+__all__ = ["Budget", "BudgetMeter", "Spent", "check_budget", "session_budget"]
