@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -126,10 +127,12 @@ class BudgetMeter:
 
     def report(self, event: Event) -> None:
         if event.kind == "case_finished":
-            self._count(event.data)
+            self.count(event.data)
         self.forward(event)
 
-    def _count(self, data: dict[str, Any]) -> None:
+    def count(self, data: Mapping[str, Any]) -> None:
+        """One finished agent run, with its ``tokens`` and ``cost_usd`` (a loop that runs the
+        agent itself, not through the runner, counts here)."""
         tokens = data.get("tokens")
         cost = data.get("cost_usd")
         with self._lock:
