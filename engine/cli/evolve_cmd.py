@@ -23,7 +23,7 @@ from engine.cli import (
     wants_json,
     workspace_of,
 )
-from engine.cli.progress import LoopProgress, show_plan, spent_line
+from engine.cli.progress import RESUME_WITH_MORE_BUDGET, LoopProgress, show_plan, spent_line
 from engine.core.errors import check_counts
 from engine.core.events import Cancelled
 from engine.evaluation.demo import demo_agent_notice
@@ -154,10 +154,7 @@ def _print_result(result: EvolveResult) -> None:
 def next_step(result: EvolveResult) -> str | None:
     """Every stop names the command that moves the work on."""
     if result.stop_reason == "budget":
-        return (
-            "next: the session is kept where it stopped; run this command again with a larger "
-            "--budget-runs / --budget-usd / --budget-tokens to resume it"
-        )
+        return RESUME_WITH_MORE_BUDGET
     if result.stop_reason == "awaiting_approval":
         queued = next((r.candidate for r in reversed(result.rounds) if r.candidate), None)
         if queued is not None:

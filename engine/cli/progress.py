@@ -190,6 +190,12 @@ def show_plan(
     return dry
 
 
+RESUME_WITH_MORE_BUDGET = (
+    "next: the session is kept where it stopped; run this command again with a larger "
+    "--budget-runs / --budget-usd / --budget-tokens to resume it"
+)
+
+
 def spent_line(spent: dict[str, Any], budget: dict[str, Any] | None) -> str:
     """``402/400 agent runs, 612,344 tokens, $0.00``: what a loop's JSON result says it spent."""
     limits = budget or {}
