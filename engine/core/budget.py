@@ -81,6 +81,17 @@ class Spent:
         return {"runs": self.runs, "tokens": self.tokens, "usd": round(self.usd, 6)}
 
 
+class BudgetReached(Exception):
+    """A one-shot job (``queue eval``) stopped past its budget before deciding anything; its
+    finished units are kept, so the same command with a larger budget goes on from them."""
+
+    def __init__(self, meter: BudgetMeter) -> None:
+        self.reason = f"budget reached: {meter.exhausted}; {meter.line()}"
+        self.spent = meter.spent.to_dict()
+        self.budget = meter.budget.to_dict()
+        super().__init__(self.reason)
+
+
 def session_budget(configured: BudgetConfig, *over: Budget) -> Budget:
     """skillsmith.yaml's ``budget:`` (the default of every loop), then each of ``over`` where it
     sets a limit, the last one winning: every loop resolves its budget the same way."""
@@ -152,4 +163,11 @@ class BudgetMeter:
         return self.spent.line(self.budget)
 
 
-__all__ = ["Budget", "BudgetMeter", "Spent", "check_budget", "session_budget"]
+__all__ = [
+    "Budget",
+    "BudgetMeter",
+    "BudgetReached",
+    "Spent",
+    "check_budget",
+    "session_budget",
+]
