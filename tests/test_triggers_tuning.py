@@ -395,6 +395,11 @@ def test_a_budget_stops_the_tuning_in_its_held_out_reruns_and_queues_nothing(
     assert report["candidate"] is None and CandidateQueue(workspace).list() == []
     stored = json.loads((Path(report["experiment_dir"]) / "result.json").read_text())
     assert stored["stop_reason"] == "budget" and stored["spent"] == report["spent"]
+    # the job bar's label showed spent / budget as the tuning went
+    events = [json.loads(line) for p in workspace.sessions_dir.glob("*.jsonl")
+              for line in p.read_text(encoding="utf-8").splitlines()]  # fmt: skip
+    labels = [str(e.get("label")) for e in events if e.get("kind") == "progress"]
+    assert "description 0 (current) · spent 30/100 agent runs, 0 tokens, $0.00" in labels
 
 
 def test_reruns_go_where_a_fix_can_show() -> None:

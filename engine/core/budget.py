@@ -162,6 +162,11 @@ class BudgetMeter:
     def line(self) -> str:
         return self.spent.line(self.budget)
 
+    def label(self, text: str) -> str:
+        """A progress label with the spent line after it when there is a budget: the CLI bar
+        and the workbench's job bar show spent / budget as the session goes."""
+        return f"{text} · {self.line()}" if self.budget.limited else text
+
 
 __all__ = [
     "Budget",

@@ -584,7 +584,7 @@ def tune_description(
                 "progress",
                 done=len(scores),
                 total=max(len(scores), 1 + len(candidates) + iterations),
-                label=f"description {index} ({origin})",
+                label=meter.label(f"description {index} ({origin})"),
             )
 
     chosen: DescriptionScore | None

@@ -317,14 +317,11 @@ def _stage(evo: Evolution, name: str, action: Callable[[], None]) -> None:
     pending.stage = name
     evo.save()
     done = pending.max_rounds if name == "final" else max(pending.round - 1, 0)
-    label = f"round {pending.round}: {name}"
-    if evo.meter.budget.limited:
-        label += f" · {evo.meter.line()}"
     evo.log.emit(
         "progress",
         done=done,
         total=pending.max_rounds,
-        label=label,
+        label=evo.meter.label(f"round {pending.round}: {name}"),
         round=pending.round,
         stage=name,
     )

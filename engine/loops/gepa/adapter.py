@@ -196,14 +196,11 @@ class Evaluator:
         self.experiment.evaluation(
             phase, cand, {"run_id": result.run_id, "mean": mean, "results": results}
         )
-        label = f"metric calls · {phase}"
-        if self.clock.meter.budget.limited:
-            label += f" · {self.clock.meter.line()}"
         self.log.emit(
             "progress",
             done=self.calls,
             total=self.budget,
-            label=label,
+            label=self.clock.meter.label(f"metric calls · {phase}"),
             phase=phase,
             candidate=cand,
             run_id=result.run_id,
