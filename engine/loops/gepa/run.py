@@ -293,7 +293,6 @@ class _Run:
         self._record_start()
         try:
             found = self._search()
-            chosen, seed_won = self._select(found)
             clock.check()  # a search cut short by time or budget has not earned a pick
             chosen, seed_won = self._select(found)
             promotion = self._holdout(chosen, seed_won)
