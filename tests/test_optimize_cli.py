@@ -168,3 +168,30 @@ def test_demo_default_run_keeps_candidates_that_win_different_cases(tmp_path: Pa
     assert [(c.id, c.status) for c in queued] == [(result["candidate"], "pending_approval")]
     description = SkillDoc.parse(queued[0].skill_text()).frontmatter["description"]
     assert default_rules().catch_all_in(description) is None, description
+
+
+def test_a_budget_in_skillsmith_yaml_stops_the_search_like_the_time_limit(tmp_path: Path) -> None:
+    """skillsmith.yaml's ``budget:`` bounds optimize as it bounds evolve: the run stops at the
+    first clean point past 25 agent runs, fails like a time limit (exit 1, nothing queued) and
+    records what it spent. Seed fixed so the run is the same one every time (the demo agent is
+    seeded per unit); every results row on disk is one agent run."""
+    root = copy_demo(tmp_path / "demo")
+    ws = Workspace.at(root)
+    cfg = ws.load_config()
+    cfg.budget.runs = 25
+    ws.save_config(cfg)
+    code, result, err = _optimize(
+        root, "--iterations", "3", "--max-metric-calls", "200", "--seed", "3", *SMALL
+    )
+    assert code == 1, err
+    assert (result["status"], result["stop_reason"]) == ("failed", "budget")
+    # the units in flight when the budget ran out finish and count: the spent line says so
+    assert result["reason"].startswith("budget reached: ")
+    assert f"spent {result['spent']['runs']}/25 agent runs" in result["reason"]
+    assert result["reason"].endswith("nothing was submitted")
+    rows = sum(len(read_jsonl(p)) for p in (root / "runs").glob("*/results.jsonl"))
+    assert result["spent"]["runs"] == rows and 25 <= rows <= 25 + 2  # + one batch of -j 2
+    assert result["budget"] == {"runs": 25, "usd": None, "tokens": None}
+    assert CandidateQueue(ws).list() == []
+    stored = json.loads((Path(result["experiment_dir"]) / "result.json").read_text())
+    assert (stored["status"], stored["stop_reason"]) == ("failed", "budget")

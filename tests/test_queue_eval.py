@@ -227,3 +227,36 @@ def test_the_gates_pane_shows_the_change_line() -> None:
     ).plain
     assert f"change: {line}\n" in shown
     assert "figures: p_value=0.01\n" in shown and "line=" not in shown
+
+
+def test_a_budget_stops_the_evaluation_undecided_and_a_larger_one_resumes_it(
+    ws: Workspace,
+) -> None:
+    """``--budget-runs 30`` stops the paired evaluation (72 runs: 18 cases × 2 runs × 2
+    variants) part-way: exit 1, nothing decided, the candidate still pending_eval. Every results
+    row is one agent run; the units in flight may finish past the budget (at most -j 2). The
+    same command with more budget resumes the same run folder and decides; the planted change
+    is large, so that decision holds whatever the agent's noise does."""
+    store = SkillStore(ws, DEMO_SKILL)
+    good = store.read(str(store.ensure_adopted()))
+    cand_id = _pending(ws, good, store.publish(_without_flags(good), why="planted"))
+    args = ("queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "-j", "2", "--json")
+
+    code, out, err = _cli(*args, "--budget-runs", "30")
+    assert code == 1, err
+    data = json.loads(out)
+    assert (data["status"], data["stopped"]) == ("pending_eval", "budget")
+    assert data["reason"].startswith("budget reached: 30 of 30 agent runs; spent ")
+    (results,) = ws.runs_dir.glob("*/results.jsonl")
+    folder = results.parent
+    rows = len(results.read_text(encoding="utf-8").splitlines())
+    assert data["spent"]["runs"] == rows and 30 <= rows <= 30 + 2
+    cand = CandidateQueue(ws).get(cand_id)
+    assert cand.status == "pending_eval" and not any(
+        g["gate"] == "effectiveness" and g["figures"].get("runs") for g in cand.gates()
+    )
+
+    code, out, err = _cli(*args, "--budget-runs", "1000")
+    assert code == 0, err
+    done = json.loads(out)
+    assert done["status"] == "pending_approval" and done["run_ids"][0] == folder.name

@@ -359,6 +359,49 @@ def test_tune_description_command(
     assert setup["settings"]["max_extra_runs"] == 0
 
 
+def test_a_budget_stops_the_tuning_in_its_held_out_reruns_and_queues_nothing(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The setting of test_held_out_accuracy_picks_the_description, which queues B after 90
+    measured runs and 48 held-out reruns, run through the CLI with --budget-runs 100: the
+    budget runs out in the reruns, before the verdict, so the tuning stops with "budget",
+    keeps the current description and queues nothing. The agent is deterministic and the
+    seed fixed (the default 42), so the split and the reruns are the same every time; every
+    run leaves one transcript, so the transcripts on disk count the runs."""
+    _command_workspace(workspace)
+    queries = _queries()
+    train, test = split_queries(queries)
+    train_pos = [_word(q) for q in train if q.should_trigger]
+    fits_training = " ".join(train_pos + [_word(q) for q in test if not q.should_trigger])
+    generalises = " ".join([*(_word(q) for q in test if q.should_trigger), train_pos[0]])
+    path = tmp_path / "queries.json"
+    path.write_text(
+        json.dumps([{"query": q.query, "should_trigger": q.should_trigger} for q in queries]),
+        encoding="utf-8",
+    )
+    args = ["tune-description", "zoo-keeper", "--queries", str(path), "--iterations", "0"]
+    args += ["--runs-per-query", "3", "--candidate", fits_training, "--candidate", generalises]
+    args += ["--budget-runs", "100", "--json"]
+
+    assert main(["-w", str(workspace.root), *args]) == 1  # stopped, like optimize's budget
+    report = json.loads(capsys.readouterr().out)
+    assert (report["stop_reason"], report["improved"], report["chosen"]) == ("budget", False, 0)
+    assert report["reason"].startswith("budget reached: 100 of 100 agent runs; spent ")
+    assert report["reason"].endswith("nothing was submitted")
+    assert len(report["scores"]) == 3  # all three measured; the stop came in the reruns
+    runs = len(list((Path(report["experiment_dir"]) / "sessions").iterdir()))
+    assert report["spent"]["runs"] == runs and 100 <= runs <= 100 + 2  # + one batch of -j 2
+    assert report["budget"] == {"runs": 100, "usd": None, "tokens": None}
+    assert report["candidate"] is None and CandidateQueue(workspace).list() == []
+    stored = json.loads((Path(report["experiment_dir"]) / "result.json").read_text())
+    assert stored["stop_reason"] == "budget" and stored["spent"] == report["spent"]
+    # the job bar's label showed spent / budget as the tuning went
+    events = [json.loads(line) for p in workspace.sessions_dir.glob("*.jsonl")
+              for line in p.read_text(encoding="utf-8").splitlines()]  # fmt: skip
+    labels = [str(e.get("label")) for e in events if e.get("kind") == "progress"]
+    assert "description 0 (current) · spent 30/100 agent runs, 0 tokens, $0.00" in labels
+
+
 def test_reruns_go_where_a_fix_can_show() -> None:
     """Disagreeing queries first, then those both got wrong; never those both always got right,
     and the choice is the same whichever side of a pair won."""

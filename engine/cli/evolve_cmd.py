@@ -23,7 +23,7 @@ from engine.cli import (
     wants_json,
     workspace_of,
 )
-from engine.cli.progress import LoopProgress, show_plan
+from engine.cli.progress import RESUME_WITH_MORE_BUDGET, LoopProgress, show_plan, spent_line
 from engine.core.errors import check_counts
 from engine.core.events import Cancelled
 from engine.evaluation.demo import demo_agent_notice
@@ -139,15 +139,9 @@ def _print_result(result: EvolveResult) -> None:
         f"{result.final_version} {_num(result.holdout_final)}; stopped: {result.stop_reason}"
     )
     if result.spent is not None:
-        budget = result.budget or {}
-        figures = [
-            f"{result.spent['runs']}/{budget['runs']} agent runs"
-            if budget.get("runs") is not None
-            else f"{result.spent['runs']} agent runs",
-            f"{result.spent['tokens']:,} tokens",
-            f"${result.spent['usd']:.2f}",
-        ]
-        console.print("spent: " + ", ".join(figures), markup=False, highlight=False)
+        console.print(
+            "spent: " + spent_line(result.spent, result.budget), markup=False, highlight=False
+        )
     if result.agent_runs:  # the same runs by the evaluation that made them (docs/evolve.md)
         kinds = ", ".join(f"{kind} {n}" for kind, n in result.agent_runs.items())
         console.print(f"agent runs by kind: {kinds}", markup=False, highlight=False)
@@ -163,10 +157,7 @@ def _print_result(result: EvolveResult) -> None:
 def next_step(result: EvolveResult) -> str | None:
     """Every stop names the command that moves the work on."""
     if result.stop_reason == "budget":
-        return (
-            "next: the session is kept where it stopped; run this command again with a larger "
-            "--budget-runs / --budget-usd / --budget-tokens to resume it"
-        )
+        return RESUME_WITH_MORE_BUDGET
     if result.stop_reason == "awaiting_approval":
         queued = next((r.candidate for r in reversed(result.rounds) if r.candidate), None)
         if queued is not None:

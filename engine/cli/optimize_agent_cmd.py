@@ -2,7 +2,8 @@
 
 Refused without a Formal Baseline (``skillsmith build`` first). An interrupted or killed session
 of the same benchmark is resumed by running the same command again: the round continues with
-the same candidate and only the missing units run.
+the same candidate and only the missing units run. A session stopped by its budget
+(``--budget-*`` or skillsmith.yaml's ``budget:``) resumes the same way, given a larger one.
 """
 
 from __future__ import annotations
@@ -14,8 +15,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import executor_options, print_json, wants_json, workspace_of
-from engine.cli.progress import LoopProgress, interrupted
+from engine.cli import (
+    budget_of,
+    budget_options,
+    executor_options,
+    print_json,
+    wants_json,
+    workspace_of,
+)
+from engine.cli.progress import RESUME_WITH_MORE_BUDGET, LoopProgress, interrupted, spent_line
 from engine.core.events import Cancelled
 
 
@@ -40,6 +48,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="apply a kept round at once (default: it waits in the queue for a person)",
     )
+    budget_options(p)
     executor_options(p)
     p.set_defaults(func=_optimize)
 
@@ -58,6 +67,7 @@ def _optimize(args: argparse.Namespace) -> int:
                 jobs=args.jobs,
                 auto_approve=args.auto_approve,
                 seed=args.seed,
+                budget=budget_of(args),
             )
             result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
@@ -86,6 +96,10 @@ def _optimize(args: argparse.Namespace) -> int:
         f"{result.baseline_score:.2f} (Formal Baseline) → {result.final_score:.2f}, "
         f"agent state v{result.version}" + (" (resumed)" if result.resumed else "")
     )
+    if result.spent is not None:
+        console.print("spent: " + spent_line(result.spent, result.budget), markup=False)
+    if result.stop_reason == "budget":
+        console.print(RESUME_WITH_MORE_BUDGET, markup=False)
     for attempt in result.attempts:
         if attempt["decision"] in ("queued", "held"):
             console.print(Text(str(attempt["reason"])))

@@ -2,8 +2,8 @@
 
 Progress (metric calls against the budget) goes to stderr; the outcome — submitted to the queue,
 not submitted and why, or failed — to stdout, or the whole result with ``--json``. A failed run
-(time limit, model failure) exits 1 and still prints its result with ``--json``, so a script can
-read why from the same place.
+(time limit, budget, model failure) exits 1 and still prints its result with ``--json``, so a
+script can read why from the same place.
 """
 
 from __future__ import annotations
@@ -15,8 +15,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.cli import executor_options, print_json, verbose_option, wants_json, workspace_of
-from engine.cli.progress import LoopProgress
+from engine.cli import (
+    budget_of,
+    budget_options,
+    executor_options,
+    print_json,
+    verbose_option,
+    wants_json,
+    workspace_of,
+)
+from engine.cli.progress import LoopProgress, spent_line
 
 if TYPE_CHECKING:
     from engine.loops.gepa import GepaResult
@@ -59,6 +67,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="feedback,validation,holdout ratios (default: the benchmark's, else 0.4,0.3,0.3)",
     )
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    budget_options(p)
     verbose_option(p)
     p.add_argument(
         "--no-submit",
@@ -85,6 +94,7 @@ def _optimize(args: argparse.Namespace) -> int:
         splits=parse_ratios(args.splits) if args.splits else None,
         jobs=args.jobs,
         submit=not args.no_submit,
+        budget=budget_of(args),
     )
     progress = LoopProgress(f"optimize {args.skill}", quiet=wants_json(args), verbose=args.verbose)
     try:
@@ -119,6 +129,7 @@ def _summary(result: GepaResult) -> Table:
         ("search stopped", result.stop_reason or "-"),
         ("rounds", str(result.iterations)),
         ("metric calls", str(result.metric_calls)),
+        *([("spent", spent_line(result.spent, result.budget))] if result.spent else []),
         ("pool", ", ".join(f"{p['id']} {p['validation_mean']:.3f}" for p in result.pool)),
         ("selected", result.selected_id or "-"),
     ]

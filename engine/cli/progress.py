@@ -190,6 +190,19 @@ def show_plan(
     return dry
 
 
+RESUME_WITH_MORE_BUDGET = (
+    "next: the session is kept where it stopped; run this command again with a larger "
+    "--budget-runs / --budget-usd / --budget-tokens to resume it"
+)
+
+
+def spent_line(spent: dict[str, Any], budget: dict[str, Any] | None) -> str:
+    """``402/400 agent runs, 612,344 tokens, $0.00``: what a loop's JSON result says it spent."""
+    limits = budget or {}
+    runs = f"{spent['runs']}" + (f"/{limits['runs']}" if limits.get("runs") is not None else "")
+    return f"{runs} agent runs, {spent['tokens']:,} tokens, ${spent['usd']:.2f}"
+
+
 def interrupted(what: str, how: str) -> int:
     sys.stderr.write(f"skillsmith: {what} interrupted; finished units are kept; {how}\n")
     return 130

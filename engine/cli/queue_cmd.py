@@ -7,7 +7,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from engine.cli import dry_run_option, executor_options, print_json, wants_json, workspace_of
+from engine.cli import (
+    budget_of,
+    budget_options,
+    dry_run_option,
+    executor_options,
+    print_json,
+    wants_json,
+    workspace_of,
+)
 from engine.core.candidates import COLUMN, Record, behind, listing, rows
 from engine.core.errors import check_counts
 from engine.evaluation.gates.expiry import sweep_expired
@@ -69,6 +77,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--bench", metavar="B", help="benchmark id (default: the candidate's own)")
     a.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
     a.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    budget_options(a)
     dry_run_option(a)
     executor_options(a)
     a.set_defaults(func=_evaluate)
@@ -194,7 +203,8 @@ def _reject(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from engine.cli.progress import show_plan
+    from engine.cli.progress import RESUME_WITH_MORE_BUDGET, show_plan
+    from engine.core.budget import BudgetReached
     from engine.evaluation.gates.queued import evaluate_queued, plan_queued
 
     check_counts(("--runs", args.runs), ("-j", args.jobs))
@@ -202,7 +212,27 @@ def _evaluate(args: argparse.Namespace) -> int:
     found = plan_queued(queue.ws, args.id, bench=args.bench, runs=args.runs, jobs=args.jobs)
     if show_plan(args, found):
         return 0
-    done = evaluate_queued(queue.ws, args.id, bench=args.bench, runs=args.runs, jobs=args.jobs)
+    budget = budget_of(args)
+    try:
+        done = evaluate_queued(
+            queue.ws, args.id, bench=args.bench, runs=args.runs, jobs=args.jobs, budget=budget
+        )
+    except BudgetReached as stopped:  # nothing decided: the candidate stays pending_eval
+        if wants_json(args):
+            print_json(
+                {
+                    "id": args.id,
+                    "status": "pending_eval",
+                    "stopped": "budget",
+                    "reason": stopped.reason,
+                    "spent": stopped.spent,
+                    "budget": stopped.budget,
+                }
+            )
+        else:
+            print(f"{args.id}: stopped: budget ({stopped.reason}); nothing was decided")
+            print(RESUME_WITH_MORE_BUDGET)
+        return 1
     if wants_json(args):
         print_json(
             {

@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from engine.cli import print_json, wants_json, workspace_of
-from engine.cli.progress import LoopProgress
+from engine.cli import budget_of, budget_options, print_json, wants_json, workspace_of
+from engine.cli.progress import LoopProgress, spent_line
 from engine.loops.triggers import TuneOptions, run
 
 
@@ -68,6 +68,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-j", "--jobs", type=int, default=2, help="agent runs at once (2)")
     p.add_argument("--no-submit", action="store_true", help="measure only; queue nothing")
+    budget_options(p)
     p.set_defaults(func=_tune)
 
 
@@ -85,12 +86,14 @@ def _tune(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         submit=not args.no_submit,
         max_extra_runs=args.max_extra_runs,
+        budget=budget_of(args),
     )
     with LoopProgress(f"tune-description {args.skill}", quiet=wants_json(args)) as progress:
         result = run(ws, options, reporter=progress)
+    stopped = 1 if result.stop_reason == "budget" else 0  # like optimize: the run did not finish
     if wants_json(args):
         print_json(result.to_dict())
-        return 0
+        return stopped
     print(f"{result.train_size} training / {result.test_size} held-out queries")
     print(f"best: description {result.chosen}: {result.best}")
     print(result.reason)
@@ -98,5 +101,9 @@ def _tune(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if result.candidate:
         print(f"queued {result.candidate['id']}: {result.candidate['status']}")
+    if result.spent is not None:
+        print("spent: " + spent_line(result.spent, result.budget))
+    if result.stop_reason == "budget":
+        print("stopped: budget")
     print(f"evidence: {result.experiment_dir}")
-    return 0
+    return stopped

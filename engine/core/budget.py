@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.events import CancelToken, Event, Reporter, null_reporter
+
+if TYPE_CHECKING:
+    from engine.core.config import BudgetConfig
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,26 @@ class Spent:
         return {"runs": self.runs, "tokens": self.tokens, "usd": round(self.usd, 6)}
 
 
+class BudgetReached(Exception):
+    """A one-shot job (``queue eval``) stopped past its budget before deciding anything; its
+    finished units are kept, so the same command with a larger budget goes on from them."""
+
+    def __init__(self, meter: BudgetMeter) -> None:
+        self.reason = f"budget reached: {meter.exhausted}; {meter.line()}"
+        self.spent = meter.spent.to_dict()
+        self.budget = meter.budget.to_dict()
+        super().__init__(self.reason)
+
+
+def session_budget(configured: BudgetConfig, *over: Budget) -> Budget:
+    """skillsmith.yaml's ``budget:`` (the default of every loop), then each of ``over`` where it
+    sets a limit, the last one winning: every loop resolves its budget the same way."""
+    budget = Budget(configured.runs, configured.usd, configured.tokens)
+    for other in over:
+        budget = budget.merged(other)
+    return budget
+
+
 def check_budget(budget: Budget, where: str) -> Budget:
     """Refuse a negative or non-finite limit, naming where it came from."""
     from engine.core.errors import UsageError
@@ -117,8 +141,10 @@ class BudgetMeter:
             self.count(event.data)
         self.forward(event)
 
-    def count(self, data: dict[str, Any]) -> None:
-        """One agent run, from its ``case_finished`` event or its result row."""
+    def count(self, data: Mapping[str, Any]) -> None:
+        """One finished agent run, from its ``case_finished`` event or its result row, with its
+        ``tokens`` and ``cost_usd`` (a loop that runs the agent itself, not through the runner,
+        counts here)."""
         tokens = data.get("tokens")
         cost = data.get("cost_usd")
         with self._lock:
@@ -137,5 +163,17 @@ class BudgetMeter:
     def line(self) -> str:
         return self.spent.line(self.budget)
 
+    def label(self, text: str) -> str:
+        """A progress label with the spent line after it when there is a budget: the CLI bar
+        and the workbench's job bar show spent / budget as the session goes."""
+        return f"{text} · {self.line()}" if self.budget.limited else text
 
-__all__ = ["Budget", "BudgetMeter", "Spent", "check_budget"]
+
+__all__ = [
+    "Budget",
+    "BudgetMeter",
+    "BudgetReached",
+    "Spent",
+    "check_budget",
+    "session_budget",
+]

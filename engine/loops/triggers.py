@@ -42,9 +42,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from engine.core.budget import Budget, BudgetMeter, Spent, session_budget
 from engine.core.config import Config, GatesConfig
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
+from engine.core.events import Cancelled, CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_text
 from engine.core.sessions import loop_session
 from engine.core.skill import SkillDoc
@@ -239,6 +240,7 @@ class TriggerBench:
         jobs: int = 2,
         seed: int = 0,
         cancel: CancelToken | None = None,
+        meter: BudgetMeter | None = None,
     ) -> None:
         if runs_per_query < 1:
             raise SkillsmithError("runs per query: expected at least 1")
@@ -253,6 +255,7 @@ class TriggerBench:
         self.jobs = max(1, jobs)
         self.seed = seed
         self.cancel = cancel or CancelToken()
+        self.meter = meter or BudgetMeter(Budget(), Spent())
 
     def measure(
         self,
@@ -314,6 +317,8 @@ class TriggerBench:
     ) -> tuple[bool, str | None, str | None]:
         """(loaded, transcript path relative to the experiment, invalid reason)."""
         self.cancel.check()
+        if self.meter.exhausted is not None:  # past the budget no run starts; those running end
+            raise Cancelled()
         spec = RoomSpec(
             statement_dir=statement,
             prompt=query.query,
@@ -326,6 +331,7 @@ class TriggerBench:
             outcome = self.agent.run(room, query.query, lambda: self.cancel.cancelled, run, seed)
         finally:
             remove_room(room)
+        self.meter.count({"tokens": outcome.tokens, "cost_usd": outcome.cost_usd})
         if not outcome.session:
             return False, None, outcome.invalid_reason or "no transcript"
         rel = f"sessions/d{index}-q{n}-r{run}.jsonl"
@@ -437,6 +443,9 @@ class TuningResult:
     scores: list[DescriptionScore]
     notes: list[str] = field(default_factory=list)
     candidate: dict[str, Any] | None = None
+    stop_reason: str | None = None  # "budget": stopped past its budget, nothing submitted
+    spent: dict[str, Any] | None = None  # agent runs, tokens and dollars the tuning spent
+    budget: dict[str, Any] | None = None
 
     @property
     def headline(self) -> str:
@@ -463,6 +472,7 @@ class TuneOptions:
     jobs: int = 2
     submit: bool = True
     max_extra_runs: int | None = None  # held-out reruns per try; None: see tuning_sampling
+    budget: Budget = field(default_factory=Budget)  # outranks skillsmith.yaml's where it sets one
 
 
 def tune_description(
@@ -483,17 +493,22 @@ def tune_description(
     submit: bool = True,
     log: SessionLog | None = None,
     cancel: CancelToken | None = None,
+    budget: Budget | None = None,
 ) -> TuningResult:
     """Measure the current description and the given ones, propose more, keep the held-out best.
 
     See the module docstring for the loop; ``candidates`` are descriptions to try besides the
-    proposer's. Raises SkillsmithError for an unknown skill or bad settings.
+    proposer's. Raises SkillsmithError for an unknown skill or bad settings. Past ``budget``
+    (over skillsmith.yaml's) no agent run starts: the tuning stops with ``stop_reason``
+    "budget", keeps the current description and submits nothing.
     """
     if not ws.skill_path(skill).is_file():
         raise SkillsmithError(f"{ws.skill_path(skill)}: no such skill")
     current = SkillDoc.parse(read_text(ws.skill_path(skill))).description or ""
     train, test = split_queries(queries, holdout, seed)
-    sampling = tuning_sampling(ws.load_config().gates, max_extra_runs)
+    cfg = ws.load_config()
+    sampling = tuning_sampling(cfg.gates, max_extra_runs)
+    meter = BudgetMeter(session_budget(cfg.budget, budget or Budget()), Spent())
     tagged: list[tuple[TriggerQuery, Split]] = [(q, "train") for q in train]
     tagged += [(q, "test") for q in test]
     experiment = Experiment(ws, new_id("triggers"))
@@ -509,6 +524,7 @@ def tune_description(
         jobs=jobs,
         seed=seed,
         cancel=cancel,
+        meter=meter,
     )
     experiment.write(
         "experiment.json",
@@ -568,56 +584,78 @@ def tune_description(
                 "progress",
                 done=len(scores),
                 total=max(len(scores), 1 + len(candidates) + iterations),
-                label=f"description {index} ({origin})",
+                label=meter.label(f"description {index} ({origin})"),
             )
 
-    evaluate(current, "current")
-    for given in candidates:
-        evaluate(" ".join(given.split()), "given")
-    for _round in range(iterations):
-        parent = max(scores, key=lambda s: (s.train_accuracy, -s.index))
-        failures = parent.failures("train")
-        if not failures:
-            notes.append(f"description {parent.index} gets every training query right")
-            break
-        proposed = proposer.propose(skill, parent.description, failures)
-        if proposed is None:
-            notes.append(f"the proposer had nothing for description {parent.index}")
-            break
-        evaluate(proposed, "proposed")
-    base = scores[0]
-    reruns = HeldOutReruns(bench, base, tagged, runs_per_query)
-    best, verdict = held_out_choice(scores, sampling, reruns.for_try)
-    improved = best.index != 0
-    if improved:
-        reason = (
-            f"held-out trigger accuracy {base.test_accuracy:.2f} → {best.test_accuracy:.2f}: "
-            f"{verdict.line() if verdict else ''}"
-        )
-    else:
-        top = max(scores[1:], key=lambda s: (s.test_accuracy, -s.index), default=None)
-        shown = (
-            f" (best try, description {top.index}: {Verdict.from_dict(top.verdict).line()})"
-            if top is not None and top.verdict
-            else ""
-        )
-        reason = f"no description was better than the current one on the held-out queries{shown}"
+    chosen: DescriptionScore | None
+    try:
+        evaluate(current, "current")
+        for given in candidates:
+            evaluate(" ".join(given.split()), "given")
+        for _round in range(iterations):
+            parent = max(scores, key=lambda s: (s.train_accuracy, -s.index))
+            failures = parent.failures("train")
+            if not failures:
+                notes.append(f"description {parent.index} gets every training query right")
+                break
+            proposed = proposer.propose(skill, parent.description, failures)
+            if proposed is None:
+                notes.append(f"the proposer had nothing for description {parent.index}")
+                break
+            evaluate(proposed, "proposed")
+        reruns = HeldOutReruns(bench, scores[0], tagged, runs_per_query)
+        chosen, verdict = held_out_choice(scores, sampling, reruns.for_try)
+        reason = _choice_reason(scores, chosen, verdict)
+    except Cancelled:
+        if meter.exhausted is None or (cancel is not None and cancel.cancelled):
+            raise
+        chosen = None  # stopped before the choice: the current description stays
+        reason = f"budget reached: {meter.exhausted}; {meter.line()}; nothing was submitted"
+        if log is not None:
+            log.emit("message", text=f"stopped: budget ({reason})")
     result = TuningResult(
         experiment_id=experiment.id,
         experiment_dir=str(folder),
         skill=skill,
         current=current,
-        best=best.description,
-        chosen=best.index,
-        improved=improved,
+        best=current if chosen is None else chosen.description,
+        chosen=0 if chosen is None else chosen.index,
+        improved=chosen is not None and chosen.index != 0,
         reason=reason,
         train_size=len(train),
         test_size=len(test),
         scores=scores,
         notes=notes,
+        stop_reason="budget" if chosen is None else None,
     )
-    if improved and submit:
-        result.candidate = _submit(ws, skill, best, base, experiment.id)
+    if chosen is not None and result.improved and submit:
+        result.candidate = _submit(ws, skill, chosen, scores[0], experiment.id)
+    return _recorded(experiment, result, meter)
+
+
+def _choice_reason(
+    scores: Sequence[DescriptionScore], best: DescriptionScore, verdict: Verdict | None
+) -> str:
+    """Why the held-out choice kept ``best``: its gain and verdict, or the best try's verdict."""
+    base = scores[0]
+    if best.index != 0:
+        return (
+            f"held-out trigger accuracy {base.test_accuracy:.2f} → {best.test_accuracy:.2f}: "
+            f"{verdict.line() if verdict else ''}"
+        )
+    top = max(scores[1:], key=lambda s: (s.test_accuracy, -s.index), default=None)
+    shown = (
+        f" (best try, description {top.index}: {Verdict.from_dict(top.verdict).line()})"
+        if top is not None and top.verdict
+        else ""
+    )
+    return f"no description was better than the current one on the held-out queries{shown}"
+
+
+def _recorded(experiment: Experiment, result: TuningResult, meter: BudgetMeter) -> TuningResult:
+    """The result with what the tuning spent, written to the experiment's result.json."""
+    result.spent = meter.spent.to_dict()
+    result.budget = meter.budget.to_dict() if meter.budget.limited else None
     experiment.write("result.json", result.to_dict())
     return result
 
@@ -816,6 +854,7 @@ def run(
             submit=options.submit,
             log=log,
             cancel=cancel,
+            budget=options.budget,
         )
         log.emit(
             "finished",

@@ -42,9 +42,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core.benchmark import benchmark_ids, load_benchmark
+from engine.core.budget import Budget, BudgetMeter, BudgetReached, Spent, session_budget
 from engine.core.errors import FormatError, UsageError
-from engine.core.events import CancelToken, Reporter, null_reporter
+from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter
 from engine.core.queue import Candidate, CandidateQueue
+from engine.core.sessions import start_session
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
 from engine.evaluation.costplan import JobPlan, per_run, workers
@@ -319,12 +321,20 @@ def evaluate_queued(
     jobs: int | None = None,
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
+    budget: Budget | None = None,
 ) -> QueuedEvaluation:
-    """Run the paired comparison of a pending_eval candidate and move it on by its verdict."""
+    """Run the paired comparison of a pending_eval candidate and move it on by its verdict.
+
+    Past ``budget`` (over skillsmith.yaml's) no further run starts and BudgetReached is raised
+    before any verdict: the candidate stays pending_eval, its finished units kept for the next
+    ``queue eval`` to resume from."""
     queue = CandidateQueue(ws)
     cand = _evaluable(queue, candidate_id)
     bench_id = bench or default_bench(ws, cand)
-    cfg = ws.load_config().gates
+    config = ws.load_config()
+    cfg = config.gates
+    limit = session_budget(config.budget, budget or Budget())
+    meter = BudgetMeter(limit, Spent(), forward=reporter, cancel=cancel)
     sampling = Sampling(alpha=cfg.alpha, max_extra_runs=cfg.max_extra_runs, looks=cfg.looks)
     baseline = cand.parent_version or "none"
     text = cand.skill_text()
@@ -332,6 +342,8 @@ def evaluate_queued(
     run_ids: list[str] = []
 
     def evaluate(case_ids: Sequence[str] | None, n: int | None) -> tuple[Rows, Rows]:
+        if meter.exhausted is not None:  # a clean point past the budget: no rerun starts
+            raise Cancelled()
         result = run_evaluation(
             ws,
             bench_id,
@@ -341,17 +353,31 @@ def evaluate_queued(
             folders=None if files is None else {cand.skill: files},
             baseline=baseline,
             case_ids=None if case_ids is None else list(case_ids),
-            reporter=reporter,
-            cancel=cancel,
+            reporter=meter.report,
+            cancel=meter.token,
         )
         run_ids.append(result.run_id)
         return _split(result.rows)
 
-    before, after = evaluate(None, runs)
-    measured = {str(r["case_id"]) for r in [*before, *after]}
-    targets = [c for c in recorded_targets(cand) if c in measured]
-    cost = Cost(max_increase=cfg.max_cost_increase, alpha=cfg.alpha)
-    found = judge_queued(before, after, targets, sampling, evaluate, cost)
+    try:
+        before, after = evaluate(None, runs)
+        measured = {str(r["case_id"]) for r in [*before, *after]}
+        targets = [c for c in recorded_targets(cand) if c in measured]
+        cost = Cost(max_increase=cfg.max_cost_increase, alpha=cfg.alpha)
+        found = judge_queued(before, after, targets, sampling, evaluate, cost)
+    except Cancelled:
+        if meter.exhausted is None or (cancel is not None and cancel.cancelled):
+            raise
+        stopped = BudgetReached(meter)
+        start_session(ws, "eval").emit(
+            "message",
+            text=f"queue eval {candidate_id}: stopped: budget ({stopped.reason}); nothing "
+            "was decided",
+            candidate=candidate_id,
+            run_ids=run_ids,
+            spent=stopped.spent,
+        )
+        raise stopped from None
     against = f"parent {baseline}" if cand.parent_version else "no skill"
     why = f"paired evaluation on {bench_id} against {against}: " + "; ".join(found.reasons)
     if found.guardrail is not None:

@@ -39,12 +39,13 @@ from __future__ import annotations
 import functools
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.core.benchmark import load_benchmark
+from engine.core.budget import Budget, BudgetMeter, session_budget
 from engine.core.errors import SkillsmithError, UsageError, check_counts
-from engine.core.events import CancelToken, Reporter, SessionLog, null_reporter
+from engine.core.events import Cancelled, CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_text
 from engine.core.queue import CandidateQueue
 from engine.core.runs import RunFolder
@@ -112,6 +113,8 @@ class AgentOptimizerResult:
     valid_rounds: int
     stop_reason: str
     attempts: list[dict[str, Any]]
+    spent: dict[str, Any] | None = None  # agent runs, tokens and dollars the session spent
+    budget: dict[str, Any] | None = None
 
     @property
     def headline(self) -> str:
@@ -139,6 +142,7 @@ class AgentOptimizerOptions:
     seed: int | None = None  # every evaluation's seed follows from it (default: fresh ones)
     model: LLM | None = None
     judge: ProtocolJudge | None = None
+    budget: Budget = field(default_factory=Budget)  # outranks the session's and skillsmith.yaml's
 
 
 def _reference(record: ScoreRecord, index: int, version: int, source: str) -> Reference:
@@ -190,7 +194,7 @@ class _Optimizer:
         log: SessionLog,
         model: LLM,
         judge: ProtocolJudge,
-        reporter: Reporter,
+        meter: BudgetMeter,
         cancel: CancelToken | None,
     ) -> None:
         self.ws = ws
@@ -198,8 +202,8 @@ class _Optimizer:
         self.log = log
         self.model = model
         self.judge = judge
-        self.reporter = reporter
-        self.cancel = cancel
+        self.meter = meter  # counts every evaluation's agent runs into ``state.spent``
+        self.outer = cancel
         self.folder = ws.experiments_dir / state.session_id
 
     def save(self) -> None:
@@ -296,8 +300,8 @@ class _Optimizer:
             jobs=self.state.jobs,
             case_ids=None if case_ids is None else list(case_ids),
             run_id=run_id,
-            reporter=self.reporter,
-            cancel=self.cancel,
+            reporter=self.meter.report,
+            cancel=self.meter.token,
             judge=self.judge,
             scoreboard=False,
             seed=seed,
@@ -701,9 +705,32 @@ class _Optimizer:
         return None
 
     def run(self) -> str:
+        """Rounds until a stop; "budget" when the budget ran out, the open attempt parked."""
+        try:
+            return self._rounds()
+        except Cancelled:
+            if self.meter.exhausted is None or (self.outer is not None and self.outer.cancelled):
+                raise
+        self._park()
+        why = f"budget reached: {self.meter.exhausted}; {self.meter.line()}"
+        self.log.emit("message", text=f"stopped: budget ({why})")
+        return "budget"
+
+    def _park(self) -> None:
+        """A budget stop leaves the parent state live: the open attempt (never past its
+        evaluations, so nothing of it is decided or queued) resumes from its stage when the
+        session is started again, putting its candidate back where it measures it."""
+        attempt = self.state.open_attempt()
+        if attempt is not None and attempt.stage in ("snapshotted", "applied"):
+            candidate = AgentCandidate.from_dict(attempt.candidate)
+            self._put(attempt, candidate, candidate.before)
+        self.save()
+
+    def _rounds(self) -> str:
         while True:
-            if self.cancel is not None:
-                self.cancel.check()
+            self.meter.token.check()  # the caller's cancel, or the budget spent
+            if self.meter.exhausted is not None:  # spent before this start: no run begins
+                raise Cancelled()
             attempt = self.state.open_attempt()
             if attempt is None:
                 reason = self._stop()
@@ -811,7 +838,9 @@ def run(
             reference=start,
         )
     grader = options.judge or session_judge(ws, cfg.models.judge, log)
-    optimizer = _Optimizer(ws, state, log, llm, grader, reporter, cancel)
+    state.budget = session_budget(cfg.budget, state.budget, options.budget)
+    meter = BudgetMeter(state.budget, state.spent, forward=reporter, cancel=cancel)
+    optimizer = _Optimizer(ws, state, log, llm, grader, meter, cancel)
     with hold(optimizer.folder):
         if found is None:
             optimizer.save()
@@ -839,7 +868,8 @@ def run(
             )
         with ends_logged(log, benchmark=bench_id):
             reason = optimizer.run()
-        state.status, state.stop_reason = "finished", reason
+        if reason != "budget":  # a session stopped by its budget resumes with a larger one
+            state.status, state.stop_reason = "finished", reason
         optimizer.save()
     version = ws.version()
     result = AgentOptimizerResult(
@@ -852,6 +882,8 @@ def run(
         valid_rounds=state.valid_rounds,
         stop_reason=reason,
         attempts=[asdict(a) for a in state.attempts],
+        spent=meter.spent.to_dict(),
+        budget=meter.budget.to_dict() if meter.budget.limited else None,
     )
     log.emit(
         "finished",

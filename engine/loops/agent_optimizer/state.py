@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.core.budget import Budget, Spent
 from engine.core.fsutil import atomic_write_json
 from engine.core.schema import from_mapping, to_mapping
 from engine.core.workspace import Workspace
@@ -91,6 +92,9 @@ class OptimizerState:
     auto_approve: bool = False  # a kept round is applied without a person's approval
     # --seed: every evaluation's seed follows from it (None: each draws a fresh one)
     seed: int | None = None
+    # the session's budget (kept across resumes unless a new one is given) and what it spent
+    budget: Budget = field(default_factory=Budget)
+    spent: Spent = field(default_factory=Spent)
 
     def awaiting(self) -> Attempt | None:
         """The kept round that waits for a person (the session stops there, as evolve does)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.core.benchmark import load_benchmark
-from engine.core.budget import Budget, BudgetMeter, Spent
+from engine.core.budget import Budget, BudgetMeter, Spent, session_budget
 from engine.core.config import Config
 from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter
@@ -230,9 +230,8 @@ def plan(ws: Workspace, options: EvolveOptions) -> JobPlan:
 def _session_budget(cfg: Config, pending: PendingRound, asked: Budget) -> Budget:
     """skillsmith.yaml's budget, then the session's own (set when it started or resumed), then
     the command line's: a resumed session keeps its budget unless it is given a new one."""
-    configured = Budget(cfg.budget.runs, cfg.budget.usd, cfg.budget.tokens)
     kept = Budget(pending.budget_runs, pending.budget_usd, pending.budget_tokens)
-    budget = configured.merged(kept).merged(asked)
+    budget = session_budget(cfg.budget, kept, asked)
     pending.budget_runs, pending.budget_usd, pending.budget_tokens = (
         budget.runs,
         budget.usd,
@@ -327,14 +326,11 @@ def _stage(evo: Evolution, name: str, action: Callable[[], None]) -> None:
     pending.stage = name
     evo.save()
     done = pending.max_rounds if name == "final" else max(pending.round - 1, 0)
-    label = f"round {pending.round}: {name}"
-    if evo.meter.budget.limited:
-        label += f" · {evo.meter.line()}"
     evo.log.emit(
         "progress",
         done=done,
         total=pending.max_rounds,
-        label=label,
+        label=evo.meter.label(f"round {pending.round}: {name}"),
         round=pending.round,
         stage=name,
     )

@@ -17,7 +17,8 @@ fronts); everything that touches the workspace or decides is ours and plugs in h
 - :class:`Limits` — the stopper. gepa checks stoppers only between iterations, so a plain call
   budget overshoots by up to a whole round; this one stops *before* a round that could exceed
   the budget, keeping the holdout evaluation's calls in reserve.
-- :class:`RunClock` — the time limit, as a cancel token: it interrupts a running evaluation, and
+- :class:`RunClock` — the time limit and the session's budget of agent runs, tokens and dollars
+  (:mod:`engine.core.budget`), as a cancel token: either interrupts a running evaluation, and
   the run then fails instead of submitting.
 
 gepa's exceptions-as-log-lines habit (a failing proposer or callback is logged and skipped) is
@@ -41,6 +42,7 @@ from gepa.core.state import GEPAState
 from gepa.proposer.base import CandidateProposal
 
 from engine.core.benchmark import Benchmark
+from engine.core.budget import Budget, BudgetMeter, Spent
 from engine.core.events import Cancelled, CancelToken, SessionLog
 from engine.core.workspace import Workspace
 from engine.evaluation.llm import LLM
@@ -88,25 +90,39 @@ def _guarded(method: Callback) -> Callback:
 
 
 class RunClock(CancelToken):
-    """Cancelled when the caller cancels or the deadline passes; knows which of the two it was."""
+    """Cancelled when the caller cancels, the deadline passes or the budget is spent; knows which
+    of the three it was. Its :attr:`meter` counts the agent runs of every evaluation."""
 
-    def __init__(self, time_limit_s: float | None, outer: CancelToken | None = None) -> None:
+    def __init__(
+        self,
+        time_limit_s: float | None,
+        outer: CancelToken | None = None,
+        meter: BudgetMeter | None = None,
+    ) -> None:
         super().__init__()
         self.started = time.monotonic()
         self.deadline = None if time_limit_s is None else self.started + time_limit_s
         self.outer = outer
+        self.meter = meter or BudgetMeter(Budget(), Spent())
 
     @property
     def expired(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     @property
+    def over_budget(self) -> bool:
+        return self.meter.exhausted is not None
+
+    @property
     def cancelled(self) -> bool:
         outer = self.outer is not None and self.outer.cancelled
-        return super().cancelled or outer or self.expired
+        return super().cancelled or outer or self.expired or self.over_budget
 
-    def check(self) -> None:
-        if self.cancelled:
+    def check(self, *, budget: bool = True) -> None:
+        """Raise Cancelled if the run must stop; ``budget`` False: the budget alone does not
+        stop it (a decision its last runs completed stands)."""
+        outer = self.outer is not None and self.outer.cancelled
+        if super().cancelled or outer or self.expired or (budget and self.over_budget):
             raise Cancelled()
 
     def elapsed(self) -> float:
@@ -184,7 +200,7 @@ class Evaluator:
             "progress",
             done=self.calls,
             total=self.budget,
-            label=f"metric calls · {phase}",
+            label=self.clock.meter.label(f"metric calls · {phase}"),
             phase=phase,
             candidate=cand,
             run_id=result.run_id,
@@ -231,6 +247,7 @@ class Evaluator:
             skills={self.skill: render(self.seed_text, sections)},
             case_ids=list(case_ids),
             cancel=self.clock,
+            reporter=self.clock.meter.report,
             scoreboard=False,
             seed=seed,
         )
@@ -618,7 +635,9 @@ class Limits:
         if self.adapter.fatal is not None:
             return "error"
         if self.clock.cancelled:
-            return "time_limit" if self.clock.expired else "cancelled"
+            if self.clock.expired:
+                return "time_limit"
+            return "budget" if self.clock.over_budget else "cancelled"
         if state.i + 1 >= self.iterations:
             return "max_iterations"
         used = self.adapter.evaluator.calls

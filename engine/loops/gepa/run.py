@@ -17,9 +17,11 @@ was chosen for those scores; the holdout cases took no part in the search.
 
 Limits: iterations, the reflection minibatch, a metric-call budget that is never exceeded (each
 call is one agent run of one case, and the holdout comparison's calls and its reruns
-are held in reserve from the start), the seed of every random draw, and a time limit. Running
-out of iterations or budget ends the search normally; running out of time *fails* the run: a
-half-finished search has not earned a submission.
+are held in reserve from the start), the seed of every random draw, a time limit, and the
+session budget of agent runs, tokens and dollars (``--budget-*`` or skillsmith.yaml's
+``budget:``). Running out of iterations or metric calls ends the search normally; running out
+of time or budget *fails* the run: a half-finished search has not earned a submission (only a
+holdout decision that its last runs completed still stands).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from gepa.core.callbacks import GEPACallback
 from gepa.core.result import GEPAResult
 
 from engine.core.benchmark import Benchmark, load_benchmark
+from engine.core.budget import Budget, BudgetMeter, Spent, session_budget
 from engine.core.errors import SkillsmithError, UsageError, check_counts
 from engine.core.events import Cancelled, CancelToken, Reporter, null_reporter
 from engine.core.sessions import hold, start_session
@@ -94,6 +97,7 @@ class OptimizeOptions:
     splits: tuple[float, float, float] | None = None
     jobs: int | None = None
     submit: bool = True
+    budget: Budget = field(default_factory=Budget)  # outranks skillsmith.yaml's where it sets one
 
     def check(self) -> None:
         if self.iterations < 0:
@@ -128,6 +132,8 @@ class GepaResult:
     holdout: dict[str, Any] | None = None
     candidate: str | None = None
     candidate_status: str | None = None
+    spent: dict[str, Any] | None = None  # agent runs, tokens and dollars the run spent
+    budget: dict[str, Any] | None = None
 
     @property
     def headline(self) -> str:
@@ -238,7 +244,8 @@ class _Run:
         self.llm = make_llm(cfg.models.reflection, ws, offline=offline_reflection)
         self.experiment = Experiment(ws)
         self.log = start_session(ws, "gepa", forward=reporter, session_id=self.experiment.id)
-        self.clock = RunClock(opts.time_limit_s, cancel)
+        meter = BudgetMeter(session_budget(cfg.budget, opts.budget), Spent())
+        self.clock = RunClock(opts.time_limit_s, cancel, meter)
         self.seed_sections = sections_of(seed_text)
         self.evaluator = Evaluator(
             ws,
@@ -282,20 +289,28 @@ class _Run:
         self.looks = 0  # the rerun looks taken so far; each draws its own evaluation seed
 
     def execute(self) -> GepaResult:
-        result, clock = self.result, self.clock
+        result, clock, cancel = self.result, self.clock, self.clock.outer
         self._record_start()
         try:
             found = self._search()
+            clock.check()  # a search cut short by time or budget has not earned a pick
             chosen, seed_won = self._select(found)
             promotion = self._holdout(chosen, seed_won)
-            clock.check()
+            clock.check(budget=False)  # the holdout's last runs completed its decision
             self._submit(promotion, chosen)
         except Cancelled:
-            if not clock.expired:
+            meter = clock.meter
+            if clock.expired:
+                limit = f"time limit of {self.opts.time_limit_s:g}s reached"
+                why = f"{limit} after {clock.elapsed():.1f}s"
+            elif clock.over_budget and not (cancel is not None and cancel.cancelled):
+                why = f"budget reached: {meter.exhausted}; {meter.line()}"
+                result.stop_reason = "budget"
+                self.log.emit("message", text=f"stopped: budget ({why})")
+            else:
                 self._finish("failed", "cancelled")
                 raise
-            limit = f"time limit of {self.opts.time_limit_s:g}s reached"
-            self._finish("failed", f"{limit} after {clock.elapsed():.1f}s; nothing was submitted")
+            self._finish("failed", f"{why}; nothing was submitted")
             raise OptimizeFailed(result) from None
         except SkillsmithError as exc:
             self._finish("failed", str(exc))
@@ -610,6 +625,9 @@ class _Run:
         result = self.result
         result.metric_calls = self.evaluator.calls
         result.status, result.reason = status, reason
+        meter = self.clock.meter
+        result.spent = meter.spent.to_dict()
+        result.budget = meter.budget.to_dict() if meter.budget.limited else None
         self.experiment.write("result.json", {**result.to_json(), "finished_at": utc_now()})
         self.experiment.event(
             "finished", status=status, reason=reason, metric_calls=result.metric_calls
