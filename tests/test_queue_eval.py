@@ -29,6 +29,7 @@ from tests.bench_helpers import mini_demo
 
 FLAG_STEPS = re.compile(r"(3|4|5|6|7|10)\. ")
 MINI = "mini"
+SEED = "1"
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
@@ -69,9 +70,12 @@ def test_a_real_improvement_moves_on_to_approval_with_its_figures(ws: Workspace)
     good = store.read(str(store.ensure_adopted()))
     weak = store.publish(_without_flags(good), why="planted: the SQL step lost")
     cand_id = _pending(ws, good, weak)
+    # the seed fixes the noisy demo's draws: a fix this large is found on most seeds, and the
+    # figures below (a broad change found at once) need one where the first look decides
     code, out, err = _cli(
-        "queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "-j", "2", "--json"
-    )
+        "queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "-j", "2", "--json",
+        "--seed", SEED,
+    )  # fmt: skip
     assert code == 0, err
     data = json.loads(out)
     assert data["status"] == "pending_approval", data["verdict"]["line"]
@@ -99,7 +103,10 @@ def test_a_regression_is_rejected_onto_the_taboo_list(ws: Workspace) -> None:
     store = SkillStore(ws, DEMO_SKILL)
     current = str(store.ensure_adopted())
     cand_id = _pending(ws, _without_flags(store.read(current)), current)
-    code, out, err = _cli("queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "-j", "2")
+    # a fixed seed, for the same reason: the loss is shown on the first look
+    code, out, err = _cli(
+        "queue", "eval", cand_id, "-w", str(ws.root), "--bench", MINI, "-j", "2", "--seed", SEED
+    )
     assert code == 0, err
     assert out.startswith(f"{cand_id}: whole benchmark: -") and out.rstrip().endswith("→ rejected")
     cand = CandidateQueue(ws).get(cand_id)

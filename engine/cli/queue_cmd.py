@@ -77,6 +77,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--bench", metavar="B", help="benchmark id (default: the candidate's own)")
     a.add_argument("--runs", type=int, help="runs per case (default: the benchmark's)")
     a.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
+    a.add_argument(
+        "--seed",
+        type=int,
+        help="fix every evaluation's seed, so the same command repeats draw for draw "
+        "(default: fresh seeds)",
+    )
     budget_options(a)
     dry_run_option(a)
     executor_options(a)
@@ -215,7 +221,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     budget = budget_of(args)
     try:
         done = evaluate_queued(
-            queue.ws, args.id, bench=args.bench, runs=args.runs, jobs=args.jobs, budget=budget
+            queue.ws,
+            args.id,
+            bench=args.bench,
+            runs=args.runs,
+            jobs=args.jobs,
+            budget=budget,
+            seed=args.seed,
         )
     except BudgetReached as stopped:  # nothing decided: the candidate stays pending_eval
         if wants_json(args):

@@ -62,7 +62,7 @@ from engine.evaluation.gates.outcome import (
 )
 from engine.evaluation.gates.result import GateResult
 from engine.evaluation.gates.screening import Screened, screen_and_confirm
-from engine.evaluation.runner import BASELINE, SKILL, run_evaluation
+from engine.evaluation.runner import BASELINE, SKILL, derived_seed, run_evaluation
 from engine.evaluation.verdict import Rerun, Rows, Verdict, compare_paired
 
 GATE = Effectiveness.name
@@ -322,8 +322,12 @@ def evaluate_queued(
     reporter: Reporter = null_reporter,
     cancel: CancelToken | None = None,
     budget: Budget | None = None,
+    seed: int | None = None,
 ) -> QueuedEvaluation:
     """Run the paired comparison of a pending_eval candidate and move it on by its verdict.
+
+    ``seed`` fixes every evaluation's seed (the first one's and each rerun's follow from it, so
+    the same command repeats draw for draw); by default each draws a fresh one.
 
     Past ``budget`` (over skillsmith.yaml's) no further run starts and BudgetReached is raised
     before any verdict: the candidate stays pending_eval, its finished units kept for the next
@@ -344,6 +348,7 @@ def evaluate_queued(
     def evaluate(case_ids: Sequence[str] | None, n: int | None) -> tuple[Rows, Rows]:
         if meter.exhausted is not None:  # a clean point past the budget: no rerun starts
             raise Cancelled()
+        nth = len(run_ids)  # this evaluation's place: the first, then each rerun in order
         result = run_evaluation(
             ws,
             bench_id,
@@ -355,6 +360,7 @@ def evaluate_queued(
             case_ids=None if case_ids is None else list(case_ids),
             reporter=meter.report,
             cancel=meter.token,
+            seed=None if seed is None else derived_seed(seed, "queue-eval", nth),
         )
         run_ids.append(result.run_id)
         return _split(result.rows)
