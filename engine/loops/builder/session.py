@@ -57,7 +57,13 @@ from engine.evaluation.agents import make_agent
 from engine.evaluation.judge import ProtocolJudge, session_judge
 from engine.evaluation.llm import LLM, make_llm
 from engine.evaluation.protocol import ask, data_message
-from engine.evaluation.runner import RunResult, agent_runtime, bench_fingerprint, run_evaluation
+from engine.evaluation.runner import (
+    RunResult,
+    agent_runtime,
+    bench_fingerprint,
+    derived_seed,
+    run_evaluation,
+)
 from engine.loops.builder.baseline import (
     FORMAL_BASELINE,
     figures,
@@ -345,8 +351,13 @@ class _Build:
         return predictions
 
     def evaluate(self, iteration: int) -> tuple[RunResult, int]:
-        """One run of every case; failed units are rerun (repairs), finished ones never."""
-        result = self._run(None)
+        """One run of every case; failed units are rerun (repairs), finished ones never.
+
+        Each iteration's seed follows from the benchmark's, as evolve's and optimize's do: the
+        same build on the same pool draws the same runs, so its Formal Baseline — which every
+        optimize-agent session starts from — can be repeated."""
+        seed = derived_seed(load_benchmark(self.root).seed, "build", iteration)
+        result = self._run(None, seed)
         repairs = 0
         while result.status != "finished" and repairs < MAX_REPAIRS:
             repairs += 1
@@ -354,16 +365,17 @@ class _Build:
             self.log.emit(
                 "message", stage="repair", iteration=iteration, run_id=result.run_id, cases=invalid
             )
-            result = self._run(result.run_id)
+            result = self._run(result.run_id, seed)
         return result, repairs
 
-    def _run(self, run_id: str | None) -> RunResult:
+    def _run(self, run_id: str | None, seed: int) -> RunResult:
         return run_evaluation(
             self.ws,
             self.bench_id,
             runs=1,
             jobs=self.jobs,
             run_id=run_id,
+            seed=seed,
             reporter=self.reporter,
             cancel=self.cancel,
             judge=self.judge,
