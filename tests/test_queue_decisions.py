@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from typing import Any
 
 import pytest
 import yaml
 
+from engine.cli import main
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.queue import CandidateQueue
 from engine.core.snapshots import list_snapshots
@@ -260,14 +262,21 @@ def test_a_refusal_half_way_leaves_no_pending_decision(workspace: Workspace) -> 
     ]
 
 
+def _index(workspace: Workspace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The listing index's two lines: heads (what a listing line shows), then whole records."""
+    heads, records = (workspace.candidates_dir / ".index.jsonl").read_text().splitlines()
+    return json.loads(heads), json.loads(records)
+
+
 def test_the_listing_index_follows_every_change_to_a_candidate(workspace: Workspace) -> None:
-    """`queue` lists from candidates/.index.json, but a candidate whose candidate.yaml changed
+    """`queue` lists from candidates/.index.jsonl, but a candidate whose candidate.yaml changed
     (a decision), one added, one removed and a broken index are each listed as on disk."""
     queue, _ = _queue(workspace)
     first, second = _submit(queue), _submit(queue, summary="second")
-    index = workspace.candidates_dir / ".index.json"
+    index = workspace.candidates_dir / ".index.jsonl"
     assert [c.status for c in queue.list()] == ["pending_approval"] * 2
-    assert sorted(json.loads(index.read_text())["candidates"]) == sorted([first, second])
+    heads, records = _index(workspace)
+    assert sorted(heads["candidates"]) == sorted(records["records"]) == sorted([first, second])
     queue.reject(second, why="not needed")
     assert sorted((c.id, c.status) for c in queue.list()) == sorted(
         [(first, "pending_approval"), (second, "rejected")]
@@ -280,34 +289,40 @@ def test_the_listing_index_follows_every_change_to_a_candidate(workspace: Worksp
     assert sorted(c.id for c in queue.list()) == sorted([second, third])
     index.write_text("[broken")
     assert sorted(c.summary for c in queue.list()) == ["second", "third"]
-    assert sorted(json.loads(index.read_text())["candidates"]) == sorted([second, third])
+    heads, records = _index(workspace)
+    assert sorted(heads["candidates"]) == sorted(records["records"]) == sorted([second, third])
 
 
 def test_a_hand_edit_and_a_tampered_index_entry_are_listed_as_on_disk(
-    workspace: Workspace,
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The index is keyed by each candidate.yaml's mtime and size, so an edit in place (an
-    editor, a script) shows at the next listing; an entry that is not a whole record (an index
-    edited by hand, or one of another layout) is read from the candidate's own file."""
+    editor, a script) shows at the next listing; an entry that is not a whole record or head (an
+    index edited by hand, or one of another layout) is read from the candidate's own file."""
     queue, _ = _queue(workspace)
     cid = _submit(queue)
-    index = workspace.candidates_dir / ".index.json"
+    index = workspace.candidates_dir / ".index.jsonl"
     assert [c.summary for c in queue.list()] == ["grep for exec too"]
     path = workspace.candidates_dir / cid / "candidate.yaml"
     record = yaml.safe_load(path.read_text(encoding="utf-8"))
     record["summary"] = "grep for exec and eval"
     path.write_text(yaml.safe_dump(record, sort_keys=False), encoding="utf-8")
     assert [c.summary for c in queue.list()] == ["grep for exec and eval"]
-    data = json.loads(index.read_text(encoding="utf-8"))
-    data["candidates"][cid][2] = [cid, "published"]
-    index.write_text(json.dumps(data), encoding="utf-8")
+    heads, records = _index(workspace)
+    records["records"][cid] = [cid, "published"]
+    index.write_text(json.dumps(heads) + "\n" + json.dumps(records) + "\n")
     assert queue.list() == [queue.get(cid)]
-    data = json.loads(index.read_text(encoding="utf-8"))
-    assert dict(zip(data["fields"], data["candidates"][cid][2], strict=True)) == (
+    heads, records = _index(workspace)
+    assert dict(zip(records["fields"], records["records"][cid], strict=True)) == (
         queue.get(cid).record()
     )
-    data["fields"].reverse()  # another layout of the entries: each is read from its file
-    index.write_text(json.dumps(data), encoding="utf-8")
+    heads["candidates"][cid] = [*heads["candidates"][cid][:2], "published"]
+    index.write_text(json.dumps(heads) + "\n" + json.dumps(records) + "\n")
+    assert main(["-w", str(workspace.root), "queue"]) == 0
+    assert capsys.readouterr().out.startswith(f"{cid}  pending_approval ")
+    heads, records = _index(workspace)
+    records["fields"].reverse()  # another layout of the entries: each is read from its file
+    index.write_text(json.dumps(heads) + "\n" + json.dumps(records) + "\n")
     assert queue.list() == [queue.get(cid)]
 
 

@@ -3,9 +3,9 @@
 Each command family lives in its own module of this package and exposes
 ``register(sub, common)``. Start-up must not pay for every command (their modules pull in GEPA,
 the Anthropic SDK, curation…), so ``COMMANDS`` names each command's module and help line, and
-only the module of the command being run is imported; ``--help`` lists the table. A module
-that is not in the table yet still works — it is found by its ``def register(`` and imported
-eagerly — and a test asks for its line in the table.
+only the module of the command being run is imported; ``--help`` lists the table. A command
+module must have its line in the table (a test finds any that does not, by its ``def
+register(``): searching the package at every start cost more than a quick command's own work.
 Exit codes: 0 success, 1 refused or failed operation, 2 bad usage; errors are one line.
 """
 
@@ -14,10 +14,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import pkgutil
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.core.errors import SkillsmithError
@@ -198,19 +196,6 @@ def wants_json(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "json", False))
 
 
-def unlisted_modules() -> Iterator[str]:
-    """Command modules of this package that ``COMMANDS`` does not name (found by their source,
-    without importing them)."""
-    listed = {module for module, _ in COMMANDS.values()}
-    package = Path(__file__).parent
-    for info in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
-        if info.name in listed:
-            continue
-        source = package / f"{info.name}.py"
-        if source.is_file() and "def register(" in source.read_text(encoding="utf-8"):
-            yield info.name
-
-
 def command_of(argv: Sequence[str]) -> str | None:
     """The command word of ``argv`` (the first argument that is not a top-level option)."""
     args = iter(argv)
@@ -236,12 +221,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--theme", help="TUI colour theme (persisted in the user config)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     wanted = command_of(argv) if argv is not None else None
-    modules = list(unlisted_modules())
+    modules: list[str] = []
     if argv is None:
-        modules += sorted({module for module, _ in COMMANDS.values()})
+        modules = sorted({module for module, _ in COMMANDS.values()})
     elif wanted in COMMANDS:
-        modules.append(COMMANDS[wanted][0])
-    for name in dict.fromkeys(modules):
+        modules = [COMMANDS[wanted][0]]
+    for name in modules:
         register = getattr(importlib.import_module(f"{__name__}.{name}"), "register", None)
         if register is not None:
             register(sub, common)

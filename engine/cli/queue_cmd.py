@@ -18,7 +18,6 @@ from engine.cli import (
 )
 from engine.core.candidates import COLUMN, Record, behind, listing, rows
 from engine.core.errors import check_counts
-from engine.evaluation.gates.expiry import sweep_expired
 
 if TYPE_CHECKING:
     from engine.core.queue import Candidate, CandidateQueue
@@ -27,21 +26,10 @@ if TYPE_CHECKING:
 # gates): at thousands of candidates loading it cost more than listing them. The actions import
 # it when they run.
 
-LIST_SUMMARY = 60  # characters of a summary on a list line; `queue show` prints it whole
-# Where a list line's fields sit in a row of the listing index (engine.core.candidates.rows).
-ID, STATUS, SKILL, OPERATION, PARENT, DELTA, HASH, UNPROVEN, SUMMARY = (
+# Where a listing line's parts sit in a head of the listing index (engine.core.candidates.rows).
+ID, STATUS, SKILL, OPERATION, PARENT, LINE, BRIEF = (
     COLUMN[name]
-    for name in (
-        "id",
-        "status",
-        "skill",
-        "operation",
-        "parent_version",
-        "delta_score",
-        "content_hash",
-        "unproven",
-        "summary",
-    )
+    for name in ("id", "status", "skill", "operation", "parent_version", "line", "brief")
 )
 
 
@@ -128,9 +116,14 @@ def _json_row(record: Record, folder: str) -> dict[str, Any]:
 def _list(args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     config = ws.load_config()  # a broken skillsmith.yaml is reported before anything is touched
-    # With gates.approval_timeout_s set, what waited too long is decided before it is shown.
-    for cand_id, what in sweep_expired(ws, config):
-        sys.stderr.write(f"approval timeout: {cand_id} {what}\n")
+    # With gates.approval_timeout_s set, what waited too long is decided before it is shown
+    # (unset, the default, the sweep's module is not even loaded).
+    timeout = config.gates.approval_timeout_s
+    if timeout is not None:
+        from engine.evaluation.gates.expiry import expire_pending
+
+        for cand_id, what in expire_pending(ws, timeout):
+            sys.stderr.write(f"approval timeout: {cand_id} {what}\n")
     if wants_json(args):
         where = str(ws.candidates_dir)
         print_json([_json_row(r, f"{where}/{r['id']}") for r in listing(ws.candidates_dir)])
@@ -140,21 +133,13 @@ def _list(args: argparse.Namespace) -> int:
         print("no candidates")
     current: dict[str, str | None] = {}  # one look at each skill's current version
     lines = []
-    for row in found:
-        cand_id, status, delta, parent = row[ID], row[STATUS], row[DELTA], row[PARENT]
-        flag = " unproven" if row[UNPROVEN] else ""
-        stale = behind(ws, row[SKILL], row[OPERATION], status, parent, current)
-        if stale is not None:
-            flag += f" stale (skill at {stale}: queue repropose {cand_id})"
-        summary = row[SUMMARY]
-        if len(summary) > LIST_SUMMARY or "\n" in summary:
-            from textwrap import shorten  # here: most summaries fit
-
-            summary = shorten(summary, LIST_SUMMARY, placeholder=" …")
-        lines.append(
-            f"{cand_id}  {status:<16} {row[SKILL]:<20} {row[OPERATION]:<6} {parent or '-':<5} "
-            f"{'' if delta is None else f'{delta:+.3f}':>7} {row[HASH][:12]}{flag}  {summary}\n"
-        )
+    for head in found:
+        stale = behind(ws, head[SKILL], head[OPERATION], head[STATUS], head[PARENT], current)
+        if stale is None:
+            lines.append(f"{head[LINE]}  {head[BRIEF]}\n")
+        else:
+            flag = f" stale (skill at {stale}: queue repropose {head[ID]})"
+            lines.append(f"{head[LINE]}{flag}  {head[BRIEF]}\n")
     sys.stdout.write("".join(lines))
     return 0
 

@@ -1,11 +1,13 @@
 """A candidate's record (``candidate.yaml``) and the listing index of all of them.
 
 A queue of thousands must list at once, so a listing reads one compact file,
-``candidates/.index.json``, instead of every candidate.yaml — as git reads its index before any
+``candidates/.index.jsonl``, instead of every candidate.yaml — as git reads its index before any
 file. Each entry is a record this module parsed and checked, keyed by its candidate.yaml's mtime
 and size: a listing stats every candidate.yaml (a hand edit shows at once), parses only those
-that changed, and rewrites the index when anything did. The index is a cache: unreadable or
-missing it is rebuilt, and a folder that cannot take it is listed from the files each time.
+that changed, and rewrites the index when anything did. Its first line holds each candidate's
+head (what a listing line shows), its second the whole records, so a listing of lines never
+decodes histories. The index is a cache: unreadable or missing it is rebuilt, and a folder that
+cannot take it is listed from the files each time.
 
 This module holds only what a listing needs (the record, the index, whether an open candidate
 is stale), so ``skillsmith queue`` does not load the queue's decision machinery (the version
@@ -20,6 +22,7 @@ import dataclasses
 import gc
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +47,7 @@ Source = Literal["evolve", "optimize", "optimize-agent", "review", "manual", "cu
 Operation = Literal["update", "create", "delete"]
 Record = dict[str, Any]
 
-INDEX = ".index.json"
+INDEX = ".index.jsonl"
 RECORD = "candidate.yaml"
 OPEN = ("proposed", "pending_eval", "pending_approval")  # still waiting for a decision
 
@@ -83,8 +86,46 @@ class CandidateRecord:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(CandidateRecord))
-COLUMN = {name: at for at, name in enumerate(FIELDS)}
-_CREATED, _ID = COLUMN["created_at"], COLUMN["id"]
+# A head: what a listing shows and sorts by. The index's first line holds only heads, so a
+# listing of thousands decodes a third of what whole records are (its second line holds those)
+# and formats nothing: ``line`` is the listing's text up to its flags, ``brief`` the summary
+# cut to fit a line. The rest is what those flags need (whether the candidate is stale).
+HEAD_FIELDS = (
+    "id",
+    "created_at",
+    "status",
+    "skill",
+    "operation",
+    "parent_version",
+    "line",
+    "brief",
+)
+COLUMN = {name: at for at, name in enumerate(HEAD_FIELDS, start=2)}  # after [mtime_ns, size]
+BRIEF = 60  # characters of a summary on a listing line; `queue show` prints it whole
+_CREATED, _ID = FIELDS.index("created_at"), FIELDS.index("id")
+_HEAD_CREATED, _HEAD_ID = COLUMN["created_at"], COLUMN["id"]
+
+
+def _head(stamp: list[Any], values: list[Any]) -> list[Any]:
+    """A candidate's index head from its stamp and its record's values (in ``FIELDS`` order)."""
+    record = dict(zip(FIELDS, values, strict=True))
+    delta, parent, summary = record["delta_score"], record["parent_version"], record["summary"]
+    line = (
+        f"{record['id']}  {record['status']:<16} {record['skill']:<20} "
+        f"{record['operation']:<6} {parent or '-':<5} "
+        f"{'' if delta is None else f'{delta:+.3f}':>7} {record['content_hash'][:12]}"
+        f"{' unproven' if record['unproven'] else ''}"
+    )
+    if len(summary) > BRIEF or "\n" in summary:
+        from textwrap import shorten  # here: most summaries fit
+
+        summary = shorten(summary, BRIEF, placeholder=" …")
+    return [
+        *stamp,
+        *(record[name] for name in HEAD_FIELDS[:-2]),
+        line,
+        summary,
+    ]
 
 
 def load_record(folder: Path) -> CandidateRecord:
@@ -98,85 +139,139 @@ def load_record(folder: Path) -> CandidateRecord:
 
 def listing(folder: Path) -> list[Record]:
     """Every candidate's record (as :meth:`CandidateRecord.record` gives it), oldest first."""
-    return [dict(zip(FIELDS, row, strict=True)) for row in rows(folder)]
+    return [dict(zip(FIELDS, values, strict=True)) for values in _indexed(folder, records=True)]
 
 
 def rows(folder: Path) -> list[list[Any]]:
-    """Every candidate's values in the order of ``FIELDS`` (``COLUMN`` finds one), oldest first:
-    a listing of thousands that shows a few fields skips making a mapping of each.
+    """Every candidate's head, oldest first: its candidate.yaml's ``[mtime_ns, size]`` then the
+    values of ``HEAD_FIELDS`` (``COLUMN`` finds one). A listing of thousands that shows a few
+    fields reads no more than those."""
+    return _indexed(folder, records=False)
 
-    The index holds ``{"fields": [...], "candidates": {folder: [mtime_ns, size, [values]]}}``:
-    values in the order of ``fields`` rather than one mapping each, which halves the time to
-    read it (a key costs as much to decode as its value); another order of fields is rebuilt.
+
+def _indexed(folder: Path, *, records: bool) -> list[list[Any]]:
+    """Heads, or whole records' values, of every candidate, oldest first.
+
+    The index is two JSON lines: ``{"fields": HEAD_FIELDS, "candidates": {folder: head}}``, each
+    head keyed by its candidate.yaml's time and size, then ``{"fields": FIELDS, "records":
+    {folder: [values]}}``. Values in the order of the fields rather than one mapping each halve
+    the time to read it (a key costs as much to decode as its value), and another order of
+    fields is rebuilt. A listing of heads reads the first line only.
     """
     if not folder.is_dir():
         return []
-    # The index's lists and records hold no cycles: the collector's passes over thousands of
-    # them as they are decoded cost a fifth of the listing, and find nothing.
+    # The index's lists hold no cycles: the collector's passes over thousands of them as they
+    # are decoded cost a fifth of the listing, and find nothing.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _rows(folder)
+        return _read_through(folder, records)
     finally:
         if paused:
             gc.enable()
 
 
-def _rows(folder: Path) -> list[list[Any]]:
-    index = _read_index(folder / INDEX)
+def _read_through(folder: Path, records: bool) -> list[list[Any]]:
+    path = folder / INDEX
+    heads, stored = _read_index(path, records=records)
+    on_disk: list[str] = []
+    changed: dict[str, list[Any]] = {}  # the stamps of candidate.yaml files changed since indexed
+    width = len(HEAD_FIELDS) + 2
+    for name, st in _records_on_disk(folder):
+        on_disk.append(name)
+        hit = heads.get(name)
+        if (
+            type(hit) is not list
+            or len(hit) != width
+            or hit[0] != st.st_mtime_ns
+            or hit[1] != st.st_size
+        ):
+            changed[name] = [st.st_mtime_ns, st.st_size]
+    if not (records or changed or len(on_disk) != len(heads)):
+        found = list(heads.values())
+        found.sort(key=_head_order)  # one pass over an index written in order
+        return found
+    if stored is None:
+        stored = _read_index(path, records=True)[1] or {}
     fresh: dict[str, list[Any]] = {}
-    changed = False
-    width = len(FIELDS)
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            # a candidate's name starts with a letter or digit; a dot-name is a stage or a temp
-            if entry.name[0] == "." or not entry.is_dir():
-                continue
-            try:
-                st = os.stat(f"{entry.path}/{RECORD}")  # a Path per candidate costs more
-            except FileNotFoundError:
-                continue
-            hit = index.get(entry.name)
-            if (
-                type(hit) is list
-                and len(hit) == 3
-                and hit[0] == st.st_mtime_ns
-                and hit[1] == st.st_size
-                and type(hit[2]) is list
-                and len(hit[2]) == width
-            ):
-                fresh[entry.name] = hit
-                continue
-            values = list(load_record(folder / entry.name).record().values())
-            fresh[entry.name] = [st.st_mtime_ns, st.st_size, values]
-            changed = True
-    if changed or len(fresh) != len(index):
-        fresh = dict(sorted(fresh.items(), key=lambda item: _oldest_first(item[1][2])))
-        # compact: at thousands of candidates, indentation alone doubles the time to read it
-        data = {"fields": FIELDS, "candidates": fresh}
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        with contextlib.suppress(OSError):
-            atomic_write_bytes(folder / INDEX, text.encode("utf-8"), sync_dir=False)
-        index = fresh  # else the index holds the same entries, in the order it was written
-    found = [entry[2] for entry in index.values()]
-    found.sort(key=_oldest_first)  # one pass over an index written in order
+    whole: dict[str, list[Any]] = {}
+    for name in on_disk:
+        stamp = changed.get(name)
+        values = stored.get(name) if stamp is None else None
+        if type(values) is not list or len(values) != len(FIELDS):  # changed, or edited by hand
+            values = list(load_record(folder / name).record().values())
+            stamp = stamp or heads[name][:2]
+            changed[name] = stamp
+            fresh[name] = _head(stamp, values)
+        else:
+            fresh[name] = heads[name]
+        whole[name] = values
+    if changed or len(on_disk) != len(heads):
+        _write_index(path, fresh, whole)
+    found = list(whole.values()) if records else list(fresh.values())
+    found.sort(key=_record_order if records else _head_order)
     return found
 
 
-def _oldest_first(row: list[Any]) -> tuple[Any, Any]:
-    return row[_CREATED], row[_ID]
-
-
-def _read_index(path: Path) -> dict[str, Any]:
-    """The index's entries by candidate folder; none when it is unreadable or its fields are
-    not this version's."""
+def _records_on_disk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Each candidate folder's name and its candidate.yaml's stat (one call each, relative to
+    the open folder: a full path per candidate costs a tenth more)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        data = json.loads(path.read_bytes())
+        for name in os.listdir(fd):
+            # a candidate's name starts with a letter or digit; a dot-name is a stage or a temp
+            if name[0] == ".":
+                continue
+            try:
+                yield name, os.stat(f"{name}/{RECORD}", dir_fd=fd)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+    finally:
+        os.close(fd)
+
+
+def _write_index(path: Path, heads: dict[str, list[Any]], records: dict[str, list[Any]]) -> None:
+    order = sorted(records, key=lambda name: _record_order(records[name]))
+    # compact: at thousands of candidates, indentation alone doubles the time to read it
+    lines = (
+        {"fields": HEAD_FIELDS, "candidates": {name: heads[name] for name in order}},
+        {"fields": FIELDS, "records": {name: records[name] for name in order}},
+    )
+    text = "".join(
+        json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines
+    )
+    with contextlib.suppress(OSError):  # a folder that cannot take it is listed from the files
+        atomic_write_bytes(path, text.encode("utf-8"), sync_dir=False)
+        (path.parent / ".index.json").unlink(missing_ok=True)  # the earlier one-line index
+
+
+def _head_order(head: list[Any]) -> tuple[Any, Any]:
+    return head[_HEAD_CREATED], head[_HEAD_ID]
+
+
+def _record_order(values: list[Any]) -> tuple[Any, Any]:
+    return values[_CREATED], values[_ID]
+
+
+def _read_index(path: Path, *, records: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The index's heads by candidate folder, and its records when asked: empty when
+    unreadable or when its fields are not this version's."""
+    try:
+        with path.open("rb") as fh:
+            head_line = fh.readline()
+            record_line = fh.readline() if records else None
+        heads = _section(head_line, HEAD_FIELDS, "candidates")
+        stored = None if record_line is None else _section(record_line, FIELDS, "records")
     except (OSError, ValueError):
+        return {}, {} if records else None
+    return heads, stored
+
+
+def _section(line: bytes, fields: tuple[str, ...], key: str) -> dict[str, Any]:
+    data = json.loads(line)
+    if not isinstance(data, dict) or data.get("fields") != list(fields):
         return {}
-    if not isinstance(data, dict) or data.get("fields") != list(FIELDS):
-        return {}
-    entries = data.get("candidates")
+    entries = data.get(key)
     return entries if isinstance(entries, dict) else {}
 
 

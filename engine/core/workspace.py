@@ -55,6 +55,8 @@ LAYOUT_DIRS = (
     "vault",
 )
 
+# skillsmith.yaml as parsed, kept by engine.core.yaml_twin: in runs/, which stays on this machine
+CONFIG_TWIN = ".config.json"
 PROJECT_DIR = ".skillsmith"  # the workspace folder inside an adopted project
 PROJECT_SKILLS = ".claude/skills"  # where Claude Code loads a project's skills
 USER_SKILLS = "~/.claude/skills"  # where Claude Code loads the user's own skills
@@ -281,12 +283,12 @@ class Workspace:
         file's identity, taken before reading), so the first path asked for after a command
         has loaded its config does not parse the file a second time."""
         from engine.core.config import Config, check_config
-        from engine.core.schema import from_mapping, load_yaml
+        from engine.core.schema import from_mapping
+        from engine.core.yaml_twin import load_yaml_twinned
 
         stamp = self._config_stamp()
-        cfg = check_config(
-            from_mapping(Config, load_yaml(self.config_path), self.config_path), self.config_path
-        )
+        data = load_yaml_twinned(self.config_path, self.runs_dir / CONFIG_TWIN)
+        cfg = check_config(from_mapping(Config, data, self.config_path), self.config_path)
         if stamp is not None:
             with _held_guard:
                 _settings_cache[self.root] = (
