@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from engine.core.benchmark import benchmark_ids
 from engine.core.events import SessionLog
 from engine.core.queue import CandidateQueue
@@ -128,6 +130,45 @@ def test_candidate_cache_rereads_only_what_changed_and_reports_bad_files(tmp_pat
     assert broken.candidate.id not in by_id
     (error,) = errors
     assert "candidate.yaml" in error and "\n" not in error
+
+
+def test_a_full_load_takes_unchanged_candidates_from_the_listing_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workbench's first load of a long queue parses no candidate.yaml the listing index
+    holds as it is on disk (thousands of YAML parses took seconds); a file edited since, and
+    only that one, is read again; a broken one is named once while the rest still show."""
+    import engine.core.candidates as candidates
+
+    ws = build_workspace(tmp_path / "ws", candidates=4)
+    parsed: list[str] = []
+    real = candidates.load_record
+
+    def counted(folder: Path) -> candidates.CandidateRecord:
+        parsed.append(folder.name)
+        return real(folder)
+
+    monkeypatch.setattr(candidates, "load_record", counted)
+    monkeypatch.setattr("engine.core.queue.load_record", counted)
+    first, errors = CandidateCache(ws).load()  # no index yet: each file once, to build it
+    assert errors == [] and sorted(parsed) == sorted(v.candidate.id for v in first)
+    parsed.clear()
+    again, errors = CandidateCache(ws).load()  # a new workbench on the same queue
+    assert errors == [] and parsed == []
+    assert [v.candidate for v in again] == [v.candidate for v in first]
+    assert [v.gates for v in again] == [v.gates for v in first]
+    edited_id, broken_id = first[0].candidate.id, first[1].candidate.id
+    path = ws.candidates_dir / edited_id / "candidate.yaml"
+    path.write_text(path.read_text().replace("status: pending_approval", "status: dismissed"))
+    (ws.candidates_dir / broken_id / "candidate.yaml").write_text("id: [unclosed\n")
+    parsed.clear()
+    third, errors = CandidateCache(ws).load()
+    by_id = {v.candidate.id: v.candidate for v in third}
+    assert by_id[edited_id].status == "dismissed" and broken_id not in by_id
+    assert len(by_id) == len(first) - 1
+    (error,) = errors
+    assert broken_id in error and "candidate.yaml" in error
+    assert sorted(set(parsed)) == sorted([edited_id, broken_id])
 
 
 def test_incremental_loads_look_only_at_touched_and_new_candidates(tmp_path: Path) -> None:

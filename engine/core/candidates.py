@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.core.errors import FormatError
+from engine.core.errors import FormatError, SkillsmithError
 from engine.core.fsutil import atomic_write_bytes
 from engine.core.pointer import check_name, read_pointer
 from engine.core.schema import from_mapping, load_yaml, to_mapping
@@ -142,6 +142,14 @@ def listing(folder: Path) -> list[Record]:
     return [dict(zip(FIELDS, values, strict=True)) for values in _indexed(folder, records=True)]
 
 
+def refresh_index(folder: Path) -> list[str]:
+    """Bring the index up to date with the files, leaving out (and naming, one line each) any
+    candidate.yaml that cannot be read: a viewer shows the rest and the error."""
+    errors: list[str] = []
+    _indexed(folder, records=False, errors=errors)
+    return errors
+
+
 def rows(folder: Path) -> list[list[Any]]:
     """Every candidate's head, oldest first: its candidate.yaml's ``[mtime_ns, size]`` then the
     values of ``HEAD_FIELDS`` (``COLUMN`` finds one). A listing of thousands that shows a few
@@ -149,7 +157,7 @@ def rows(folder: Path) -> list[list[Any]]:
     return _indexed(folder, records=False)
 
 
-def _indexed(folder: Path, *, records: bool) -> list[list[Any]]:
+def _indexed(folder: Path, *, records: bool, errors: list[str] | None = None) -> list[list[Any]]:
     """Heads, or whole records' values, of every candidate, oldest first.
 
     The index is two JSON lines: ``{"fields": HEAD_FIELDS, "candidates": {folder: head}}``, each
@@ -165,13 +173,36 @@ def _indexed(folder: Path, *, records: bool) -> list[list[Any]]:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _read_through(folder, records)
+        return _read_through(folder, records, errors)
     finally:
         if paused:
             gc.enable()
 
 
-def _read_through(folder: Path, records: bool) -> list[list[Any]]:
+def indexed_records(folder: Path) -> dict[str, tuple[int, int, Record]]:
+    """What the index holds for each candidate folder: its candidate.yaml's ``(mtime_ns, size,
+    record)`` when indexed. Nothing is parsed or written: a viewer that stats the files itself
+    takes a record whose stamp still matches and parses only the rest, one error per bad file
+    (a listing's one bad file would stop it)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        heads, stored = _read_index(folder / INDEX, records=True)
+        found: dict[str, tuple[int, int, Record]] = {}
+        for name, values in (stored or {}).items():
+            head = heads.get(name)
+            whole = type(values) is list and len(values) == len(FIELDS)
+            if whole and type(head) is list and len(head) >= 2:
+                found[name] = (head[0], head[1], dict(zip(FIELDS, values, strict=True)))
+        return found
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _read_through(folder: Path, records: bool, errors: list[str] | None) -> list[list[Any]]:
+    """:func:`_indexed`'s work; with ``errors``, a candidate.yaml that cannot be read is named
+    there and left out, else its error stops the listing."""
     path = folder / INDEX
     heads, stored = _read_index(path, records=records)
     on_disk: list[str] = []
@@ -195,18 +226,24 @@ def _read_through(folder: Path, records: bool) -> list[list[Any]]:
         stored = _read_index(path, records=True)[1] or {}
     fresh: dict[str, list[Any]] = {}
     whole: dict[str, list[Any]] = {}
+    parsed = False
     for name in on_disk:
         stamp = changed.get(name)
         values = stored.get(name) if stamp is None else None
         if type(values) is not list or len(values) != len(FIELDS):  # changed, or edited by hand
-            values = list(load_record(folder / name).record().values())
-            stamp = stamp or heads[name][:2]
-            changed[name] = stamp
-            fresh[name] = _head(stamp, values)
+            try:
+                values = list(load_record(folder / name).record().values())
+            except SkillsmithError as exc:
+                if errors is None:
+                    raise
+                errors.append(str(exc))
+                continue
+            parsed = True
+            fresh[name] = _head(stamp or heads[name][:2], values)
         else:
             fresh[name] = heads[name]
         whole[name] = values
-    if changed or len(on_disk) != len(heads):
+    if parsed or fresh.keys() != heads.keys():
         _write_index(path, fresh, whole)
     found = list(whole.values()) if records else list(fresh.values())
     found.sort(key=_record_order if records else _head_order)

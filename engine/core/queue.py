@@ -138,11 +138,12 @@ class CandidateQueue:
     # -- reading -----------------------------------------------------------------------------------
     def list(self) -> list[Candidate]:
         """Every candidate, oldest first, from the listing index (engine.core.candidates)."""
-        found = []
-        for record in listing(self.dir):
-            path = self.dir / record["id"]
-            found.append(_from_index(record, path) or self._load(path))
-        return found
+        return [self.from_record(record, self.dir / record["id"]) for record in listing(self.dir)]
+
+    def from_record(self, record: dict[str, Any], path: Path) -> Candidate:
+        """The candidate at ``path`` from its record in the listing index (read from its own
+        file when the entry is not a whole record)."""
+        return _from_index(record, path) or self._load(path)
 
     def get(self, candidate_id: str) -> Candidate:
         check_name("candidate", candidate_id)

@@ -152,6 +152,7 @@ class CandidateCache:
 
     def load(self, *, incremental: bool = False) -> tuple[list[CandidateView], list[str]]:
         """(every readable candidate oldest first, one line per unreadable one)."""
+        from engine.core.candidates import Record, indexed_records, refresh_index
         from engine.core.queue import CandidateQueue
 
         with self._lock:
@@ -170,6 +171,14 @@ class CandidateCache:
             ]
             if late:
                 self._listed = None
+            # A full load takes unchanged records from the listing index (one file) rather
+            # than parsing thousands of candidate.yaml files; the index is brought up to date
+            # first, and a bad file is named there once.
+            indexed: dict[str, tuple[int, int, Record]] = {}
+            if not incremental:
+                errors += refresh_index(queue.dir)
+                indexed = indexed_records(queue.dir)
+            reported = set(errors)
             for name in names + late:
                 cached = self._cache.get(name)
                 if incremental and cached is not None and name not in changed:
@@ -181,10 +190,15 @@ class CandidateCache:
                 if cached is not None and cached[0] == signature:
                     fresh[name] = cached
                     continue
+                hit = indexed.get(name)
                 try:
-                    candidate = queue.get(name)
+                    if hit is not None and hit[:2] == signature[:2]:
+                        candidate = queue.from_record(hit[2], queue.dir / name)
+                    else:
+                        candidate = queue.get(name)
                 except SkillsmithError as exc:
-                    errors.append(str(exc))
+                    if str(exc) not in reported:
+                        errors.append(str(exc))
                     continue
                 try:
                     view = CandidateView(candidate, candidate.gates())
