@@ -128,3 +128,72 @@ async def test_the_painted_workbench_is_frozen_out_of_the_collector_until_it_exi
         assert app.queue_pane.table.row_count == 3
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
+
+
+async def test_the_queue_sizes_its_columns_as_datatable_would(tmp_path: Path) -> None:
+    """The queue table widens its columns from its cells' lengths instead of a Rich measure
+    of each cell (seconds for thousands of rows); the widths and the scrollable size are the
+    ones DataTable's own measuring gives, wide characters and a stale flag included."""
+    from textual.widgets import DataTable
+
+    from tests.tui_workspace import SKILL, edited, skill_text, submit_candidate
+
+    ws = build_workspace(tmp_path / "ws")
+    queue = CandidateQueue(ws)
+    text = edited(skill_text(), "wide")
+    submit_candidate(queue, text, "検査の手順 — a summary in wide characters " * 3, "v0")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.queue_pane.table
+        assert table.row_count == 4
+        assert any(e.behind for e in app.queue_pane.entries)  # the v0 one is stale
+        assert type(table)._update_dimensions is not DataTable._update_dimensions
+        ours = ([c.content_width for c in table.ordered_columns], table.virtual_size)
+        for column in table.ordered_columns:
+            column.content_width = len(column.label.plain)
+        DataTable._update_dimensions(table, list(table.rows))
+        assert ours == ([c.content_width for c in table.ordered_columns], table.virtual_size)
+        assert SKILL in str(table.get_row_at(0))
+
+
+async def test_a_long_queue_shows_its_first_screen_of_rows_before_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Filling thousands of rows holds the UI: the first fill adds the rows a screen shows at
+    once, in the queue's order, and the rest after the frame that paints them; a reload that
+    comes before then finds the table whole (no row twice, none missing)."""
+    import dataclasses
+
+    from tui.queue_pane import FIRST_ROWS, QueueEntry
+
+    ws = build_workspace(tmp_path / "ws")
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        pane = app.queue_pane
+        (model, *_) = pane.entries
+        many = [
+            QueueEntry(
+                dataclasses.replace(
+                    model.candidate,
+                    id=f"cand-20260301-0000{n:04d}-long",
+                    created_at=f"2026-03-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+                ),
+                model.gates,
+            )
+            for n in range(FIRST_ROWS * 3)
+        ]
+        pane.set_entries([])  # an empty queue, as before a first load
+        pane.set_entries(many)
+        assert pane.table.row_count == FIRST_ROWS
+        newest = sorted((e.id for e in many), reverse=True)
+        assert [str(pane.table.get_row_at(i)[1]) for i in range(3)] == newest[:3]
+        pane.set_entries(many[1:])  # a reload before the rest was added
+        assert pane.table.row_count == len(many) - 1
+        await settle(pilot)
+        assert sorted(str(key.value) for key in pane.table.rows) == sorted(newest[:-1])
+        pane.set_entries([])
+        pane.set_entries(many)
+        await settle(pilot)
+        assert pane.table.row_count == len(many)

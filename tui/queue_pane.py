@@ -7,11 +7,12 @@ filter survive reloads: the watcher reloads the queue whenever another process w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text, TextType
@@ -21,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.containers import Vertical
 from textual.content import Content
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.timer import Timer
@@ -92,8 +93,17 @@ def _plain(value: object) -> Text:
     return Text(str(value), no_wrap=True, end="")
 
 
+def _width(cell: object) -> int:
+    """A cell's width as DataTable measures it: a Text's longest line, in terminal cells; 1 for
+    Content, which offers Rich no measure (styled columns get fixed widths for that)."""
+    if isinstance(cell, Text):
+        return max((cell_len(line) for line in cell.plain.splitlines()), default=0)
+    return 1
+
+
 AFTER_PAINT_AT_THE_LATEST = 0.25  # seconds
 
+FIRST_ROWS = 200  # rows a long queue's first fill adds at once: more than a screen shows
 COLUMNS = ("mark", "id", "skill", "source", "op", "status", "gates", "delta", "summary")
 
 
@@ -147,6 +157,33 @@ class QueueTable(VimTable):
     def remove_row(self, row_key: RowKey | str) -> None:
         super().remove_row(row_key)
         self._row_versions.pop(row_key, None)
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Widen the columns for new rows by their cells' lengths, then size the table.
+
+        DataTable measures every cell of every new row through Rich: seconds for a queue of
+        thousands, most of the time to fill it. The queue's cells are Text, whose width is its
+        longest line's cell length, and Content, which Rich cannot measure; no row has a label
+        or an automatic height, so the rest of DataTable's work here does not apply (a test
+        holds the widths equal).
+        """
+        columns = self.ordered_columns
+        widest = [column.content_width for column in columns]
+        for row_key in new_rows:
+            cells = self._data.get(row_key)
+            if cells is None:  # removed before the idle that sizes it
+                continue
+            for at, column in enumerate(columns):
+                width = _width(cells.get(column.key))
+                if width > widest[at]:
+                    widest[at] = width
+        for column, width in zip(columns, widest, strict=True):
+            column.content_width = width
+        header_height = self.header_height if self.show_header else 0
+        self.virtual_size = Size(
+            sum(column.get_render_width(self) for column in columns) + self._row_label_column_width,
+            self._total_row_height + header_height,
+        )
 
     def _clear_caches(self) -> None:
         super()._clear_caches()
@@ -251,6 +288,7 @@ class QueuePane(Vertical):
         self._entries: list[QueueEntry] = []
         self._by_id: dict[str, QueueEntry] = {}
         self._shown: list[QueueEntry] = []
+        self._unfilled: list[QueueEntry] = []  # the end of ``_shown``, not in the table yet
         self.marked: set[str] = set()
         self.query_text = ""
         self.loaded = False
@@ -308,12 +346,26 @@ class QueuePane(Vertical):
         """Bring the table to the filtered entries, touching only rows that changed.
 
         Rebuilding 500 rows on every watcher event would stall the UI; a new candidate is one
-        added row and a decision one updated row (plus a re-sort when the order moved).
+        added row and a decision one updated row (plus a re-sort when the order moved). A long
+        queue's first fill adds the rows a screen shows at once and the rest after the frame
+        that paints them: adding thousands of rows holds the UI for a good part of a second.
         """
+        self._fill_rest()  # a fill under way completes before the table is compared
         table = self.table
         old = {e.id: e for e in self._shown}  # in the table's order
         query = self.query_text
         self._shown = [e for e in self._entries if matches(e, query)] if query else self._entries
+        if not old and len(self._shown) > FIRST_ROWS:
+            for entry in self._shown[:FIRST_ROWS]:
+                table.add_row(*self._cells(entry), key=entry.id)
+            self._unfilled = self._shown[FIRST_ROWS:]
+            if previous is not None and any(e.id == previous.id for e in self._unfilled):
+                self._fill_rest()  # the cursor stays on its candidate
+            self.call_after_refresh(self._fill_rest)
+            if previous is not None:
+                table.move_to_key(previous.id)
+            self._update_title()
+            return
         wanted = {e.id for e in self._shown}
         for candidate_id in old.keys() - wanted:
             table.remove_row(candidate_id)
@@ -339,6 +391,12 @@ class QueuePane(Vertical):
         if previous is not None:
             table.move_to_key(previous.id)
         self._update_title()
+
+    def _fill_rest(self) -> None:
+        """Add the rows a first fill left for after its first frame."""
+        unfilled, self._unfilled = self._unfilled, []
+        for entry in unfilled:
+            self.table.add_row(*self._cells(entry), key=entry.id)
 
     def _cells(self, entry: QueueEntry) -> tuple[Content | Text, ...]:
         """The row's cells. DataTable reads a plain str as Rich markup, and a summary is engine

@@ -94,6 +94,8 @@ class CandidateView:
 
 
 Signature = tuple[int, int, int, int]
+# More candidates than this unknown to a load: read the listing index rather than each file.
+FROM_INDEX_AFTER = 32
 
 
 def _signature(folder: Path) -> Signature | None:
@@ -171,11 +173,11 @@ class CandidateCache:
             ]
             if late:
                 self._listed = None
-            # A full load takes unchanged records from the listing index (one file) rather
-            # than parsing thousands of candidate.yaml files; the index is brought up to date
-            # first, and a bad file is named there once.
+            # Many candidates new to this cache (the first load, whichever view asks first)
+            # are taken from the listing index, one file, rather than parsing as many
+            # candidate.yaml files: the index is brought up to date first, naming a bad file.
             indexed: dict[str, tuple[int, int, Record]] = {}
-            if not incremental:
+            if sum(name not in self._cache for name in names) > FROM_INDEX_AFTER:
                 errors += refresh_index(queue.dir)
                 indexed = indexed_records(queue.dir)
             reported = set(errors)
