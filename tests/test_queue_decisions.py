@@ -358,3 +358,31 @@ def test_approve_exits_0_when_it_published_and_warns_of_a_refused_snapshot(
     assert warning.startswith(f"warning: audit v1 is published, but {notes}:1: holds a secret")
     assert "Tr0ub4dor88" not in warning
     assert store.current() == "v1" and list_snapshots(workspace) == []
+
+
+def test_one_unreadable_candidate_does_not_hide_the_queue(
+    workspace: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`queue` lists every readable candidate and names the unreadable file on stderr, one line
+    each, exiting 1; `--json` likewise. Fixed, the candidate is listed again."""
+    queue, _ = _queue(workspace)
+    good, bad = _submit(queue), _submit(queue, summary="second")
+    path = workspace.candidates_dir / bad / "candidate.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text("id: [unclosed\n", encoding="utf-8")
+    for argv in (["queue"], ["queue", "--json"]):
+        assert main(["-w", str(workspace.root), *argv]) == 1
+        out, err = capsys.readouterr()
+        assert good in out and bad not in out
+        (line,) = err.splitlines()
+        assert line.startswith("skillsmith: error: ") and f"{bad}/candidate.yaml" in line
+    assert [c["id"] for c in json.loads(_listed(workspace, capsys))] == [good]
+    path.write_text(text, encoding="utf-8")
+    assert main(["-w", str(workspace.root), "queue"]) == 0
+    out, err = capsys.readouterr()
+    assert bad in out and err == ""
+
+
+def _listed(workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> str:
+    main(["-w", str(workspace.root), "queue", "--json"])
+    return capsys.readouterr().out

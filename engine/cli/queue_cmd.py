@@ -124,16 +124,20 @@ def _list(args: argparse.Namespace) -> int:
 
         for cand_id, what in expire_pending(ws, timeout):
             sys.stderr.write(f"approval timeout: {cand_id} {what}\n")
+    # A candidate.yaml that cannot be read is named on stderr (and the exit is 1) while every
+    # other candidate is still listed: one bad file does not hide the queue.
+    unreadable: list[str] = []
     if wants_json(args):
         where = str(ws.candidates_dir)
-        print_json([_json_row(r, f"{where}/{r['id']}") for r in listing(ws.candidates_dir)])
-        return 0
-    found = rows(ws.candidates_dir)
-    if not found:
+        found = listing(ws.candidates_dir, unreadable)
+        print_json([_json_row(r, f"{where}/{r['id']}") for r in found])
+        return _unreadable(unreadable)
+    heads = rows(ws.candidates_dir, unreadable)
+    if not heads and not unreadable:
         print("no candidates")
     current: dict[str, str | None] = {}  # one look at each skill's current version
     lines = []
-    for head in found:
+    for head in heads:
         stale = behind(ws, head[SKILL], head[OPERATION], head[STATUS], head[PARENT], current)
         if stale is None:
             lines.append(f"{head[LINE]}  {head[BRIEF]}\n")
@@ -141,7 +145,13 @@ def _list(args: argparse.Namespace) -> int:
             flag = f" stale (skill at {stale}: queue repropose {head[ID]})"
             lines.append(f"{head[LINE]}{flag}  {head[BRIEF]}\n")
     sys.stdout.write("".join(lines))
-    return 0
+    return _unreadable(unreadable)
+
+
+def _unreadable(errors: list[str]) -> int:
+    for error in errors:
+        sys.stderr.write(f"skillsmith: error: {error}\n")
+    return 1 if errors else 0
 
 
 def _show(args: argparse.Namespace) -> int:

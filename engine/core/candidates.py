@@ -137,24 +137,27 @@ def load_record(folder: Path) -> CandidateRecord:
     return record
 
 
-def listing(folder: Path) -> list[Record]:
-    """Every candidate's record (as :meth:`CandidateRecord.record` gives it), oldest first."""
-    return [dict(zip(FIELDS, values, strict=True)) for values in _indexed(folder, records=True)]
+def listing(folder: Path, errors: list[str] | None = None) -> list[Record]:
+    """Every candidate's record (as :meth:`CandidateRecord.record` gives it), oldest first.
+    With ``errors``, a candidate.yaml that cannot be read is named there and left out; without,
+    its error stops the listing."""
+    found = _indexed(folder, records=True, errors=errors)
+    return [dict(zip(FIELDS, values, strict=True)) for values in found]
 
 
 def refresh_index(folder: Path) -> list[str]:
     """Bring the index up to date with the files, leaving out (and naming, one line each) any
     candidate.yaml that cannot be read: a viewer shows the rest and the error."""
     errors: list[str] = []
-    _indexed(folder, records=False, errors=errors)
+    rows(folder, errors)
     return errors
 
 
-def rows(folder: Path) -> list[list[Any]]:
+def rows(folder: Path, errors: list[str] | None = None) -> list[list[Any]]:
     """Every candidate's head, oldest first: its candidate.yaml's ``[mtime_ns, size]`` then the
     values of ``HEAD_FIELDS`` (``COLUMN`` finds one). A listing of thousands that shows a few
-    fields reads no more than those."""
-    return _indexed(folder, records=False)
+    fields reads no more than those. ``errors``: as for :func:`listing`."""
+    return _indexed(folder, records=False, errors=errors)
 
 
 def _indexed(folder: Path, *, records: bool, errors: list[str] | None = None) -> list[list[Any]]:
