@@ -7,6 +7,7 @@ the engine's loops.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -282,3 +283,58 @@ async def test_tune_a_description(tmp_path: Path) -> None:
         reason = json.loads((folder / "result.json").read_text())["reason"]
         assert headline.startswith(f"weather-multi-city: {reason}")  # the tuner's own verdict
         assert f"Tune description: {headline}" in outcomes(pilot)
+
+
+def test_a_budget_is_written_as_a_person_says_it() -> None:
+    """The forms' budget field: runs, dollars and tokens in any order, with k and M; anything
+    else is refused naming the field and the text."""
+    import pytest
+
+    from engine.core.budget import Budget
+    from tui.loops import _budget
+
+    def read(text: str) -> Budget:
+        return _budget({"budget": text})
+
+    assert read("") == Budget()
+    assert read("200 runs") == Budget(runs=200)
+    assert read("$5, 2M tokens, 1 run") == Budget(runs=1, usd=5.0, tokens=2_000_000)
+    assert read("2.5 usd") == read("$2.5") == read("2.5 dollars") == Budget(usd=2.5)
+    assert read("1.5k tokens") == Budget(tokens=1500)
+    for bad, says in [
+        ("lots", "budget: expected runs, dollars or tokens"),
+        ("200", "budget: expected runs, dollars or tokens"),
+        ("2.5 runs", "budget: runs come whole"),
+        ("-3 runs", "budget: expected runs, dollars or tokens"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            read(bad)
+
+
+async def test_evolve_stops_at_the_budget_written_in_its_form(tmp_path: Path) -> None:
+    """The workbench's evolve job takes a budget as the CLI does: the session stops at a clean
+    point past it (no more agent runs than the budget and one batch in flight), says what it
+    spent and how to resume; a budget the form cannot read keeps the form open, saying why."""
+    from textual.widgets import Static
+
+    ws = quiet_demo(build_workspace(tmp_path / "ws", candidates=0, cases=demo_cases(16)))
+    watch = Watch()
+    app = watch.app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE, message_hook=watch) as pilot:
+        await settle(pilot)
+        await confirm(pilot, "v", rounds="1", budget="a few runs")
+        assert isinstance(app.screen, LoopForm)
+        error = str(app.screen.query_one("#form-error", Static).render())
+        assert error.startswith("budget: expected runs, dollars or tokens")
+        await pilot.press("escape")
+        await settle(pilot)
+        await start(pilot, "v", 300, rounds="1", budget="12 runs")
+        ran = sum(
+            len(path.read_text(encoding="utf-8").splitlines())
+            for path in ws.runs_dir.glob("*/results.jsonl")
+        )
+        assert 12 <= ran <= 12 + (os.cpu_count() or 1)
+        (said,) = [t for t in outcomes(pilot) if t.startswith(f"Evolve on {SKILL}")]
+        assert f"stopped at its budget (spent {ran}/12 agent runs" in said
+        assert "start it again with a larger budget to resume" in said
+        assert ws.pending_round_path.is_file()  # what the resume starts from

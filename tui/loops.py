@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.core.budget import Budget
 from engine.core.events import CancelToken, Reporter
 from engine.core.workspace import Workspace
 from tui.activity import Link
@@ -91,6 +92,48 @@ def _yes(values: Values, name: str) -> bool:
     return text.startswith("y")
 
 
+BUDGET_EXAMPLE = "200 runs, $5, 2M tokens"
+_BUDGET_PART = re.compile(
+    r"\$\s*(?P<dollars>\d+(?:\.\d+)?)"
+    r"|(?P<amount>\d+(?:\.\d+)?)\s*(?P<scale>[km]?)\s*(?P<unit>runs?|usd|dollars?|tokens?)"
+)
+_SCALE = {"": 1, "k": 1_000, "m": 1_000_000}
+
+
+def _budget(values: Values, name: str = "budget") -> Budget:
+    """A budget as a person writes it: ``200 runs``, ``$5`` (or ``5 usd``), ``2M tokens``, any
+    of them separated by commas; empty: skillsmith.yaml's. It outranks that file's where it sets
+    a limit, as the CLI's ``--budget-*`` options do."""
+    runs: int | None = None
+    usd: float | None = None
+    tokens: int | None = None
+    for part in (p.strip().lower() for p in values[name].split(",")):
+        if not part:
+            continue
+        match = _BUDGET_PART.fullmatch(part)
+        if match is None:
+            raise ValueError(
+                f"{name}: expected runs, dollars or tokens (e.g. {BUDGET_EXAMPLE}), got {part!r}"
+            )
+        if match["dollars"] is not None:
+            usd = float(match["dollars"])
+            continue
+        amount, unit = float(match["amount"]) * _SCALE[match["scale"]], match["unit"]
+        if unit.startswith(("usd", "dollar")):
+            usd = amount
+        elif amount != int(amount):
+            raise ValueError(f"{name}: {unit} come whole, got {part!r}")
+        elif unit.startswith("run"):
+            runs = int(amount)
+        else:
+            tokens = int(amount)
+    return Budget(runs=runs, usd=usd, tokens=tokens)
+
+
+def _budget_field() -> Field:
+    return Field("budget", "budget", hint=f"skillsmith.yaml's; e.g. {BUDGET_EXAMPLE}")
+
+
 def _words(values: Values, name: str) -> tuple[str, ...]:
     """Several ids or paths in one field, separated by commas or spaces."""
     return tuple(w for w in re.split(r"[,\s]+", values[name]) if w)
@@ -140,6 +183,7 @@ def _evolve_fields(ctx: Context) -> list[Field]:
         Field("rounds", "rounds", "1"),
         Field("proposer", "proposer", hint="models.proposer"),
         Field("seed", "seed", hint="the benchmark's"),
+        _budget_field(),
     ]
 
 
@@ -153,6 +197,7 @@ def _evolve_job(ctx: Context, values: Values) -> Job:
         rounds=_int(values, "rounds"),
         proposer=_optional(values, "proposer"),
         seed=_int(values, "seed", minimum=0),
+        budget=_budget(values),
     )
 
     def run(reporter: Reporter, cancel: CancelToken) -> JobOutcome:
@@ -172,6 +217,7 @@ def _gepa_fields(ctx: Context) -> list[Field]:
         Field("iterations", "iterations", "10"),
         Field("max_metric_calls", "max metric calls", "1000"),
         Field("submit", "queue the pick", "yes"),
+        _budget_field(),
     ]
 
 
@@ -183,6 +229,7 @@ def _gepa_job(ctx: Context, values: Values) -> Job:
         iterations=_count(values, "iterations", 10),
         max_metric_calls=_count(values, "max_metric_calls", 1000),
         submit=_yes(values, "submit"),
+        budget=_budget(values),
     )
     options = GepaOptions(skill, bench, search)
 
@@ -207,6 +254,7 @@ def _agent_fields(ctx: Context) -> list[Field]:
         Field("rounds", "rounds", "3"),
         Field("runs", "runs per case", hint="the benchmark's"),
         Field("target_score", "target score", hint="0-100, none"),
+        _budget_field(),
     ]
 
 
@@ -219,6 +267,7 @@ def _agent_job(ctx: Context, values: Values) -> Job:
         rounds=_count(values, "rounds", 3),
         runs=_int(values, "runs"),
         target_score=_float(values, "target_score", 0, 100),
+        budget=_budget(values),
     )
 
     def run(reporter: Reporter, cancel: CancelToken) -> JobOutcome:
@@ -323,6 +372,7 @@ def _triggers_fields(ctx: Context) -> list[Field]:
         Field("queries", "queries file", hint="JSON: query, should_trigger"),
         Field("iterations", "proposals", "3"),
         Field("submit", "queue the best", "yes"),
+        _budget_field(),
     ]
 
 
@@ -338,6 +388,7 @@ def _triggers_job(ctx: Context, values: Values) -> Job:
         queries=queries,
         iterations=_count(values, "iterations", 3),
         submit=_yes(values, "submit"),
+        budget=_budget(values),
     )
 
     def run(reporter: Reporter, cancel: CancelToken) -> JobOutcome:

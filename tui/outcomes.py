@@ -34,6 +34,17 @@ def _round_gates(root: Path, folder: str, reason: str) -> list[dict[str, Any]]:
 def evolve_outcome(root: Path, result: EvolveResult) -> JobOutcome:
     """The outcome of a one-round ``evolve`` job, naming the next key or command."""
     session = Link("session", result.session_id)
+    if result.stop_reason == "budget":
+        from engine.core.budget import Budget, Spent
+
+        spent = Spent(**(result.spent or {})).line(Budget(**(result.budget or {})))
+        return JobOutcome(
+            f"Evolve on {result.skill}: stopped at its budget ({spent}) with "
+            f"{len(result.rounds)} round(s) done; start it again with a larger budget to "
+            "resume where it stopped.",
+            "warning",
+            session,
+        )
     if not result.rounds:
         return JobOutcome(
             f"Evolve on {result.skill}: no round ran (stopped: {result.stop_reason})",
