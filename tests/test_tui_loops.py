@@ -314,7 +314,8 @@ def test_a_budget_is_written_as_a_person_says_it() -> None:
 async def test_evolve_stops_at_the_budget_written_in_its_form(tmp_path: Path) -> None:
     """The workbench's evolve job takes a budget as the CLI does: the session stops at a clean
     point past it (no more agent runs than the budget and one batch in flight), says what it
-    spent and how to resume; a budget the form cannot read keeps the form open, saying why."""
+    spent and how to resume, and the same form with a larger budget resumes that session; a
+    budget the form cannot read keeps the form open, saying why."""
     from textual.widgets import Static
 
     ws = quiet_demo(build_workspace(tmp_path / "ws", candidates=0, cases=demo_cases(16)))
@@ -338,3 +339,8 @@ async def test_evolve_stops_at_the_budget_written_in_its_form(tmp_path: Path) ->
         assert f"stopped at its budget (spent {ran}/12 agent runs" in said
         assert "start it again with a larger budget to resume" in said
         assert ws.pending_round_path.is_file()  # what the resume starts from
+        (session,) = [p.stem for p in ws.sessions_dir.glob("evolve-*.jsonl")]
+        await start(pilot, "v", 300, rounds="1", budget="5000 runs")
+        assert [p.stem for p in ws.sessions_dir.glob("evolve-*.jsonl")] == [session]
+        assert not ws.pending_round_path.exists()
+        assert any(t.startswith(f"Evolve round 1 on {SKILL}") for t in outcomes(pilot))
