@@ -24,6 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 2
 
 
+def _plan(root: Path) -> dict[str, Any]:
+    """``optimize-agent --dry-run --json``: the plan, with nothing run."""
+    plan = _optimize(root, "--dry-run")
+    assert plan["dry_run"]
+    return plan
+
+
 def _optimize(root: Path, *flags: str) -> dict[str, Any]:
     done = subprocess.run(
         [
@@ -49,6 +56,9 @@ def _rows(ws: Workspace) -> int:
 def test_a_session_stops_at_its_budget_with_nothing_decided_and_resumes(tmp_path: Path) -> None:
     ws = Workspace.at(built_demo(tmp_path / "demo"))
     built = _rows(ws)  # the Formal Baseline's runs, made before the session
+    first = _plan(ws.root)  # 3 rounds of 2 evaluations of the 6 cases, once each
+    assert first["agent_runs"] == 3 * 2 * 6 and "at most, 3 rounds" in first["line"]
+    assert _rows(ws) == built and not list(ws.experiments_dir.glob("*/state.json"))
 
     stopped = _optimize(ws.root, "--budget-runs", "40")
     assert stopped["stop_reason"] == "budget"
@@ -64,8 +74,12 @@ def test_a_session_stops_at_its_budget_with_nothing_decided_and_resumes(tmp_path
     (state,) = [json.loads(p.read_text()) for p in ws.experiments_dir.glob("*/state.json")]
     assert state["status"] == "running" and state["spent"] == stopped["spent"]
 
+    left = _plan(ws.root)  # planned on the unfinished session, for the rounds it has left
+    assert f"resuming session {stopped['session_id']}" in left["line"]
     again = _optimize(ws.root, "--budget-runs", "80")
     assert again["resumed"] and again["session_id"] == stopped["session_id"]
     assert again["attempts"][0]["candidate"] == candidate  # the same round goes on
     assert again["spent"]["runs"] == _rows(ws) - built > stopped["spent"]["runs"]
     assert again["stop_reason"] == "budget" and again["spent"]["runs"] <= 80 + WORKERS
+    most = first["agent_runs"] + first["max_extra_runs"]
+    assert again["spent"]["runs"] <= most  # the plan's most bounds what the session spends

@@ -79,3 +79,40 @@ def test_evolve_plan_counts_a_guardrail_confirmation_past_max_extra_runs(tmp_pat
     assert code == 0
     # per side: Target 4, Guardrail 4, its confirmation 2 runs of every selection case
     assert json.loads(out)["max_extra_runs"] == 2 * (4 + 4 + 2 * selection) > 2 * 3 * 4
+
+
+def test_optimize_dry_run_plans_its_metric_calls_and_starts_no_search(tmp_path: Path) -> None:
+    """GEPA's runs are its metric-call budget, never exceeded: the seed's validation for sure,
+    the search and the holdout comparison up to the budget; a dry run makes no experiment."""
+    ws = Workspace(copy_demo(tmp_path / "ws"))
+    w = ("-w", str(ws.root))
+    args = ("optimize", DEMO_SKILL, "--bench", DEMO_BENCHMARK, "--max-metric-calls", "300")
+    code, out, _ = _cli(*args, "--dry-run", *w)
+    assert code == 0
+    assert out.startswith("plan: ") and "(the seed on validation), up to 300 with the search" in out
+    assert "dry run: no agent was started" in out
+    assert not ws.experiments_dir.is_dir() or not any(ws.experiments_dir.iterdir())
+    code, out, _ = _cli("--json", *args, "--dry-run", *w)
+    plan = json.loads(out)
+    assert plan["dry_run"] and plan["agent_runs"] + plan["max_extra_runs"] == 300
+    # what the run refuses, the plan refuses first (one line, nothing run)
+    code, _, err = _cli(*args[:-1], "10", "--dry-run", *w)
+    assert code == 2 and "--max-metric-calls 10 cannot cover" in err
+
+
+def test_tune_description_dry_run_plans_every_description_and_its_reruns(tmp_path: Path) -> None:
+    """The plan's most bounds what a real tuning spends: each description on every query, and
+    each try's held-out reruns with the current description's beside them."""
+    ws = Workspace(copy_demo(tmp_path / "ws"))
+    queries = ws.root / "examples" / "trigger-queries.json"
+    asked = len(json.loads(queries.read_text(encoding="utf-8")))
+    w = ("-w", str(ws.root))
+    args = ("tune-description", DEMO_SKILL, "--queries", str(queries), "--iterations", "1")
+    code, out, _ = _cli("--json", *args, "--max-extra-runs", "8", "--dry-run", *w)
+    plan = json.loads(out)
+    assert code == 0 and plan["dry_run"]
+    assert plan["agent_runs"] == 2 * asked and plan["max_extra_runs"] == 2 * 8
+    assert not ws.experiments_dir.is_dir() or not any(ws.experiments_dir.iterdir())
+    code, out, _ = _cli("--json", *args, "--max-extra-runs", "8", "--no-submit", *w)
+    spent = json.loads(out)["spent"]["runs"]
+    assert asked <= spent <= plan["agent_runs"] + plan["max_extra_runs"]

@@ -18,12 +18,19 @@ from rich.text import Text
 from engine.cli import (
     budget_of,
     budget_options,
+    dry_run_option,
     executor_options,
     print_json,
     wants_json,
     workspace_of,
 )
-from engine.cli.progress import RESUME_WITH_MORE_BUDGET, LoopProgress, interrupted, spent_line
+from engine.cli.progress import (
+    RESUME_WITH_MORE_BUDGET,
+    LoopProgress,
+    interrupted,
+    show_plan,
+    spent_line,
+)
 from engine.core.events import Cancelled
 
 
@@ -49,26 +56,30 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="apply a kept round at once (default: it waits in the queue for a person)",
     )
     budget_options(p)
+    dry_run_option(p)
     executor_options(p)
     p.set_defaults(func=_optimize)
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from engine.loops.agent_optimizer.session import AgentOptimizerOptions, run
+    from engine.loops.agent_optimizer.session import AgentOptimizerOptions, plan, run
 
     ws = workspace_of(args)
+    options = AgentOptimizerOptions(
+        bench=args.bench,
+        rounds=args.rounds,
+        runs=args.runs,
+        target_score=args.target_score,
+        jobs=args.jobs,
+        auto_approve=args.auto_approve,
+        seed=args.seed,
+        budget=budget_of(args),
+    )
+    progress = LoopProgress(f"optimize-agent {args.bench}", quiet=wants_json(args))
+    if show_plan(args, plan(ws, options), progress):
+        return 0
     try:
-        with LoopProgress(f"optimize-agent {args.bench}", quiet=wants_json(args)) as progress:
-            options = AgentOptimizerOptions(
-                bench=args.bench,
-                rounds=args.rounds,
-                runs=args.runs,
-                target_score=args.target_score,
-                jobs=args.jobs,
-                auto_approve=args.auto_approve,
-                seed=args.seed,
-                budget=budget_of(args),
-            )
+        with progress:
             result = run(ws, options, reporter=progress)
     except (KeyboardInterrupt, Cancelled):
         return interrupted("optimize-agent", "run the same command again to resume the round")

@@ -18,13 +18,14 @@ from rich.text import Text
 from engine.cli import (
     budget_of,
     budget_options,
+    dry_run_option,
     executor_options,
     print_json,
     verbose_option,
     wants_json,
     workspace_of,
 )
-from engine.cli.progress import LoopProgress, spent_line
+from engine.cli.progress import LoopProgress, show_plan, spent_line
 
 if TYPE_CHECKING:
     from engine.loops.gepa import GepaResult
@@ -68,6 +69,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-j", "--jobs", type=int, help="parallel agent runs (default: CPU count)")
     budget_options(p)
+    dry_run_option(p)
     verbose_option(p)
     p.add_argument(
         "--no-submit",
@@ -81,6 +83,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def _optimize(args: argparse.Namespace) -> int:
     # Imported here: the model client and gepa would slow down every other command's start.
     from engine.loops.gepa import GepaOptions, OptimizeFailed, OptimizeOptions, run
+    from engine.loops.gepa.run import plan
     from engine.loops.gepa.splits import parse_ratios
 
     ws = workspace_of(args)
@@ -97,9 +100,12 @@ def _optimize(args: argparse.Namespace) -> int:
         budget=budget_of(args),
     )
     progress = LoopProgress(f"optimize {args.skill}", quiet=wants_json(args), verbose=args.verbose)
+    gepa = GepaOptions(args.skill, args.bench, options)
+    if show_plan(args, plan(ws, gepa), progress):
+        return 0
     try:
         with progress:
-            result = run(ws, GepaOptions(args.skill, args.bench, options), reporter=progress)
+            result = run(ws, gepa, reporter=progress)
     except OptimizeFailed as failed:
         if wants_json(args):
             print_json(failed.result.to_json())

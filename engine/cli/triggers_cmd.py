@@ -12,9 +12,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from engine.cli import budget_of, budget_options, print_json, wants_json, workspace_of
-from engine.cli.progress import LoopProgress, spent_line
-from engine.loops.triggers import TuneOptions, run
+from engine.cli import (
+    budget_of,
+    budget_options,
+    dry_run_option,
+    print_json,
+    wants_json,
+    workspace_of,
+)
+from engine.cli.progress import LoopProgress, show_plan, spent_line
+from engine.loops.triggers import TuneOptions, plan, run
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -69,6 +76,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, default=2, help="agent runs at once (2)")
     p.add_argument("--no-submit", action="store_true", help="measure only; queue nothing")
     budget_options(p)
+    dry_run_option(p)
     p.set_defaults(func=_tune)
 
 
@@ -88,7 +96,10 @@ def _tune(args: argparse.Namespace) -> int:
         max_extra_runs=args.max_extra_runs,
         budget=budget_of(args),
     )
-    with LoopProgress(f"tune-description {args.skill}", quiet=wants_json(args)) as progress:
+    progress = LoopProgress(f"tune-description {args.skill}", quiet=wants_json(args))
+    if show_plan(args, plan(ws, options), progress):
+        return 0
+    with progress:
         result = run(ws, options, reporter=progress)
     stopped = 1 if result.stop_reason == "budget" else 0  # like optimize: the run did not finish
     if wants_json(args):

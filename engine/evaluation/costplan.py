@@ -53,6 +53,7 @@ class JobPlan:
     workers: int
     per_run: PerRun
     detail: str = ""
+    extra_from: str = "adaptive reruns"  # what may add the ``extra`` runs
 
     def _most(self) -> int:
         return self.base + self.extra
@@ -65,7 +66,7 @@ class JobPlan:
         detail = f" ({self.detail})" if self.detail else ""
         runs = f"{self.base} agent runs{detail}"
         if self.extra:
-            runs += f", up to {self._most()} with adaptive reruns"
+            runs += f", up to {self._most()} with {self.extra_from}"
         low, high, each = self.base, self._most(), self.per_run
         wall = _span(self.seconds(low), self.seconds(high), _duration)
         tokens = _span(low * each.tokens, high * each.tokens, _tokens)
@@ -129,15 +130,16 @@ def workers(ws: Workspace, jobs: int | None) -> int:
     return jobs or ws.load_config().limits.workers or os.cpu_count() or 1
 
 
-def per_run(ws: Workspace, bench: str, agent: dict[str, Any]) -> PerRun:
+def per_run(ws: Workspace, bench: str | None, agent: dict[str, Any]) -> PerRun:
     """The mean duration, tokens and cost of the units recorded on ``bench`` by this agent
-    (same kind, command and model) in its newest runs; a stated default when there are none."""
+    (same kind, command and model) in its newest runs; a stated default when there are none,
+    or when the job's runs are of no benchmark (``None``: a description's trigger queries)."""
     same = ("kind", "command", "model")
     seconds: list[float] = []
     tokens: list[float] = []
     usd: list[float] = []
     runs = 0
-    for path in reversed(run_folders(ws.runs_dir)):
+    for path in reversed(run_folders(ws.runs_dir) if bench is not None else []):
         if runs >= RECENT_RUNS:
             break
         folder = RunFolder(path)
@@ -160,7 +162,8 @@ def per_run(ws: Workspace, bench: str, agent: dict[str, Any]) -> PerRun:
     kind = str(agent.get("kind") or "command")
     if not seconds:
         s, t, d = DEFAULTS.get(kind, DEFAULTS["command"])
-        return PerRun(s, t, d, f"no recorded runs on this benchmark: {kind} default per run")
+        where = "on this benchmark" if bench is not None else "to go by"
+        return PerRun(s, t, d, f"no recorded runs {where}: {kind} default per run")
     n = len(seconds)
     return PerRun(
         sum(seconds) / n,

@@ -62,6 +62,7 @@ from engine.evaluation.agents import (
     remove_room,
 )
 from engine.evaluation.agents.isolation import scratch_root
+from engine.evaluation.costplan import JobPlan, per_run
 from engine.evaluation.gates.candidate import TaskOutcome
 from engine.evaluation.gates.outcome import Sampling
 from engine.evaluation.gates.submission import submit_candidate
@@ -473,6 +474,32 @@ class TuneOptions:
     submit: bool = True
     max_extra_runs: int | None = None  # held-out reruns per try; None: see tuning_sampling
     budget: Budget = field(default_factory=Budget)  # outranks skillsmith.yaml's where it sets one
+
+
+def plan(ws: Workspace, options: TuneOptions) -> JobPlan:
+    """The most agent runs a tuning may make, and their estimated cost, without running any.
+
+    Every description — the current one, each given one and one proposal per iteration — is
+    measured on every query ``runs_per_query`` times; each tried description's held-out
+    verdict may add up to its ``max_extra_runs`` reruns and as many of the current
+    description's (shared by the tries, so this is the most). Trigger runs are recorded under
+    the experiment, not as benchmark runs, so the estimate per run is the agent kind's default.
+    """
+    if not ws.skill_path(options.skill).is_file():
+        raise SkillsmithError(f"{ws.skill_path(options.skill)}: no such skill")
+    queries = load_queries(options.queries)
+    cfg = ws.load_config()
+    sampling = tuning_sampling(cfg.gates, options.max_extra_runs)
+    descriptions = 1 + len(options.candidates) + options.iterations
+    return JobPlan(
+        job=f"tune-description {options.skill}",
+        base=descriptions * len(queries) * options.runs_per_query,
+        extra=(descriptions - 1) * 2 * sampling.max_extra_runs,
+        workers=options.jobs,
+        per_run=per_run(ws, None, make_agent(ws, cfg.agent).describe()),
+        detail=f"at most, {descriptions} descriptions × {len(queries)} queries × "
+        f"{options.runs_per_query} run(s)",
+    )
 
 
 def tune_description(

@@ -63,8 +63,10 @@ from engine.core.stamps import new_id
 from engine.core.store import SkillStore, read_text
 from engine.core.workspace import Workspace
 from engine.evaluation.agents import make_agent
+from engine.evaluation.costplan import JobPlan, per_run, workers
 from engine.evaluation.diagnosis.run import diagnose_run, load_run
 from engine.evaluation.gates.candidate import TaskOutcome
+from engine.evaluation.gates.counted import VARIANTS
 from engine.evaluation.gates.outcome import Sampling
 from engine.evaluation.gates.submission import submit_candidate
 from engine.evaluation.judge import ProtocolJudge, session_judge
@@ -783,6 +785,41 @@ def _start_reference(ws: Workspace, baseline: FormalBaseline, version: int) -> R
         baseline.index,
         base.version if base.version is not None else version,
         "formal_baseline",
+    )
+
+
+def plan(ws: Workspace, options: AgentOptimizerOptions) -> JobPlan:
+    """The most agent runs a session may make, and their estimated cost, without running any.
+
+    Each valid round evaluates the parent afresh and the candidate on every case, ``runs``
+    times, and its verdict may rerun up to ``gates.max_extra_runs`` case-runs a side. An
+    attempt whose evaluations stay incomplete reruns its failed units (at most ``MAX_REPAIRS``
+    times) and then does not count, so a session makes at most ``2 × rounds + 2`` attempts: the
+    most counts every one of them at its full repairs. An unfinished session of the benchmark is
+    planned on its own settings, for the rounds it has left.
+    """
+    check_counts(("--rounds", options.rounds), ("--runs", options.runs))
+    baseline = formal_baseline(ws, options.bench)  # no Formal Baseline: refused as the run is
+    cfg = ws.load_config()
+    found = find_unfinished(ws, options.bench)
+    rounds, runs = options.rounds, options.runs or baseline.bench.runs_per_case
+    attempts, resumed = 2 * rounds + 2, ""
+    if found is not None:
+        state = found[1]
+        rounds, runs = max(0, state.rounds - state.valid_rounds), state.runs
+        attempts = max(0, 2 * state.rounds + 2 - len(state.attempts))
+        resumed = f", resuming session {state.session_id}"
+    units = len(baseline.bench.cases) * runs
+    most = attempts * (2 + MAX_REPAIRS) * units + rounds * VARIANTS * cfg.gates.max_extra_runs
+    base = rounds * 2 * units
+    return JobPlan(
+        job=f"optimize-agent {options.bench}",
+        base=base,
+        extra=max(0, most - base),
+        workers=workers(ws, options.jobs),
+        per_run=per_run(ws, options.bench, make_agent(ws, cfg.agent).describe()),
+        detail=f"at most, {rounds} rounds × 2 evaluations of {units} units{resumed}",
+        extra_from="adaptive reruns, repairs of failed units and retried invalid rounds",
     )
 
 

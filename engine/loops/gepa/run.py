@@ -44,6 +44,8 @@ from engine.core.sessions import hold, start_session
 from engine.core.stamps import utc_now
 from engine.core.store import SkillStore
 from engine.core.workspace import Workspace
+from engine.evaluation.agents import make_agent
+from engine.evaluation.costplan import JobPlan, per_run, workers
 from engine.evaluation.gates.candidate import StaleCandidate, TaskOutcome
 from engine.evaluation.gates.outcome import Sampling
 from engine.evaluation.gates.result import GateResult
@@ -201,6 +203,31 @@ def optimize(
     run = _Run(ws, skill, parent, store.read(parent), bench, splits, opts, seed, reporter, cancel)
     with hold(run.experiment.dir):
         return run.execute()
+
+
+def plan(ws: Workspace, options: GepaOptions) -> JobPlan:
+    """The most agent runs an optimization may make, and their estimated cost, without running
+    any: its metric-call budget, never exceeded (each call is one agent run of one case), of
+    which the seed's validation is spent for sure; the search, the leaders' recheck and the
+    holdout comparison with its reruns spend the rest, as far as they go."""
+    opts = options.search
+    opts.check()
+    if not (ws.skills_dir / options.skill).is_dir():
+        raise SkillsmithError(f"{ws.skills_dir / options.skill}: no such skill to optimize")
+    bench = load_benchmark(ws.benchmarks_dir / options.bench)
+    splits = choose_splits(bench, opts.splits, bench.seed if opts.seed is None else opts.seed)
+    _check_plan(bench, splits, opts)
+    cfg = ws.load_config()
+    seed_validation = len(splits.validation)
+    return JobPlan(
+        job=f"optimize {options.skill}",
+        base=seed_validation,
+        extra=opts.max_metric_calls - seed_validation,
+        workers=workers(ws, opts.jobs),
+        per_run=per_run(ws, bench.id, make_agent(ws, cfg.agent).describe()),
+        detail="the seed on validation",
+        extra_from="the search and the holdout comparison (--max-metric-calls)",
+    )
 
 
 def _check_plan(bench: Benchmark, splits: Splits, opts: OptimizeOptions) -> None:
