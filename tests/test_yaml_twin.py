@@ -98,3 +98,14 @@ def test_a_workspace_reads_an_edited_skillsmith_yaml_through_its_twin(tmp_path: 
     ws.config_path.write_text(edit, encoding="utf-8")
     with pytest.raises(FormatError, match=r"skillsmith\.yaml.*approval_timeout_s"):
         ws.load_config()  # a twin holds the parse, not a judgement: every value is checked
+
+
+@pytest.mark.usefixtures("settled_at_once")
+def test_a_file_holding_a_secret_is_never_twinned(tmp_path: Path) -> None:
+    """A key pasted into skillsmith.yaml (an agent's command line) stays in that one file: no
+    copy of it is made beside the runs."""
+    path, twin = tmp_path / "s.yaml", tmp_path / "twin.json"
+    key = "sk-ant-api03-" + "Xq7vR2mK9pL4wN8sT1yB6cF3hJ5dG0aZ" * 2
+    path.write_text(f"agent:\n  command: [my-agent, --api-key, {key}]\n", encoding="utf-8")
+    assert load_yaml_twinned(path, twin)["agent"]["command"][2] == key
+    assert not twin.exists()

@@ -6,9 +6,11 @@ holds the parsed data with the file's stamp (device, inode, size, mtime, ctime):
 place, an atomic replace or a restore each change it, and a stamp that differs is a miss. A
 file changed in the last moments is not twinned ("racy git": a second edit within the same
 timestamp tick would keep the stamp), nor is data JSON cannot hold exactly (a date, a non-text
-key): those are parsed each time. The twin is a cache: unreadable, missing or unwritable, the
-file is parsed as before; it carries no more trust than the file it stands for, which sits in
-the same workspace.
+key): those are parsed each time. Nor is a file in which the secret scanner finds anything
+(a key pasted into an agent's command line): secrets never leave the vault, and a copy of one
+beside the runs would be a second place to leak it from. The twin is a cache: unreadable,
+missing or unwritable, the file is parsed as before; it carries no more trust than the file it
+stands for, which sits in the same workspace.
 """
 
 from __future__ import annotations
@@ -36,9 +38,15 @@ def load_yaml_twinned(path: Path, twin: Path) -> Any:
     data = load_yaml(path)
     with contextlib.suppress(OSError):
         after = stamp_of(os.stat(path))  # unchanged while it was parsed, and not just written
-        if list(after) == stamp and settled([after]):
+        if list(after) == stamp and settled([after]) and not _holds_a_secret(path):
             _keep(twin, stamp, data)
     return data
+
+
+def _holds_a_secret(path: Path) -> bool:
+    from engine.core.secret_scan import find_secrets  # here: only a twin's first write scans
+
+    return bool(find_secrets(path.read_text(encoding="utf-8").splitlines()))
 
 
 def _keep(twin: Path, stamp: list[int], data: Any) -> None:
