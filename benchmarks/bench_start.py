@@ -69,11 +69,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--candidates", type=int, default=5000)
     args = parser.parse_args()
+    from engine.core.fsutil import SETTLED_AFTER_S
     from engine.core.workspace import Workspace
 
     with tempfile.TemporaryDirectory(prefix="bench-start-") as tmp:
         ws = Workspace.init(Path(tmp) / "ws")
         full = queue_of(Path(tmp) / "full", args.candidates)
+        # A queue that has been there a while, as a person's is: files written in the last
+        # moments are read again until they settle (engine.core.candidates, yaml_twin).
+        time.sleep(SETTLED_AFTER_S)
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "import yaml, rich": [sys.executable, "-c", "import yaml, rich"],

@@ -361,6 +361,13 @@ def main() -> None:
             f"built {ws_root} in {time.perf_counter() - started:.1f} s "
             f"({CANDIDATES} candidates, {RUNS} runs, {VERSIONS} versions)"
         )
+        # A workspace a person has used: its files settled, its queue listed once (any
+        # `skillsmith queue` or earlier workbench leaves the listing index; copies keep it).
+        from engine.core.candidates import refresh_index
+        from engine.core.fsutil import SETTLED_AFTER_S
+
+        time.sleep(SETTLED_AFTER_S)
+        refresh_index(ws_root / "candidates")
     # Interleaved, one process of each kind per round, so that drift on the machine cancels.
     rounds: dict[str, list[dict[str, float]]] = {"bare": [], "ours": [], "watch": []}
     for _ in range(args.repeat):

@@ -160,6 +160,7 @@ def test_listing_the_queue_loads_none_of_its_decisions(
     and once skillsmith.yaml has its parsed twin, a listing of nothing new loads no YAML parser
     at all (importing it is a third of the command's own start)."""
     from engine.core import fsutil
+    from engine.core.candidates import rows
     from engine.core.store import SkillStore
     from engine.core.workspace import CONFIG_TWIN
     from tests.tui_workspace import SKILL, build_workspace, edited, skill_text
@@ -179,9 +180,11 @@ def test_listing_the_queue_loads_none_of_its_decisions(
     assert (ws.candidates_dir / ".index.jsonl").is_file()
     # skillsmith.yaml was written a moment ago: no twin yet (an edit within the same timestamp
     # tick could go unseen). Settled, it is twinned by the next read, and then read from there.
+    # (The candidates were just written too: the index re-reads them until they settle.)
     assert not (ws.runs_dir / CONFIG_TWIN).exists()
     monkeypatch.setattr(fsutil, "SETTLED_AFTER_S", 0.0)
     ws.load_config()
+    rows(ws.candidates_dir)
     assert (ws.runs_dir / CONFIG_TWIN).is_file()
     modules = loaded_after(code)
     assert "engine.cli.queue_cmd" in modules

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 from typing import Any
 
@@ -386,3 +387,26 @@ def test_one_unreadable_candidate_does_not_hide_the_queue(
 def _listed(workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> str:
     main(["-w", str(workspace.root), "queue", "--json"])
     return capsys.readouterr().out
+
+
+def test_an_edit_within_the_same_clock_tick_is_still_seen(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate.yaml changed a moment ago could change again within its timestamp's tick
+    and keep its size ("racy git"), so the index holds it under a stamp no file has until it
+    settles: the second edit shows. Once settled, the index keeps its real stamp."""
+    from engine.core import fsutil
+
+    queue, _ = _queue(workspace)
+    cid = _submit(queue, summary="first words")
+    assert [c.summary for c in queue.list()] == ["first words"]
+    path = workspace.candidates_dir / cid / "candidate.yaml"
+    before = path.stat()
+    path.write_text(path.read_text().replace("first words", "other words"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # the same tick, the same size
+    assert path.stat().st_size == before.st_size
+    assert [c.summary for c in queue.list()] == ["other words"]
+    monkeypatch.setattr(fsutil, "SETTLED_AFTER_S", 0.0)
+    queue.list()
+    heads, _ = _index(workspace)
+    assert heads["candidates"][cid][:2] == [path.stat().st_mtime_ns, path.stat().st_size]

@@ -140,8 +140,12 @@ def test_a_full_load_takes_unchanged_candidates_from_the_listing_index(
     (the overview's loads are incremental); a file edited since, and only that one, is read
     again; a broken one is named once while the rest still show."""
     import engine.core.candidates as candidates
+    from engine.core import fsutil
     from engine.views.rows import FROM_INDEX_AFTER
 
+    # files just written are read again until they settle (engine.core.candidates): a queue
+    # opened in the workbench has been there a while
+    monkeypatch.setattr(fsutil, "SETTLED_AFTER_S", 0.0)
     ws = build_workspace(tmp_path / "ws", candidates=FROM_INDEX_AFTER + 1)
     parsed: list[str] = []
     real = candidates.load_record

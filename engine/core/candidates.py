@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.core.errors import FormatError, SkillsmithError
-from engine.core.fsutil import atomic_write_bytes
+from engine.core.fsutil import atomic_write_bytes, settled_since
 from engine.core.pointer import check_name, read_pointer
 from engine.core.schema import from_mapping, load_yaml, to_mapping
 from engine.core.workspace import Workspace
@@ -102,6 +102,7 @@ HEAD_FIELDS = (
 )
 COLUMN = {name: at for at, name in enumerate(HEAD_FIELDS, start=2)}  # after [mtime_ns, size]
 BRIEF = 60  # characters of a summary on a listing line; `queue show` prints it whole
+UNSETTLED = (-1, -1)  # the stamp of a candidate.yaml indexed too soon after it changed
 _CREATED, _ID = FIELDS.index("created_at"), FIELDS.index("id")
 _HEAD_CREATED, _HEAD_ID = COLUMN["created_at"], COLUMN["id"]
 
@@ -220,7 +221,12 @@ def _read_through(folder: Path, records: bool, errors: list[str] | None) -> list
             or hit[0] != st.st_mtime_ns
             or hit[1] != st.st_size
         ):
-            changed[name] = [st.st_mtime_ns, st.st_size]
+            # A file written a moment ago may be written again within its timestamp's tick,
+            # size and all ("racy git"): it is indexed under a stamp no file has, so it is read
+            # again until it settles. Judged by its mtime, which a copy that keeps file times
+            # keeps too, so a copied queue is not read twice.
+            calm = settled_since(st.st_mtime_ns)
+            changed[name] = [st.st_mtime_ns, st.st_size] if calm else list(UNSETTLED)
     if not (records or changed or len(on_disk) != len(heads)):
         found = list(heads.values())
         found.sort(key=_head_order)  # one pass over an index written in order

@@ -140,8 +140,12 @@ def stamp_of(st: os.stat_result) -> Stamp:
 def settled(stamps: Iterable[Stamp]) -> bool:
     """Whether a value read from files with these stamps may be cached: none of them changed in
     the last :data:`SETTLED_AFTER_S` (a later change then always moves a timestamp)."""
-    newest = max((max(s[3], s[4]) for s in stamps), default=0)
-    return time.time_ns() - newest > SETTLED_AFTER_S * 1e9
+    return settled_since(max((max(s[3], s[4]) for s in stamps), default=0))
+
+
+def settled_since(changed_ns: int) -> bool:
+    """Whether a file last changed at ``changed_ns`` (an mtime or ctime) has settled."""
+    return time.time_ns() - changed_ns > SETTLED_AFTER_S * 1e9
 
 
 TEMP_SUFFIX = ".tmp"
