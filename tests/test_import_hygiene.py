@@ -158,7 +158,7 @@ def test_listing_the_queue_loads_none_of_its_decisions(
     the vault's secret scanner) would cost more than listing thousands of candidates. Both the
     run that builds the index and the one that reads it go without it, stale flags included;
     and once skillsmith.yaml has its parsed twin, a listing of nothing new loads no YAML parser
-    at all (importing it is a third of the command's own start)."""
+    at all (importing it is a fifth of the command's own start)."""
     from engine.core import fsutil
     from engine.core.candidates import rows
     from engine.core.store import SkillStore

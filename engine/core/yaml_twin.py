@@ -1,6 +1,6 @@
 """A YAML file's parse kept as JSON beside it, so a quick command reads it without PyYAML.
 
-Importing PyYAML is a third of ``skillsmith queue``'s own start-up, more than parsing the file;
+Importing PyYAML is a fifth of ``skillsmith queue``'s own start-up, far more than parsing the file;
 the workspace's settings (skillsmith.yaml) are read by every command and change seldom. The twin
 holds the parsed data with the file's stamp (device, inode, size, mtime, ctime): an edit in
 place, an atomic replace or a restore each change it, and a stamp that differs is a miss. A
