@@ -87,8 +87,8 @@ class CandidateRecord:
 
 FIELDS = tuple(f.name for f in dataclasses.fields(CandidateRecord))
 # A head: what a listing shows and sorts by. The index's first line holds only heads, so a
-# listing of thousands decodes a third of what whole records are (its second line holds those)
-# and formats nothing: ``line`` is the listing's text up to its flags, ``brief`` the summary
+# listing of thousands decodes less than the whole records (its second line holds those) and
+# formats nothing: ``line`` is the listing's text up to its flags, ``brief`` the summary
 # cut to fit a line. The rest is what those flags need (whether the candidate is stale).
 HEAD_FIELDS = (
     "id",
@@ -172,12 +172,18 @@ def _indexed(folder: Path, *, records: bool, errors: list[str] | None = None) ->
     """
     if not folder.is_dir():
         return []
-    # The index's lists hold no cycles: the collector's passes over thousands of them as they
-    # are decoded cost a fifth of the listing, and find nothing.
+    with _collector_paused():
+        return _read_through(folder, records, errors)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The index's lists hold no cycles: the collector's passes over thousands of them as they
+    are decoded cost a fifth of a listing, and find nothing."""
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _read_through(folder, records, errors)
+        yield
     finally:
         if paused:
             gc.enable()
@@ -188,9 +194,7 @@ def indexed_records(folder: Path) -> dict[str, tuple[int, int, Record]]:
     record)`` when indexed. Nothing is parsed or written: a viewer that stats the files itself
     takes a record whose stamp still matches and parses only the rest, one error per bad file
     (a listing's one bad file would stop it)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with _collector_paused():
         heads, stored = _read_index(folder / INDEX, records=True)
         found: dict[str, tuple[int, int, Record]] = {}
         for name, values in (stored or {}).items():
@@ -199,9 +203,6 @@ def indexed_records(folder: Path) -> dict[str, tuple[int, int, Record]]:
             if whole and type(head) is list and len(head) >= 2:
                 found[name] = (head[0], head[1], dict(zip(FIELDS, values, strict=True)))
         return found
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _read_through(folder: Path, records: bool, errors: list[str] | None) -> list[list[Any]]:
