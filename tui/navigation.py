@@ -49,7 +49,7 @@ class VimTable(DataTable[Any]):
         its update count, which that measuring leaves alone: a frame drawn after it could
         still show cells cut to the widths before (the labels' width on the first screen).
         """
-        super()._update_dimensions(new_rows)
+        self._measure(new_rows)
         widths = (
             self._row_label_column_width,
             *(column.get_render_width(self) for column in self.ordered_columns),
@@ -58,6 +58,10 @@ class VimTable(DataTable[Any]):
             self._drawn_widths = widths
             self._update_count += 1
             self.refresh()
+
+    def _measure(self, new_rows: Iterable[RowKey]) -> None:
+        """Size the columns for ``new_rows`` and the table: DataTable's own measuring."""
+        super()._update_dimensions(new_rows)
 
     @property
     def highlighted_key(self) -> str | None:

@@ -158,7 +158,7 @@ class QueueTable(VimTable):
         super().remove_row(row_key)
         self._row_versions.pop(row_key, None)
 
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+    def _measure(self, new_rows: Iterable[RowKey]) -> None:
         """Widen the columns for new rows by their cells' lengths, then size the table.
 
         DataTable measures every cell of every new row through Rich: seconds for a queue of
