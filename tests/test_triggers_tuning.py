@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +35,7 @@ from tests.online_helpers import DATA, add_weather_skill
 # of five letters or more of the description occurs in the task, and logs the load as the
 # brief's `Skill` tool call.
 AGENT = DATA / "trigger_agent.sh"
+ROOT = Path(__file__).resolve().parents[1]
 POSITIVE = ("alpaca", "badger", "cheetah", "donkey", "falcon")
 NEGATIVE = ("gazelle", "hamster", "iguana", "jaguar", "lemming")
 
@@ -359,16 +365,9 @@ def test_tune_description_command(
     assert setup["settings"]["max_extra_runs"] == 0
 
 
-def test_a_budget_stops_the_tuning_in_its_held_out_reruns_and_queues_nothing(
-    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The setting of test_held_out_accuracy_picks_the_description, which queues B after 90
-    measured runs and 48 held-out reruns, run through the CLI with --budget-runs 100: the
-    budget runs out in the reruns, before the verdict, so the tuning stops with "budget",
-    keeps the current description and queues nothing. The agent is deterministic and the
-    seed fixed (the default 42), so the split and the reruns are the same every time; every
-    run leaves one transcript, so the transcripts on disk count the runs."""
-    _command_workspace(workspace)
+def _held_out_setting(ws: Workspace, tmp_path: Path) -> list[str]:
+    """The CLI arguments of test_held_out_accuracy_picks_the_description's setting, which
+    queues B after 90 measured runs and 48 held-out reruns (138 agent runs)."""
     queries = _queries()
     train, test = split_queries(queries)
     train_pos = [_word(q) for q in train if q.should_trigger]
@@ -379,17 +378,33 @@ def test_a_budget_stops_the_tuning_in_its_held_out_reruns_and_queues_nothing(
         json.dumps([{"query": q.query, "should_trigger": q.should_trigger} for q in queries]),
         encoding="utf-8",
     )
-    args = ["tune-description", "zoo-keeper", "--queries", str(path), "--iterations", "0"]
-    args += ["--runs-per-query", "3", "--candidate", fits_training, "--candidate", generalises]
-    args += ["--budget-runs", "100", "--json"]
+    args = ["-w", str(ws.root), "tune-description", "zoo-keeper", "--queries", str(path)]
+    args += ["--iterations", "0", "--runs-per-query", "3"]
+    return [*args, "--candidate", fits_training, "--candidate", generalises, "--json"]
 
-    assert main(["-w", str(workspace.root), *args]) == 1  # stopped, like optimize's budget
+
+def _transcripts(report: dict[str, object]) -> int:
+    return len(list((Path(str(report["experiment_dir"])) / "sessions").iterdir()))
+
+
+def test_a_budget_stops_the_tuning_in_its_held_out_reruns_and_queues_nothing(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The held-out setting with --budget-runs 100: the budget runs out in the reruns, before
+    the verdict, so the tuning stops with "budget", keeps the current description and queues
+    nothing. The agent is deterministic and the seed fixed (the default 42), so the split and
+    the reruns are the same every time; every run leaves one transcript, so the transcripts on
+    disk count the runs."""
+    _command_workspace(workspace)
+    args = [*_held_out_setting(workspace, tmp_path), "--budget-runs", "100"]
+
+    assert main(args) == 1  # stopped, like optimize's budget
     report = json.loads(capsys.readouterr().out)
     assert (report["stop_reason"], report["improved"], report["chosen"]) == ("budget", False, 0)
     assert report["reason"].startswith("budget reached: 100 of 100 agent runs; spent ")
     assert report["reason"].endswith("nothing was submitted")
     assert len(report["scores"]) == 3  # all three measured; the stop came in the reruns
-    runs = len(list((Path(report["experiment_dir"]) / "sessions").iterdir()))
+    runs = _transcripts(report)
     assert report["spent"]["runs"] == runs and 100 <= runs <= 100 + 2  # + one batch of -j 2
     assert report["budget"] == {"runs": 100, "usd": None, "tokens": None}
     assert report["candidate"] is None and CandidateQueue(workspace).list() == []
@@ -400,6 +415,104 @@ def test_a_budget_stops_the_tuning_in_its_held_out_reruns_and_queues_nothing(
               for line in p.read_text(encoding="utf-8").splitlines()]  # fmt: skip
     labels = [str(e.get("label")) for e in events if e.get("kind") == "progress"]
     assert "description 0 (current) · spent 30/100 agent runs, 0 tokens, $0.00" in labels
+
+
+def test_a_tuning_stopped_by_its_budget_resumes_and_pays_for_no_run_twice(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stopped tuning, run again with a larger budget, goes on in the same experiment: the
+    runs on record are read back, so the whole tuning spends the 138 runs of one unbroken
+    tuning, leaves 138 transcripts and reaches the same choice (B queued). Once it finished,
+    the same command starts a new tuning; ``--fresh`` would have, too."""
+    _command_workspace(workspace)
+    args = _held_out_setting(workspace, tmp_path)
+    assert main([*args, "--budget-runs", "100"]) == 1
+    stopped = json.loads(capsys.readouterr().out)
+    # the plan of the same command counts only what the stopped tuning has not made: of the
+    # 90 measuring runs it made them all, of the reruns (at most 2 tries × 2 × 96) the rest
+    assert main([*args, "--budget-runs", "200", "--dry-run"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    made_reruns = stopped["spent"]["runs"] - 90
+    assert (plan["agent_runs"], plan["max_extra_runs"]) == (0, 2 * 2 * 96 - made_reruns)
+    resumes = f"resumes {stopped['experiment_id']}: {stopped['spent']['runs']} runs on record"
+    assert resumes in plan["line"]
+
+    assert main([*args, "--budget-runs", "200"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["experiment_id"] == stopped["experiment_id"] and report["resumed"]
+    assert report["reused_runs"] == stopped["spent"]["runs"]
+    assert report["spent"]["runs"] == 138 == _transcripts(report)
+    assert report["budget"] == {"runs": 200, "usd": None, "tokens": None}
+    assert (report["chosen"], report["improved"]) == (2, True)
+    assert report["reason"].startswith("held-out trigger accuracy 0.50 → 1.00: +83.3 pts")
+    assert f"resumed {report['experiment_id']}: {report['reused_runs']} agent runs on record " \
+        "reused" in report["notes"]  # fmt: skip
+    folder = Path(report["experiment_dir"])
+    assert json.loads((folder / "result.stopped-1.json").read_text())["stop_reason"] == "budget"
+    assert len((folder / "units.jsonl").read_text().splitlines()) == 138
+    said = [json.loads(line)["text"] for p in workspace.sessions_dir.glob("*.jsonl")
+            for line in p.read_text(encoding="utf-8").splitlines()
+            if '"resuming ' in line]  # fmt: skip
+    assert said == [
+        f"resuming {report['experiment_id']}: {stopped['spent']['runs']} agent runs on record "
+        f"are not run again; spent {stopped['spent']['runs']}/200 agent runs, 0 tokens, $0.00"
+    ]
+    assert len(CandidateQueue(workspace).list()) == 1
+
+    assert main([*args, "--no-submit"]) == 0  # finished: a new tuning, every run made again
+    again = json.loads(capsys.readouterr().out)
+    assert again["experiment_id"] != report["experiment_id"] and not again["resumed"]
+    assert again["spent"]["runs"] == 138 and again["reused_runs"] == 0
+
+
+def test_fresh_starts_a_new_tuning_beside_a_stopped_one(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _command_workspace(workspace)
+    args = _held_out_setting(workspace, tmp_path)
+    assert main([*args, "--budget-runs", "40"]) == 1
+    stopped = json.loads(capsys.readouterr().out)
+    assert main([*args, "--budget-runs", "40", "--fresh"]) == 1
+    fresh = json.loads(capsys.readouterr().out)
+    assert fresh["experiment_id"] != stopped["experiment_id"] and not fresh["resumed"]
+    assert fresh["spent"]["runs"] >= 40 and fresh["reused_runs"] == 0
+    # the newest stopped tuning is the one a plain run resumes
+    assert main([*args, "--budget-runs", "80"]) == 1
+    assert json.loads(capsys.readouterr().out)["experiment_id"] == fresh["experiment_id"]
+
+
+def test_a_killed_tuning_resumes_from_the_runs_it_recorded(
+    workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL in the middle of the measuring: every run that finished has its line in
+    units.jsonl, so the same command goes on from them; a run cut off in flight has none and is
+    made again. The whole tuning counts 138 runs, as if never killed, and queues B."""
+    _command_workspace(workspace)
+    args = _held_out_setting(workspace, tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    recorded: list[Path] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        recorded = list(workspace.experiments_dir.glob("triggers-*/units.jsonl"))
+        if recorded and len(recorded[0].read_text().splitlines()) >= 20:
+            break
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert recorded, "the tuning recorded no run before the deadline"
+    on_record = len(recorded[0].read_text().splitlines())
+    assert 20 <= on_record < 138  # killed mid-way
+
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["resumed"] and report["experiment_dir"] == str(recorded[0].parent)
+    assert report["reused_runs"] == on_record
+    assert report["spent"]["runs"] == 138 == _transcripts(report)
+    assert (report["chosen"], report["improved"]) == (2, True)
+    assert not (recorded[0].parent / "result.stopped-1.json").exists()  # none was written
 
 
 def test_reruns_go_where_a_fix_can_show() -> None:

@@ -75,6 +75,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-j", "--jobs", type=int, default=2, help="agent runs at once (2)")
     p.add_argument("--no-submit", action="store_true", help="measure only; queue nothing")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start a new tuning even when one with the same settings stopped unfinished "
+        "(default: resume it, making no run it has on record again)",
+    )
     budget_options(p)
     dry_run_option(p)
     p.set_defaults(func=_tune)
@@ -95,6 +101,7 @@ def _tune(args: argparse.Namespace) -> int:
         submit=not args.no_submit,
         max_extra_runs=args.max_extra_runs,
         budget=budget_of(args),
+        fresh=args.fresh,
     )
     progress = LoopProgress(f"tune-description {args.skill}", quiet=wants_json(args))
     if show_plan(args, plan(ws, options), progress):

@@ -25,7 +25,9 @@ context and can mislead. The loop (Anthropic's skill-creator ``run_loop``):
    held-out accuracy wins.
 
 An improvement is queued as a candidate (source ``optimize``) that waits for a person, with the
-per-query evidence under ``experiments/<id>/`` (transcripts included).
+per-query evidence under ``experiments/<id>/`` (transcripts included). A tuning that stopped
+unfinished is resumed by the same command without making any run it has on record again
+(:mod:`engine.loops.tuning_record`).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from engine.core.config import Config, GatesConfig
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import Cancelled, CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_text
-from engine.core.sessions import loop_session
+from engine.core.sessions import hold, loop_session
 from engine.core.skill import SkillDoc
 from engine.core.stamps import new_id, utc_now
 from engine.core.store import SkillStore, read_text
@@ -78,6 +80,14 @@ from engine.evaluation.verdict import (
 )
 from engine.loops.gepa.experiment import Experiment
 from engine.loops.online.library import is_skill_load
+from engine.loops.tuning_record import (
+    KIND,
+    TuningRecord,
+    Unit,
+    identity,
+    kept_budget,
+    resumable,
+)
 
 Split = Literal["train", "test"]
 Origin = Literal["current", "given", "proposed"]
@@ -242,6 +252,7 @@ class TriggerBench:
         seed: int = 0,
         cancel: CancelToken | None = None,
         meter: BudgetMeter | None = None,
+        record: TuningRecord | None = None,
     ) -> None:
         if runs_per_query < 1:
             raise SkillsmithError("runs per query: expected at least 1")
@@ -257,6 +268,7 @@ class TriggerBench:
         self.seed = seed
         self.cancel = cancel or CancelToken()
         self.meter = meter or BudgetMeter(Budget(), Spent())
+        self.record = record or TuningRecord(folder)
 
     def measure(
         self,
@@ -316,8 +328,12 @@ class TriggerBench:
     def _run(
         self, index: int, text: str, statement: Path, query: TriggerQuery, n: int, run: int
     ) -> tuple[bool, str | None, str | None]:
-        """(loaded, transcript path relative to the experiment, invalid reason)."""
+        """(loaded, transcript path relative to the experiment, invalid reason): made, or read
+        back from the record when an earlier attempt of this tuning made it."""
         self.cancel.check()
+        done = self.record.unit(text, query.query, run)
+        if done is not None:
+            return done.loaded, done.session, done.invalid
         if self.meter.exhausted is not None:  # past the budget no run starts; those running end
             raise Cancelled()
         spec = RoomSpec(
@@ -333,15 +349,19 @@ class TriggerBench:
         finally:
             remove_room(room)
         self.meter.count({"tokens": outcome.tokens, "cost_usd": outcome.cost_usd})
+        tokens, cost = sum(outcome.tokens.values()), outcome.cost_usd or 0.0
         if not outcome.session:
-            return False, None, outcome.invalid_reason or "no transcript"
-        rel = f"sessions/d{index}-q{n}-r{run}.jsonl"
-        lines = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in outcome.session)
-        with self.ws.lock(f"trigger tuning {self.folder.name}"):
-            atomic_write_text(self.folder / rel, redact(lines))
-        trace = load_trace(self.folder / rel)
-        loaded = any(is_skill_load(c.name, c.args, self.names) for c in trace.calls)
-        return loaded, rel, outcome.invalid_reason
+            made = Unit(False, None, outcome.invalid_reason or "no transcript", tokens, cost)
+        else:
+            rel = f"sessions/d{index}-q{n}-r{run}.jsonl"
+            lines = "".join(json.dumps(ln, ensure_ascii=False) + "\n" for ln in outcome.session)
+            with self.ws.lock(f"trigger tuning {self.folder.name}"):
+                atomic_write_text(self.folder / rel, redact(lines))
+            trace = load_trace(self.folder / rel)
+            loaded = any(is_skill_load(c.name, c.args, self.names) for c in trace.calls)
+            made = Unit(loaded, rel, outcome.invalid_reason, tokens, cost)
+        self.record.add_unit(text, query.query, run, made)
+        return made.loaded, made.session, made.invalid
 
 
 def _accuracy(results: Sequence[QueryResult], split: Split) -> float:
@@ -445,6 +465,8 @@ class TuningResult:
     notes: list[str] = field(default_factory=list)
     candidate: dict[str, Any] | None = None
     stop_reason: str | None = None  # "budget": stopped past its budget, nothing submitted
+    resumed: bool = False  # went on from a tuning that had not finished
+    reused_runs: int = 0  # agent runs read back from the record instead of made again
     spent: dict[str, Any] | None = None  # agent runs, tokens and dollars the tuning spent
     budget: dict[str, Any] | None = None
 
@@ -474,6 +496,7 @@ class TuneOptions:
     submit: bool = True
     max_extra_runs: int | None = None  # held-out reruns per try; None: see tuning_sampling
     budget: Budget = field(default_factory=Budget)  # outranks skillsmith.yaml's where it sets one
+    fresh: bool = False  # a new tuning even when one with these settings stopped unfinished
 
 
 def plan(ws: Workspace, options: TuneOptions) -> JobPlan:
@@ -490,15 +513,33 @@ def plan(ws: Workspace, options: TuneOptions) -> JobPlan:
     queries = load_queries(options.queries)
     cfg = ws.load_config()
     sampling = tuning_sampling(cfg.gates, options.max_extra_runs)
+    agent = make_agent(ws, cfg.agent)
     descriptions = 1 + len(options.candidates) + options.iterations
+    base = descriptions * len(queries) * options.runs_per_query
+    extra = (descriptions - 1) * 2 * sampling.max_extra_runs
+    detail = (
+        f"at most, {descriptions} descriptions × {len(queries)} queries × "
+        f"{options.runs_per_query} run(s)"
+    )
+    tagged = _tagged(queries, options.holdout, options.seed)
+    given = [" ".join(text.split()) for text in options.candidates]
+    text = read_text(ws.skill_path(options.skill))
+    wanted = _identity(
+        options.skill, text, tagged, options.runs_per_query, options.threshold, options.seed,
+        given, agent,
+    )  # fmt: skip
+    earlier = None if options.fresh else resumable(ws, wanted)
+    if earlier is not None:  # what the stopped tuning made is not made again
+        measured, reruns = TuningRecord(earlier).runs_on_record(options.runs_per_query)
+        base, extra = max(0, base - measured), max(0, extra - reruns)
+        detail += f"; resumes {earlier.name}: {measured + reruns} runs on record not run again"
     return JobPlan(
         job=f"tune-description {options.skill}",
-        base=descriptions * len(queries) * options.runs_per_query,
-        extra=(descriptions - 1) * 2 * sampling.max_extra_runs,
+        base=base,
+        extra=extra,
         workers=options.jobs,
-        per_run=per_run(ws, None, make_agent(ws, cfg.agent).describe()),
-        detail=f"at most, {descriptions} descriptions × {len(queries)} queries × "
-        f"{options.runs_per_query} run(s)",
+        per_run=per_run(ws, None, agent.describe()),
+        detail=detail,
     )
 
 
@@ -521,6 +562,7 @@ def tune_description(
     log: SessionLog | None = None,
     cancel: CancelToken | None = None,
     budget: Budget | None = None,
+    fresh: bool = False,
 ) -> TuningResult:
     """Measure the current description and the given ones, propose more, keep the held-out best.
 
@@ -528,18 +570,28 @@ def tune_description(
     proposer's. Raises SkillsmithError for an unknown skill or bad settings. Past ``budget``
     (over skillsmith.yaml's) no agent run starts: the tuning stops with ``stop_reason``
     "budget", keeps the current description and submits nothing.
+
+    A tuning of the same skill text, queries, settings and agent that did not finish (stopped
+    at its budget, cancelled, killed) is resumed unless ``fresh``: its runs on record are read
+    back, not made again (:mod:`engine.loops.tuning_record`), and it keeps its budget unless
+    given a new one.
     """
     if not ws.skill_path(skill).is_file():
         raise SkillsmithError(f"{ws.skill_path(skill)}: no such skill")
-    current = SkillDoc.parse(read_text(ws.skill_path(skill))).description or ""
-    train, test = split_queries(queries, holdout, seed)
+    skill_text = read_text(ws.skill_path(skill))
+    current = SkillDoc.parse(skill_text).description or ""
     cfg = ws.load_config()
     sampling = tuning_sampling(cfg.gates, max_extra_runs)
-    meter = BudgetMeter(session_budget(cfg.budget, budget or Budget()), Spent())
-    tagged: list[tuple[TriggerQuery, Split]] = [(q, "train") for q in train]
-    tagged += [(q, "test") for q in test]
-    experiment = Experiment(ws, new_id("triggers"))
+    tagged = _tagged(queries, holdout, seed)
+    agent = agent or make_agent(ws, cfg.agent)
+    given = [" ".join(text.split()) for text in candidates]
+    wanted = _identity(skill, skill_text, tagged, runs_per_query, threshold, seed, given, agent)
+    earlier = None if fresh else resumable(ws, wanted)
+    experiment = Experiment(ws, earlier.name if earlier else new_id("triggers"))
     folder = experiment.dir
+    record = TuningRecord(folder)
+    kept = kept_budget(folder) if earlier else Budget()
+    meter = BudgetMeter(session_budget(cfg.budget, kept, budget or Budget()), record.spent())
     proposer = proposer or make_description_proposer(ws)
     bench = TriggerBench(
         ws,
@@ -552,30 +604,34 @@ def tune_description(
         seed=seed,
         cancel=cancel,
         meter=meter,
+        record=record,
     )
-    experiment.write(
-        "experiment.json",
-        {
-            "id": experiment.id,
-            "kind": "trigger-tuning",
-            "skill": skill,
-            "started_at": utc_now(),
-            "settings": {
-                "iterations": iterations,
-                "runs_per_query": runs_per_query,
-                "threshold": threshold,
-                "holdout": holdout,
-                "seed": seed,
-                "max_extra_runs": sampling.max_extra_runs,
-                "proposer": proposer.name,
-                "agent": bench.agent.describe(),
+    settings = {
+        "iterations": iterations,
+        "runs_per_query": runs_per_query,
+        "threshold": threshold,
+        "holdout": holdout,
+        "seed": seed,
+        "max_extra_runs": sampling.max_extra_runs,
+        "proposer": proposer.name,
+        "agent": bench.agent.describe(),
+    }
+    if earlier is None:
+        experiment.write(
+            "experiment.json",
+            {
+                "id": experiment.id,
+                "kind": KIND,
+                "skill": skill,
+                "identity": wanted,
+                "started_at": utc_now(),
+                "settings": settings,
+                "queries": [
+                    {"query": q.query, "should_trigger": q.should_trigger, "split": s}
+                    for q, s in tagged
+                ],
             },
-            "queries": [
-                {"query": q.query, "should_trigger": q.should_trigger, "split": s}
-                for q, s in tagged
-            ],
-        },
-    )
+        )
     scores: list[DescriptionScore] = []
     notes: list[str] = []
 
@@ -610,54 +666,119 @@ def tune_description(
             log.emit(
                 "progress",
                 done=len(scores),
-                total=max(len(scores), 1 + len(candidates) + iterations),
+                total=max(len(scores), 1 + len(given) + iterations),
                 label=meter.label(f"description {index} ({origin})"),
             )
 
-    chosen: DescriptionScore | None
-    try:
-        evaluate(current, "current")
-        for given in candidates:
-            evaluate(" ".join(given.split()), "given")
-        for _round in range(iterations):
-            parent = max(scores, key=lambda s: (s.train_accuracy, -s.index))
-            failures = parent.failures("train")
-            if not failures:
-                notes.append(f"description {parent.index} gets every training query right")
-                break
-            proposed = proposer.propose(skill, parent.description, failures)
-            if proposed is None:
-                notes.append(f"the proposer had nothing for description {parent.index}")
-                break
-            evaluate(proposed, "proposed")
-        reruns = HeldOutReruns(bench, scores[0], tagged, runs_per_query)
-        chosen, verdict = held_out_choice(scores, sampling, reruns.for_try)
-        reason = _choice_reason(scores, chosen, verdict)
-    except Cancelled:
-        if meter.exhausted is None or (cancel is not None and cancel.cancelled):
-            raise
-        chosen = None  # stopped before the choice: the current description stays
-        reason = f"budget reached: {meter.exhausted}; {meter.line()}; nothing was submitted"
-        if log is not None:
-            log.emit("message", text=f"stopped: budget ({reason})")
-    result = TuningResult(
-        experiment_id=experiment.id,
-        experiment_dir=str(folder),
+    with hold(folder):  # a tuning still running is never resumed by another
+        if earlier is not None:
+            _resuming(experiment, record, meter, settings, log)
+        chosen: DescriptionScore | None
+        try:
+            evaluate(current, "current")
+            for text in given:
+                evaluate(text, "given")
+            for round_ in range(iterations):
+                parent = max(scores, key=lambda s: (s.train_accuracy, -s.index))
+                failures = parent.failures("train")
+                if not failures:
+                    notes.append(f"description {parent.index} gets every training query right")
+                    break
+                known, proposed = record.proposal(round_, parent.description)
+                if not known:  # a resumed tuning asks again only for rounds it had not reached
+                    proposed = proposer.propose(skill, parent.description, failures)
+                    record.add_proposal(round_, parent.description, proposed)
+                if proposed is None:
+                    notes.append(f"the proposer had nothing for description {parent.index}")
+                    break
+                evaluate(proposed, "proposed")
+            reruns = HeldOutReruns(bench, scores[0], tagged, runs_per_query)
+            chosen, verdict = held_out_choice(scores, sampling, reruns.for_try)
+            reason = _choice_reason(scores, chosen, verdict)
+        except Cancelled:
+            if meter.exhausted is None or (cancel is not None and cancel.cancelled):
+                raise
+            chosen = None  # stopped before the choice: the current description stays
+            reason = f"budget reached: {meter.exhausted}; {meter.line()}; nothing was submitted"
+            if log is not None:
+                log.emit("message", text=f"stopped: budget ({reason})")
+        result = TuningResult(
+            experiment_id=experiment.id,
+            experiment_dir=str(folder),
+            skill=skill,
+            current=current,
+            best=current if chosen is None else chosen.description,
+            chosen=0 if chosen is None else chosen.index,
+            improved=chosen is not None and chosen.index != 0,
+            reason=reason,
+            train_size=sum(split == "train" for _q, split in tagged),
+            test_size=sum(split == "test" for _q, split in tagged),
+            scores=scores,
+            notes=notes,
+            stop_reason="budget" if chosen is None else None,
+            resumed=earlier is not None,
+            reused_runs=record.reused,
+        )
+        if earlier is not None:
+            notes.append(f"resumed {experiment.id}: {record.reused} agent runs on record reused")
+        if chosen is not None and result.improved and submit:
+            result.candidate = _submit(ws, skill, chosen, scores[0], experiment.id)
+        return _recorded(experiment, result, meter)
+
+
+def _tagged(
+    queries: Sequence[TriggerQuery], holdout: float, seed: int
+) -> list[tuple[TriggerQuery, Split]]:
+    """Every query with its split, the training ones first (the order runs are made in)."""
+    train, test = split_queries(queries, holdout, seed)
+    tagged: list[tuple[TriggerQuery, Split]] = [(q, "train") for q in train]
+    return tagged + [(q, "test") for q in test]
+
+
+def _identity(
+    skill: str,
+    text: str,
+    tagged: Sequence[tuple[TriggerQuery, Split]],
+    runs: int,
+    threshold: float,
+    seed: int,
+    given: Sequence[str],
+    agent: Agent,
+) -> str:
+    """What a tuning's runs and the order of its loop depend on: two tunings of one identity
+    make the same runs, so one can go on from the other's record."""
+    return identity(
         skill=skill,
-        current=current,
-        best=current if chosen is None else chosen.description,
-        chosen=0 if chosen is None else chosen.index,
-        improved=chosen is not None and chosen.index != 0,
-        reason=reason,
-        train_size=len(train),
-        test_size=len(test),
-        scores=scores,
-        notes=notes,
-        stop_reason="budget" if chosen is None else None,
+        text=text,
+        queries=[(q.query, q.should_trigger, split) for q, split in tagged],
+        runs=runs,
+        threshold=threshold,
+        seed=seed,
+        given=list(given),
+        agent=agent.describe(),
     )
-    if chosen is not None and result.improved and submit:
-        result.candidate = _submit(ws, skill, chosen, scores[0], experiment.id)
-    return _recorded(experiment, result, meter)
+
+
+def _resuming(
+    experiment: Experiment,
+    record: TuningRecord,
+    meter: BudgetMeter,
+    settings: Mapping[str, Any],
+    log: SessionLog | None,
+) -> None:
+    """Set a stopped attempt's result aside (``result.stopped-<n>.json``) and say what this
+    attempt goes on from."""
+    stopped = experiment.dir / "result.json"
+    if stopped.exists():
+        n = 1 + len(list(experiment.dir.glob("result.stopped-*.json")))
+        stopped.replace(experiment.dir / f"result.stopped-{n}.json")
+    text = (
+        f"resuming {experiment.id}: {record.on_record} agent runs on record are not run again; "
+        f"{meter.line()}"
+    )
+    experiment.event("resumed", runs_on_record=record.on_record, settings=dict(settings))
+    if log is not None:
+        log.emit("message", text=text)
 
 
 def _choice_reason(
@@ -882,6 +1003,7 @@ def run(
             log=log,
             cancel=cancel,
             budget=options.budget,
+            fresh=options.fresh,
         )
         log.emit(
             "finished",
