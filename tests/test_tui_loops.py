@@ -311,6 +311,40 @@ def test_a_budget_is_written_as_a_person_says_it() -> None:
             read(bad)
 
 
+async def test_a_tuning_stopped_at_its_budget_resumes_from_the_same_form(tmp_path: Path) -> None:
+    """The tune form's budget stops the tuning after the current description's six runs; the
+    same form with a larger budget goes on in the same experiment and says what it reused."""
+    ws = build_workspace(tmp_path / "ws", candidates=0)
+    add_weather_skill(ws)
+    queries = tmp_path / "queries.json"
+    rows = [
+        ("Get the forecast for Oslo and Bergen", True),
+        ("Show the rain forecast for Tokyo and Osaka", True),
+        ("Compare the forecast of Berlin and Munich", True),
+        ("Summarise this recipe for dinner", False),
+        ("Sort these invoices by amount", False),
+        ("Rename the photos by date", False),
+    ]
+    queries.write_text(json.dumps([{"query": q, "should_trigger": t} for q, t in rows]))
+    fields = {"skill": "weather-multi-city", "queries": str(queries), "iterations": "2"}
+    app = make_app(ws, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await start(pilot, "T", 240, **fields, budget="6 runs")
+        (said,) = [t for t in outcomes(pilot) if t.startswith("Tune description")]
+        assert "budget reached: 6 of 6 agent runs" in said
+        (folder,) = list(ws.experiments_dir.glob("triggers-*"))
+        await start(pilot, "T", 240, **fields, budget="500 runs")
+        assert list(ws.experiments_dir.glob("triggers-*")) == [folder]
+        result = json.loads((folder / "result.json").read_text())
+        assert result["resumed"] and result["reused_runs"] >= 6
+        assert any(
+            t.startswith("Tune description")
+            and t.endswith(f"resumed, {result['reused_runs']} agent runs reused")
+            for t in outcomes(pilot)
+        )
+
+
 async def test_evolve_stops_at_the_budget_written_in_its_form(tmp_path: Path) -> None:
     """The workbench's evolve job takes a budget as the CLI does: the session stops at a clean
     point past it (no more agent runs than the budget and one batch in flight), says what it

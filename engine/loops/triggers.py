@@ -472,9 +472,11 @@ class TuningResult:
 
     @property
     def headline(self) -> str:
-        """The tuning in one line: the held-out result and the candidate it queued."""
+        """The tuning in one line: the held-out result, the candidate it queued, and what it
+        reused when it went on from a stopped tuning."""
         queued = f"; queued {self.candidate['id']}" if self.candidate else ""
-        return f"{self.skill}: {self.reason}{queued}"
+        resumed = f"; resumed, {self.reused_runs} agent runs reused" if self.resumed else ""
+        return f"{self.skill}: {self.reason}{queued}{resumed}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
