@@ -334,3 +334,30 @@ def test_decide_does_not_rerun_tied_or_invalid_data() -> None:
                          rerun=rerun, max_extra_runs=24)  # fmt: skip
         assert v.decision == "inconclusive" and v.extra_runs == 0 and v.looks == 1
     assert asked == []  # no case whose runs disagree: no rerun can move the verdict
+
+
+def test_a_run_level_change_weighs_each_case_alike_when_reruns_made_some_cases_longer() -> None:
+    """Eight cases, one run each: seven pass on both sides, one fails before and passes after.
+    Reruns of that one case (it is the one that can change the answer) add 24 pairs, all its
+    way. The exact test counts 25 discordant pairs of 32; the change it reports is the case
+    set's, 0.875 → 1.000 (+12.5 pts), not the run pairs' 25/32 (+78.1), with the same p and
+    the same decision. Clopper–Pearson for 25 of 25 at one-sided 0.05: 0.05^(1/25) = 0.8871,
+    so the lower bound is (2·0.8871 − 1)·(1/8)."""
+    before = rows({f"c{i}": ["pass"] for i in range(7)} | {"x": ["fail"] * 25})
+    after = rows({f"c{i}": ["pass"] for i in range(7)} | {"x": ["pass"] * 25})
+    v = compare_paired(before, after, test="runs", alternative="greater")
+    assert (v.test, v.decision, v.n_pairs) == ("mcnemar-exact", "better", 32)
+    assert v.p_value == pytest.approx(2**-25)
+    assert (v.before, v.after, v.delta) == pytest.approx((0.875, 1.0, 0.125))
+    assert v.ci_low == pytest.approx((2 * 0.05 ** (1 / 25) - 1) / 8)
+    assert v.ci_high == pytest.approx(0.125)
+    assert v.line().startswith("+12.5 pts [+9.7, +12.5] p(better?)=<0.001 better (8 paired")
+    # the same runs with every case as long: nothing to weigh, the run pairs' own figures
+    even = compare_paired(
+        rows({f"c{i}": ["pass"] * 25 for i in range(7)} | {"x": ["fail"] * 25}),
+        rows({f"c{i}": ["pass"] * 25 for i in range(7)} | {"x": ["pass"] * 25}),
+        test="runs",
+        alternative="greater",
+    )
+    assert (even.before, even.after, even.delta) == pytest.approx((0.875, 1.0, 0.125))
+    assert even.p_value == pytest.approx(v.p_value)
