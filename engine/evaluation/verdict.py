@@ -332,9 +332,18 @@ def _p_from_one_sided(p_greater: float, p_less: float, alternative: Alternative)
 
 
 def _exact_runs(
-    paired: Paired, measure: Measure, alternative: Alternative, threshold: float, alpha: float
+    paired: Paired,
+    measure: Measure,
+    alternative: Alternative,
+    threshold: float,
+    alpha: float,
+    *,
+    weigh_cases: bool = False,
 ) -> Verdict:
-    """Exact McNemar on run pairs: under no effect each discordant pair is a fair coin."""
+    """Exact McNemar on run pairs: under no effect each discordant pair is a fair coin.
+
+    ``weigh_cases``: report the change of the case set when some cases have more pairs than
+    others (see below); the p-value and the test are the run pairs' either way."""
     pairs = [p for case in paired.cases for p in paired.runs[case]]
     n = len(pairs)
     if n == 0:
@@ -349,7 +358,7 @@ def _exact_runs(
     discordant = up + down
     delta = float(np.mean(diffs))
     per_case = [paired.runs[case] for case in paired.cases if paired.runs[case]]
-    balanced = len({len(runs) for runs in per_case}) <= 1
+    balanced = not weigh_cases or len({len(runs) for runs in per_case}) <= 1
     if discordant == 0:
         low = high = 0.0
         p_greater = p_less = 1.0
@@ -368,7 +377,8 @@ def _exact_runs(
             # change per run pair would read as a change of the whole case set (a held-out
             # accuracy 0.88 → 1.00 shown as +78 pts). Each case weighs alike instead: the
             # discordant share is each case's own, averaged over the cases. The test and the
-            # sign of every bound stay as they are, so no decision at threshold 0 moves.
+            # sign of every bound stay as they are, so no decision at threshold 0 (the only one
+            # a run-level question asks) moves.
             share = float(np.mean([sum(1 for b, a in runs if a != b) / len(runs)
                                    for runs in per_case]))  # fmt: skip
             ratio = share / (discordant / n)
@@ -483,7 +493,10 @@ def _compare_paired(
     diffs = [paired.after_means[c] - paired.before_means[c] for c in paired.cases]
     degenerate = len(diffs) < 2 or float(np.ptp(diffs)) == 0.0
     if test == "runs" or degenerate:
-        return _exact_runs(paired, measure, alternative, threshold, alpha)
+        # a fallback of the cases test weighs nothing: every case changed by the same amount,
+        # which is then also the run pairs' change
+        weigh = test == "runs"
+        return _exact_runs(paired, measure, alternative, threshold, alpha, weigh_cases=weigh)
     return _t_test(diffs, paired, "paired-t", measure, alternative, threshold, alpha)
 
 
