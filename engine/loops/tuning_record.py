@@ -134,7 +134,15 @@ def resumable(ws: Workspace, wanted: str) -> Path | None:
     root = ws.experiments_dir
     if not root.is_dir():
         return None
-    for folder in sorted(root.glob("triggers-*"), reverse=True):  # ids sort by time
+    # newest first by when experiment.json was written (once, at the start): two ids of one
+    # second sort by their random part
+    started: list[tuple[int, Path]] = []
+    for folder in root.glob("triggers-*"):
+        try:
+            started.append(((folder / "experiment.json").stat().st_mtime_ns, folder))
+        except OSError:
+            continue
+    for _at, folder in sorted(started, reverse=True):
         setup = _json(folder / "experiment.json")
         if setup.get("kind") != KIND or setup.get("identity") != wanted or is_held(folder):
             continue
