@@ -82,8 +82,8 @@ from engine.loops.gepa.experiment import Experiment
 from engine.loops.online.library import is_skill_load
 from engine.loops.tuning_record import (
     KIND,
+    RecordedRun,
     TuningRecord,
-    Unit,
     identity,
     kept_budget,
     resumable,
@@ -351,7 +351,7 @@ class TriggerBench:
         self.meter.count({"tokens": outcome.tokens, "cost_usd": outcome.cost_usd})
         tokens, cost = sum(outcome.tokens.values()), outcome.cost_usd or 0.0
         if not outcome.session:
-            made = Unit(False, None, outcome.invalid_reason or "no transcript", tokens, cost)
+            made = RecordedRun(False, None, outcome.invalid_reason or "no transcript", tokens, cost)
         else:
             rel = f"sessions/d{index}-q{n}-r{run}.jsonl"
             lines = "".join(json.dumps(ln, ensure_ascii=False) + "\n" for ln in outcome.session)
@@ -359,7 +359,7 @@ class TriggerBench:
                 atomic_write_text(self.folder / rel, redact(lines))
             trace = load_trace(self.folder / rel)
             loaded = any(is_skill_load(c.name, c.args, self.names) for c in trace.calls)
-            made = Unit(loaded, rel, outcome.invalid_reason, tokens, cost)
+            made = RecordedRun(loaded, rel, outcome.invalid_reason, tokens, cost)
         self.record.add_unit(text, query.query, run, made)
         return made.loaded, made.session, made.invalid
 

@@ -48,7 +48,7 @@ def identity(**parts: Any) -> str:
 
 
 @dataclass(frozen=True)
-class Unit:
+class RecordedRun:
     """One finished agent run: did it load the skill, its transcript, why it was invalid."""
 
     loaded: bool
@@ -64,11 +64,11 @@ class TuningRecord:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._lock = threading.Lock()
-        self._units: dict[tuple[str, str, int], Unit] = {}
+        self._units: dict[tuple[str, str, int], RecordedRun] = {}
         for row in read_jsonl(folder / UNITS):
             try:
                 key = (str(row["text"]), str(row["query"]), int(row["run"]))
-                self._units[key] = Unit(
+                self._units[key] = RecordedRun(
                     bool(row["loaded"]),
                     row.get("session"),
                     row.get("invalid"),
@@ -102,7 +102,7 @@ class TuningRecord:
         reruns = sum(run >= first_rerun for _text, _query, run in self._units)
         return len(self._units) - reruns, reruns
 
-    def unit(self, text: str, query: str, run: int) -> Unit | None:
+    def unit(self, text: str, query: str, run: int) -> RecordedRun | None:
         """The run of ``query`` numbered ``run`` with the skill ``text``, if it is on record."""
         found = self._units.get((text_key(text), query, run))
         if found is not None:
@@ -110,7 +110,7 @@ class TuningRecord:
                 self.reused += 1
         return found
 
-    def add_unit(self, text: str, query: str, run: int, unit: Unit) -> None:
+    def add_unit(self, text: str, query: str, run: int, unit: RecordedRun) -> None:
         key = (text_key(text), query, run)
         row = {"text": key[0], "query": query, "run": run, **unit.__dict__}
         with self._lock:
@@ -177,8 +177,8 @@ __all__ = [
     "KIND",
     "PROPOSALS",
     "UNITS",
+    "RecordedRun",
     "TuningRecord",
-    "Unit",
     "identity",
     "kept_budget",
     "resumable",
