@@ -439,8 +439,13 @@ def test_a_tuning_stopped_by_its_budget_resumes_and_pays_for_no_run_twice(
     resumes = f"resumes {stopped['experiment_id']}: {stopped['spent']['runs']} runs on record"
     assert resumes in plan["line"]
 
+    # what a kill mid-write leaves: an atomic write's temporary, swept when the tuning resumes
+    leftover = Path(stopped["experiment_dir"]) / "sessions" / ".d2-q0-r9.jsonl.k3j9x0qa.tmp"
+    leftover.write_text("{}\n", encoding="utf-8")
+
     assert main([*args, "--budget-runs", "200"]) == 0
     report = json.loads(capsys.readouterr().out)
+    assert not leftover.exists()
     assert report["experiment_id"] == stopped["experiment_id"] and report["resumed"]
     assert report["reused_runs"] == stopped["spent"]["runs"]
     assert report["spent"]["runs"] == 138 == _transcripts(report)
@@ -488,7 +493,9 @@ def test_a_killed_tuning_resumes_from_the_runs_it_recorded(
 ) -> None:
     """SIGKILL in the middle of the measuring: every run that finished has its line in
     units.jsonl, so the same command goes on from them; a run cut off in flight has none and is
-    made again. The whole tuning counts 138 runs, as if never killed, and queues B."""
+    made again. The whole tuning counts 138 runs, as if never killed, and queues B; a
+    transcript the kill left half written (an atomic write's temporary) is swept, so the
+    transcripts on disk are the 138 runs."""
     _command_workspace(workspace)
     args = _held_out_setting(workspace, tmp_path)
     proc = subprocess.Popen(

@@ -49,6 +49,7 @@ from engine.core.config import Config, GatesConfig
 from engine.core.errors import FormatError, SkillsmithError
 from engine.core.events import Cancelled, CancelToken, Reporter, SessionLog, null_reporter
 from engine.core.fsutil import atomic_write_text
+from engine.core.journal import is_leftover, remove_leftovers
 from engine.core.sessions import hold, loop_session
 from engine.core.skill import SkillDoc
 from engine.core.stamps import new_id, utc_now
@@ -768,8 +769,16 @@ def _resuming(
     settings: Mapping[str, Any],
     log: SessionLog | None,
 ) -> None:
-    """Set a stopped attempt's result aside (``result.stopped-<n>.json``) and say what this
-    attempt goes on from."""
+    """Remove what a killed attempt's writes left half done, set a stopped attempt's result
+    aside (``result.stopped-<n>.json``) and say what this attempt goes on from."""
+    with experiment.ws.lock(f"trigger tuning {experiment.id}"):
+        remove_leftovers(
+            path
+            for folder in (experiment.dir, experiment.dir / "sessions")
+            if folder.is_dir()
+            for path in folder.iterdir()
+            if is_leftover(path.name)
+        )
     stopped = experiment.dir / "result.json"
     if stopped.exists():
         n = 1 + len(list(experiment.dir.glob("result.stopped-*.json")))
