@@ -255,7 +255,8 @@ async def test_review_a_transcript(tmp_path: Path) -> None:
         assert f"Review: {headline}" in outcomes(pilot)
 
 
-async def test_tune_a_description(tmp_path: Path) -> None:
+def _weather_tuning(tmp_path: Path) -> tuple[Workspace, Path]:
+    """A workspace with the weather skill, and three should / three should-not queries."""
     ws = build_workspace(tmp_path / "ws", candidates=0)
     add_weather_skill(ws)
     queries = tmp_path / "queries.json"
@@ -268,6 +269,11 @@ async def test_tune_a_description(tmp_path: Path) -> None:
         ("Rename the photos by date", False),
     ]
     queries.write_text(json.dumps([{"query": q, "should_trigger": t} for q, t in rows]))
+    return ws, queries
+
+
+async def test_tune_a_description(tmp_path: Path) -> None:
+    ws, queries = _weather_tuning(tmp_path)
     watch = Watch()
     app = watch.app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE, message_hook=watch) as pilot:
@@ -314,18 +320,7 @@ def test_a_budget_is_written_as_a_person_says_it() -> None:
 async def test_a_tuning_stopped_at_its_budget_resumes_from_the_same_form(tmp_path: Path) -> None:
     """The tune form's budget stops the tuning after the current description's six runs; the
     same form with a larger budget goes on in the same experiment and says what it reused."""
-    ws = build_workspace(tmp_path / "ws", candidates=0)
-    add_weather_skill(ws)
-    queries = tmp_path / "queries.json"
-    rows = [
-        ("Get the forecast for Oslo and Bergen", True),
-        ("Show the rain forecast for Tokyo and Osaka", True),
-        ("Compare the forecast of Berlin and Munich", True),
-        ("Summarise this recipe for dinner", False),
-        ("Sort these invoices by amount", False),
-        ("Rename the photos by date", False),
-    ]
-    queries.write_text(json.dumps([{"query": q, "should_trigger": t} for q, t in rows]))
+    ws, queries = _weather_tuning(tmp_path)
     fields = {"skill": "weather-multi-city", "queries": str(queries), "iterations": "2"}
     app = make_app(ws, watch=False)
     async with app.run_test(size=SIZE) as pilot:

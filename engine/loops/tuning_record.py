@@ -20,7 +20,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ class TuningRecord:
 
     def add_unit(self, text: str, query: str, run: int, unit: RecordedRun) -> None:
         key = (text_key(text), query, run)
-        row = {"text": key[0], "query": query, "run": run, **unit.__dict__}
+        row = {"text": key[0], "query": query, "run": run, **asdict(unit)}
         with self._lock:
             append_jsonl(self.folder / UNITS, scrubbed(row))
             self._units[key] = unit
